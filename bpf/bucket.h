@@ -1,0 +1,146 @@
+/* SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause) */
+/*
+ * bucket.h - the token bucket math, and nothing else. No BPF helpers: this
+ * header is compiled into the XDP program and into the host unit tests, which
+ * drive it with a fake clock. The caller reads the clock and passes `now`.
+ *
+ * Representation (see struct sluice_slot): one u64 per slot, empty_at, the
+ * time at which the bucket was or would have been empty. The credit of a slot
+ * is (now - empty_at) nanoseconds of refill, capped at burst_ns; one token costs
+ * cost_ns. With credit kept in nanoseconds both the cap and the cost are exact
+ * integers, and refill is exact at any rate: there is no fractional token to
+ * round away, the remainder simply stays in the credit.
+ *
+ * Time: every timestamp passed here is the clock plus SLUICE_TIME_BIAS, so that
+ * "now - credit" can never wrap below zero, however soon after boot, and a
+ * zeroed slot (empty_at = 0) reads as full.
+ *
+ * Overflow: cost_ns <= 1e9 / SLUICE_PPM_MIN * 1e6 = 1e12 and burst <= 1e6, so
+ * burst_ns <= 1e18 < 2^60. now is the monotonic clock (< 2^62 for 146 years of
+ * uptime) plus a 2^62 bias, < 2^63. Every subtraction is guarded; every product
+ * is bounded by the limits in sluice_abi.h, which the control plane enforces.
+ *
+ * Concurrency: several CPUs may update one slot. Each slot is one u64 updated
+ * with compare-and-swap (BPF_ATOMIC_CMPXCHG, kernel >= 5.12). A per-CPU bucket
+ * would need no atomics, but it multiplies a source's rate by the number of
+ * CPUs its packets are spread on (RSS can spread one source's flows), and a
+ * bpf_spin_lock costs a helper call and an irq save per slot. One CAS on the
+ * fuller slot makes every admission drain one whole token from a slot that had
+ * it at the instant of the swap, so admissions from one slot never exceed
+ * burst + rate x interval.
+ */
+#ifndef SLUICE_BUCKET_H
+#define SLUICE_BUCKET_H
+
+#include "sluice_abi.h"
+
+#define SLUICE_TIME_BIAS (1ull << 62)
+
+/* How often one admission retries after losing a CAS race before it drops. */
+#define SLUICE_CAS_TRIES 4
+
+/* Refill cost of one token at the given state; recovering scales the refill
+ * rate by admission_ppm / 1e6, which is the same as scaling the cost by the
+ * inverse. ppm is clamped into [SLUICE_PPM_MIN, SLUICE_PPM_FULL] here too, so a
+ * corrupted config cannot divide by zero. */
+static inline __u64 sluice_effective_cost(__u64 cost_ns, __u32 state, __u32 ppm)
+{
+	if (state != SLUICE_RECOVERING || ppm >= SLUICE_PPM_FULL)
+		return cost_ns;
+	if (ppm < SLUICE_PPM_MIN)
+		ppm = SLUICE_PPM_MIN;
+	return cost_ns * SLUICE_PPM_FULL / ppm;
+}
+
+/* Credit of a slot at `now`, in [0, burst_ns]. A clock that appears to go
+ * backwards (now < empty_at) reads as an empty bucket, never as a huge one. */
+static inline __u64 sluice_credit(__u64 empty_at, __u64 now, __u64 burst_ns)
+{
+	__u64 credit;
+
+	if (now <= empty_at)
+		return 0;
+	credit = now - empty_at;
+	return credit > burst_ns ? burst_ns : credit;
+}
+
+/* Whole tokens in a slot at `now`, in [0, burst]. */
+static inline __u64 sluice_tokens(__u64 empty_at, __u64 now, __u64 cost_ns, __u64 burst)
+{
+	if (cost_ns == 0)
+		return 0;
+	return sluice_credit(empty_at, now, burst * cost_ns) / cost_ns;
+}
+
+/* The empty_at that makes a slot hold exactly `tokens` whole tokens at `now`.
+ * The caller has checked 0 <= tokens <= burst (ctl/lib/maps refuses otherwise). */
+static inline __u64 sluice_empty_at_for(__u64 now, __u64 tokens, __u64 cost_ns)
+{
+	return now - tokens * cost_ns;
+}
+
+/* Pay one token from a slot, floored at zero: empty_at such that the credit
+ * drops by cost_ns, or to zero. Returns the value unchanged if nothing changes. */
+static inline __u64 sluice_pay_floored(__u64 empty_at, __u64 now, __u64 cost_ns, __u64 burst_ns)
+{
+	__u64 credit = sluice_credit(empty_at, now, burst_ns);
+
+	if (credit == 0)
+		return empty_at;
+	return now - (credit > cost_ns ? credit - cost_ns : 0);
+}
+
+#define SLUICE_READ_ONCE(x) (*(volatile __u64 *)&(x))
+
+/*
+ * Admit one packet of a source whose two slots are a and b (a == b is allowed:
+ * one choice). Admitted when the fuller slot holds a whole token; then both
+ * slots pay one token, the fuller one by CAS (so the token it pays is one it
+ * really had), the other floored at zero. Paying only slots that have a token
+ * would let a source owning two private slots run at twice its rate.
+ * Returns 1 to admit, 0 to drop.
+ */
+static inline int sluice_admit2(struct sluice_slot *a, struct sluice_slot *b,
+				__u64 now, __u64 cost_ns, __u64 burst_ns)
+{
+	int i;
+
+	for (i = 0; i < SLUICE_CAS_TRIES; i++) {
+		__u64 ea = SLUICE_READ_ONCE(a->empty_at);
+		__u64 eb = SLUICE_READ_ONCE(b->empty_at);
+		__u64 ca = sluice_credit(ea, now, burst_ns);
+		__u64 cb = sluice_credit(eb, now, burst_ns);
+		struct sluice_slot *full = a, *other = b;
+		__u64 e_full = ea, c_full = ca, e_other = eb, paid;
+
+		if (cb > ca) {
+			full = b;
+			other = a;
+			e_full = eb;
+			c_full = cb;
+			e_other = ea;
+		}
+		if (c_full < cost_ns)
+			return 0;
+		if (__sync_val_compare_and_swap(&full->empty_at, e_full,
+						now - (c_full - cost_ns)) != e_full)
+			continue; /* another CPU took from it first: decide again */
+		if (other == full)
+			return 1;
+		/* The second slot pays too, best effort: a lost race here means
+		 * another CPU drained it, which only makes it emptier. */
+		for (int j = 0; j < SLUICE_CAS_TRIES; j++) {
+			paid = sluice_pay_floored(e_other, now, cost_ns, burst_ns);
+			if (paid == e_other)
+				break;
+			__u64 seen = __sync_val_compare_and_swap(&other->empty_at, e_other, paid);
+			if (seen == e_other)
+				break;
+			e_other = seen;
+		}
+		return 1;
+	}
+	return 0;
+}
+
+#endif /* SLUICE_BUCKET_H */

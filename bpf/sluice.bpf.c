@@ -1,0 +1,178 @@
+// SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
+/*
+ * sluice.bpf.c - the XDP program: parse -> lists -> two slots -> verdict.
+ *
+ * The way of a frame:
+ *   parse.h        Ethernet (+ up to 2 VLAN tags) -> IPv4/IPv6 source, or
+ *                  non-IP (passed), or malformed (dropped)
+ *   deny list      only when the config says the family's list has entries
+ *   shedding       allowlisted sources pass, every other IP frame drops
+ *   source_key.h   mask to the prefix, keyed SipHash, two slot indices
+ *   bucket.h       admit when the fuller slot has a token; both pay
+ *   counters       one per-CPU counter per outcome, packets and bytes
+ *
+ * Work the configuration does not need costs nothing: the lists are looked up
+ * only when the daemon has marked them non-empty in config.list_flags (one LPM
+ * lookup costs more than the whole bucket update), the allowlist only while
+ * shedding, and the clock is read only on the bucket path.
+ */
+#include <linux/bpf.h>
+#include <bpf/bpf_helpers.h>
+
+#include "sluice_abi.h"
+#include "bucket.h"
+#include "parse.h"
+#include "source_key.h"
+
+char LICENSE[] SEC("license") = "Dual BSD/GPL";
+
+/* Load-time settings (read-only once loaded; the verifier folds the branches
+ * that depend on them, so a non-dry-run program carries no dry-run code). */
+const volatile struct sluice_settings settings = {
+	.layout_version = SLUICE_LAYOUT_VERSION,
+	.slot_mask = SLUICE_SLOTS_DEFAULT - 1,
+	.v4_prefix = 32,
+	.v6_prefix = 64,
+};
+
+/* max_entries is replaced at load by the configured table size. */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, SLUICE_SLOTS_DEFAULT);
+	__type(key, __u32);
+	__type(value, struct sluice_slot);
+} slots SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct sluice_config);
+} config SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, SLUICE_OUTCOMES);
+	__type(key, __u32);
+	__type(value, struct sluice_counter);
+} counters SEC(".maps");
+
+#define SLUICE_LPM_MAP(name, keytype)                                          \
+	struct {                                                               \
+		__uint(type, BPF_MAP_TYPE_LPM_TRIE);                           \
+		__uint(max_entries, SLUICE_LIST_MAX_ENTRIES);                  \
+		__uint(map_flags, BPF_F_NO_PREALLOC);                          \
+		__type(key, keytype);                                          \
+		__type(value, __u8);                                           \
+	} name SEC(".maps")
+
+SLUICE_LPM_MAP(allow_v4, struct sluice_lpm_v4);
+SLUICE_LPM_MAP(allow_v6, struct sluice_lpm_v6);
+SLUICE_LPM_MAP(deny_v4, struct sluice_lpm_v4);
+SLUICE_LPM_MAP(deny_v6, struct sluice_lpm_v6);
+
+static __always_inline void count(__u32 outcome, __u64 bytes)
+{
+	struct sluice_counter *c = bpf_map_lookup_elem(&counters, &outcome);
+
+	if (c) {
+		c->packets++;
+		c->bytes += bytes;
+	}
+}
+
+/* Is the source in the v4 or v6 LPM list? */
+static __always_inline int listed(void *v4_map, void *v6_map, const struct sluice_source *src,
+				  int is_v6)
+{
+	if (is_v6) {
+		struct sluice_lpm_v6 k = { .prefixlen = 128 };
+
+		__builtin_memcpy(k.addr, src->w, 16);
+		return bpf_map_lookup_elem(v6_map, &k) != NULL;
+	}
+	struct sluice_lpm_v4 k4 = { .prefixlen = 32 };
+
+	__builtin_memcpy(k4.addr, src->w, 4);
+	return bpf_map_lookup_elem(v4_map, &k4) != NULL;
+}
+
+/* The verdict of an IP frame from `src`, as an outcome. */
+static __always_inline __u32 judge(const struct sluice_config *cfg, struct sluice_source *src,
+				   int is_v6)
+{
+	__u32 deny_bit = is_v6 ? SLUICE_LIST_DENY_V6 : SLUICE_LIST_DENY_V4;
+	__u32 allow_bit = is_v6 ? SLUICE_LIST_ALLOW_V6 : SLUICE_LIST_ALLOW_V4;
+	__u32 state = cfg->breaker_state;
+
+	if ((cfg->list_flags & deny_bit) && listed(&deny_v4, &deny_v6, src, is_v6))
+		return SLUICE_DROP_DENY;
+
+	if (state == SLUICE_SHEDDING) {
+		if ((cfg->list_flags & allow_bit) && listed(&allow_v4, &allow_v6, src, is_v6))
+			return SLUICE_ALLOWLISTED;
+		return SLUICE_DROP_SHED;
+	}
+
+	if (cfg->cost_ns == 0)
+		return SLUICE_PASSED; /* never configured: the loader writes config before attach */
+
+	if (is_v6)
+		sluice_mask_v6(src, settings.v6_prefix);
+	else
+		src->w[0] = sluice_mask_v4((__u32)src->w[0], settings.v4_prefix);
+
+	__u64 key[2] = { settings.hash_key[0], settings.hash_key[1] };
+	struct sluice_slot_pair idx = sluice_slots_of(sluice_source_hash(key, src, is_v6),
+						      settings.slot_mask, settings.one_choice);
+	struct sluice_slot *a = bpf_map_lookup_elem(&slots, &idx.a);
+	struct sluice_slot *b = bpf_map_lookup_elem(&slots, &idx.b);
+
+	if (!a || !b)
+		return SLUICE_DROP_RATE; /* cannot happen: slot_mask < max_entries */
+
+	__u64 cost = sluice_effective_cost(cfg->cost_ns, state, cfg->admission_ppm);
+	/* Coarse clock: ~4 ns cheaper per call than bpf_ktime_get_ns here, at
+	 * jiffy resolution (4 ms at HZ=250). The credit is carried exactly from
+	 * one reading to the next, so the rate is exact over time; a reading
+	 * is at most one jiffy late, which delays a refill, never adds one. */
+	__u64 now = bpf_ktime_get_coarse_ns() + SLUICE_TIME_BIAS;
+
+	return sluice_admit2(a, b, now, cost, cfg->burst * cost) ? SLUICE_PASSED
+								 : SLUICE_DROP_RATE;
+}
+
+SEC("xdp")
+int sluice_xdp(struct xdp_md *ctx)
+{
+	void *data = (void *)(long)ctx->data;
+	void *data_end = (void *)(long)ctx->data_end;
+	__u64 bytes = data_end - data;
+	struct sluice_source src;
+	__u32 zero = 0, outcome;
+	int kind = sluice_parse(data, data_end, &src);
+
+	if (kind == SLUICE_PARSE_NON_IP) {
+		count(SLUICE_NON_IP, bytes);
+		return XDP_PASS;
+	}
+	if (kind == SLUICE_PARSE_MALFORMED) {
+		outcome = SLUICE_MALFORMED;
+	} else {
+		struct sluice_config *cfg = bpf_map_lookup_elem(&config, &zero);
+
+		if (!cfg)
+			return XDP_PASS; /* cannot happen: a one-element array */
+		outcome = judge(cfg, &src, kind == SLUICE_PARSE_IPV6);
+	}
+	count(outcome, bytes);
+	if (outcome == SLUICE_PASSED || outcome == SLUICE_ALLOWLISTED)
+		return XDP_PASS;
+	if (settings.dry_run) {
+		/* WOULD_DROP overlays the reason counted above: frames seen =
+		 * the sum of every outcome but this one. */
+		count(SLUICE_WOULD_DROP, bytes);
+		return XDP_PASS;
+	}
+	return XDP_DROP;
+}

@@ -1,0 +1,141 @@
+/* SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause) */
+/*
+ * sluice_abi.h - every type and constant the XDP program and the C++ control
+ * plane share. This is the only copy: the kernel side includes it from
+ * sluice.bpf.c, the host side from ctl/lib. Change a layout here and bump
+ * SLUICE_LAYOUT_VERSION, so that a daemon refuses pins made under the old one
+ * instead of reusing them half-compatible.
+ */
+#ifndef SLUICE_ABI_H
+#define SLUICE_ABI_H
+
+#include <linux/types.h>
+
+/* Bumped on any change to a map's key/value layout or to the meaning of a field. */
+#define SLUICE_LAYOUT_VERSION 1
+
+/* Table size bounds. The slot table is a BPF_MAP_TYPE_ARRAY whose size is a
+ * power of two fixed at load: the index is (hash & (slots - 1)). */
+#define SLUICE_SLOTS_MIN (1u << 4)
+#define SLUICE_SLOTS_MAX (1u << 26)
+#define SLUICE_SLOTS_DEFAULT (1u << 18)
+
+/* Bounded allow/deny lists (LPM tries, one per family). */
+#define SLUICE_LIST_MAX_ENTRIES 65536
+
+#define SLUICE_NSEC_PER_SEC 1000000000ull
+
+/* Limits the control plane enforces on every config write. They keep every
+ * product in the bucket math below 2^63 (see bucket.h for the arithmetic). */
+#define SLUICE_RATE_MIN 1ull
+#define SLUICE_RATE_MAX 100000000ull /* 1e8 tokens/s: cost_ns >= 10 */
+#define SLUICE_BURST_MIN 1ull
+#define SLUICE_BURST_MAX 1000000ull
+#define SLUICE_PPM_FULL 1000000u
+#define SLUICE_PPM_MIN 1000u /* recovering never admits less than 0.1% of the rate */
+
+/* Breaker states. The data plane only reads this; ctl/lib/breaker owns the edges. */
+enum sluice_breaker_state {
+	SLUICE_SERVING = 0,
+	SLUICE_SHEDDING = 1,
+	SLUICE_RECOVERING = 2,
+	SLUICE_BREAKER_STATES = 3,
+};
+
+/* What happened to a frame. One per-CPU counter (packets and bytes) each. */
+enum sluice_outcome {
+	SLUICE_PASSED = 0,       /* IP, admitted by its buckets */
+	SLUICE_DROP_RATE = 1,    /* IP, its buckets were empty */
+	SLUICE_DROP_SHED = 2,    /* IP, breaker shedding and not allowlisted */
+	SLUICE_DROP_DENY = 3,    /* IP, source in the denylist (every state) */
+	SLUICE_ALLOWLISTED = 4,  /* IP, passed while shedding by the allowlist */
+	SLUICE_NON_IP = 5,       /* ARP, LLDP, ...: passed, not limited */
+	SLUICE_MALFORMED = 6,    /* truncated, bad IHL/version, > 2 VLAN tags: dropped */
+	SLUICE_WOULD_DROP = 7,   /* dry run: a drop verdict, but the frame passed */
+	SLUICE_OUTCOMES = 8,
+};
+
+struct sluice_counter {
+	__u64 packets;
+	__u64 bytes;
+};
+
+/*
+ * One slot of the bucket table: a GCRA-style token bucket in one 64-bit word,
+ * so that a single compare-and-swap updates it.
+ *
+ * The bucket's credit, in nanoseconds of refill, is (now - empty_at): the slot
+ * was (or would have been) empty at time empty_at. tokens = credit / cost_ns,
+ * capped at burst. This is nft_limit's "credit kept as nanoseconds" with the
+ * "last" timestamp folded in, so the cap and the cost stay exact.
+ * A zeroed slot has empty_at = 0, i.e. it has been refilling since boot: full.
+ */
+struct sluice_slot {
+	__u64 empty_at;
+};
+
+/*
+ * The runtime configuration: one element of the "config" array map. The
+ * daemon writes it (validated: see ctl/lib/maps); the program reads it on every
+ * frame. Fields after the first block are control-plane bookkeeping that must
+ * survive a daemon restart with the pins; the program does not read them.
+ */
+struct sluice_config {
+	__u64 cost_ns;          /* refill: one token per cost_ns (1e9 / rate, rounded) */
+	__u64 burst;            /* bucket capacity in tokens */
+	__u32 breaker_state;    /* enum sluice_breaker_state */
+	__u32 admission_ppm;    /* recovering: refill rate x ppm / 1e6 */
+	__u32 list_flags;       /* SLUICE_LIST_*: which lists hold entries */
+	__u32 _pad0;
+	/* control-plane bookkeeping, not read by the program */
+	__u64 rate_pps;         /* the rate cost_ns was derived from, as asked */
+	__u64 breaker_since_ns; /* CLOCK_REALTIME of the last transition */
+	__u32 breaker_manual;   /* 1: tripped by an operator, recovery is manual */
+	__u32 _pad1;
+	__u64 generation;       /* bumped on every write */
+};
+
+#define SLUICE_LIST_ALLOW_V4 (1u << 0)
+#define SLUICE_LIST_ALLOW_V6 (1u << 1)
+#define SLUICE_LIST_DENY_V4 (1u << 2)
+#define SLUICE_LIST_DENY_V6 (1u << 3)
+
+/* LPM trie keys for the allow/deny lists, in network byte order. */
+struct sluice_lpm_v4 {
+	__u32 prefixlen;
+	__u8 addr[4];
+};
+
+struct sluice_lpm_v6 {
+	__u32 prefixlen;
+	__u8 addr[16];
+};
+
+/*
+ * Load-time settings, fixed for the life of a loaded program. They live in the
+ * program's read-only data (const volatile globals) and the daemon pins that map
+ * as "settings" so a restarted daemon or sluicectl can read the hash key and
+ * the policy the pins were made under.
+ */
+struct sluice_settings {
+	__u64 hash_key[2];   /* SipHash key, from getrandom() */
+	__u32 layout_version;/* SLUICE_LAYOUT_VERSION at load */
+	__u32 slot_mask;     /* slots - 1 */
+	__u32 v4_prefix;     /* 0..32 */
+	__u32 v6_prefix;     /* 0..128 */
+	__u32 dry_run;       /* 1: count would-drops, pass everything */
+	__u32 one_choice;    /* 1: one slot per source (benchmarks only) */
+};
+
+/* Pin names under <pin-dir>/<ifname>/ */
+#define SLUICE_PIN_LINK "link"
+#define SLUICE_PIN_SLOTS "slots"
+#define SLUICE_PIN_CONFIG "config"
+#define SLUICE_PIN_COUNTERS "counters"
+#define SLUICE_PIN_SETTINGS "settings"
+#define SLUICE_PIN_ALLOW_V4 "allow_v4"
+#define SLUICE_PIN_ALLOW_V6 "allow_v6"
+#define SLUICE_PIN_DENY_V4 "deny_v4"
+#define SLUICE_PIN_DENY_V6 "deny_v6"
+
+#endif /* SLUICE_ABI_H */

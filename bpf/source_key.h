@@ -1,0 +1,75 @@
+/* SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause) */
+/*
+ * source_key.h - from a parsed source address to its two slots. No BPF
+ * helpers: sluicectl computes the same slots for `sluicectl bucket IFACE ADDR`
+ * with this header, so the CLI and the data plane cannot disagree.
+ *
+ * The address is masked to the configured prefix (an IPv6 sender rotating
+ * through one /64 is one source by default), hashed with keyed SipHash, and the
+ * 64-bit hash gives two indices: its low and its high half, masked to the table.
+ */
+#ifndef SLUICE_SOURCE_KEY_H
+#define SLUICE_SOURCE_KEY_H
+
+#include <linux/types.h>
+#include "parse.h"
+#include "siphash.h"
+
+/* Keep the first `prefix` bits (network order) of an address held as a
+ * little-endian load of its bytes. */
+static inline __u32 sluice_mask_v4(__u32 raw, __u32 prefix)
+{
+	if (prefix == 0)
+		return 0;
+	if (prefix >= 32)
+		return raw;
+	return raw & __builtin_bswap32(~0u << (32 - prefix));
+}
+
+static inline __u64 sluice_mask_word(__u64 raw, __u32 prefix)
+{
+	if (prefix == 0)
+		return 0;
+	if (prefix >= 64)
+		return raw;
+	return raw & __builtin_bswap64(~0ull << (64 - prefix));
+}
+
+static inline void sluice_mask_v6(struct sluice_source *src, __u32 prefix)
+{
+	if (prefix <= 64) {
+		src->w[0] = sluice_mask_word(src->w[0], prefix);
+		src->w[1] = 0;
+	} else {
+		src->w[1] = sluice_mask_word(src->w[1], prefix - 64);
+	}
+}
+
+/* Hash of a masked source. IPv4 hashes 4 bytes and IPv6 16, so the two
+ * families never share a hash input: SipHash mixes the length in. */
+static inline __u64 sluice_source_hash(const __u64 key[2], const struct sluice_source *src, int is_v6)
+{
+	if (is_v6)
+		return sluice_siphash_16(key, src->w[0], src->w[1], SLUICE_SIPHASH_C, SLUICE_SIPHASH_D);
+	return sluice_siphash_4(key, (__u32)src->w[0], SLUICE_SIPHASH_C, SLUICE_SIPHASH_D);
+}
+
+struct sluice_slot_pair {
+	__u32 a, b;
+};
+
+/* Two distinct slots (one when one_choice) from one 64-bit hash. */
+static inline struct sluice_slot_pair sluice_slots_of(__u64 hash, __u32 slot_mask, int one_choice)
+{
+	struct sluice_slot_pair s;
+
+	s.a = (__u32)hash & slot_mask;
+	s.b = (__u32)(hash >> 32) & slot_mask;
+	if (one_choice)
+		s.b = s.a;
+	else if (s.b == s.a)
+		s.b = s.a ^ 1; /* two choices means two slots */
+	return s;
+}
+
+#endif /* SLUICE_SOURCE_KEY_H */

@@ -1,0 +1,36 @@
+#!/usr/bin/env bash
+# Install every build and test dependency of sluice from Debian's packages.
+# Idempotent: packages already present are not fetched again, so the other
+# scripts call it unconditionally.
+set -euo pipefail
+
+packages=(
+  # build
+  cmake make g++ clang llvm pkg-config
+  libbpf-dev bpftool libelf-dev zlib1g-dev
+  libboost-program-options-dev nlohmann-json3-dev libcpp-httplib-dev
+  libgtest-dev libgmock-dev
+  # run and test: namespaces, veth, traffic, lists
+  iproute2 procps iputils-ping netsniff-ng xdp-tools nftables iptables curl python3
+)
+
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+
+if [ ${#missing[@]} -gt 0 ]; then
+  if [ "$(id -u)" -ne 0 ]; then
+    echo "setup.sh: missing packages (${missing[*]}); run as root to install them" >&2
+    exit 2
+  fi
+  echo "setup.sh: installing ${missing[*]}"
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get update -qq
+  apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi
+
+# The BPF filesystem: the daemon pins its links and maps there.
+if [ "$(id -u)" -eq 0 ] && ! mountpoint -q /sys/fs/bpf; then
+  mount -t bpf bpf /sys/fs/bpf
+fi
