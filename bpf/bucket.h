@@ -95,9 +95,19 @@ static inline __u64 sluice_pay_floored(__u64 empty_at, __u64 now, __u64 cost_ns,
 /*
  * Admit one packet of a source whose two slots are a and b (a == b is allowed:
  * one choice). Admitted when the fuller slot holds a whole token; then both
- * slots pay one token, the fuller one by CAS (so the token it pays is one it
- * really had), the other floored at zero. Paying only slots that have a token
+ * slots pay one token, the other one floored at zero, the fuller one by CAS (so
+ * the token it pays is one it really had). Paying only slots that have a token
  * would let a source owning two private slots run at twice its rate.
+ *
+ * Order matters under concurrency: the other slot pays first, the fuller one
+ * last. Were the fuller slot taken first, another CPU could, before the other
+ * slot is paid, find that slot still holding the same token and take it: two
+ * admissions for one token of a source's two private slots. Paying first, by
+ * the time any admission takes its token every earlier admission has paid both
+ * slots, so at one instant a pair admits at most burst. A lost race on either
+ * CAS decides again from fresh reads (the other slot may then have paid for an
+ * admission that did not happen: under contention a source is charged more,
+ * never less).
  * Returns 1 to admit, 0 to drop.
  */
 static inline int sluice_admit2(struct sluice_slot *a, struct sluice_slot *b,
@@ -122,22 +132,15 @@ static inline int sluice_admit2(struct sluice_slot *a, struct sluice_slot *b,
 		}
 		if (c_full < cost_ns)
 			return 0;
+		if (other != full) {
+			paid = sluice_pay_floored(e_other, now, cost_ns, burst_ns);
+			if (paid != e_other &&
+			    __sync_val_compare_and_swap(&other->empty_at, e_other, paid) != e_other)
+				continue; /* another CPU changed it: decide again */
+		}
 		if (__sync_val_compare_and_swap(&full->empty_at, e_full,
 						now - (c_full - cost_ns)) != e_full)
 			continue; /* another CPU took from it first: decide again */
-		if (other == full)
-			return 1;
-		/* The second slot pays too, best effort: a lost race here means
-		 * another CPU drained it, which only makes it emptier. */
-		for (int j = 0; j < SLUICE_CAS_TRIES; j++) {
-			paid = sluice_pay_floored(e_other, now, cost_ns, burst_ns);
-			if (paid == e_other)
-				break;
-			__u64 seen = __sync_val_compare_and_swap(&other->empty_at, e_other, paid);
-			if (seen == e_other)
-				break;
-			e_other = seen;
-		}
 		return 1;
 	}
 	return 0;

@@ -1,0 +1,61 @@
+#include "address.h"
+
+#include <arpa/inet.h>
+#include <charconv>
+
+namespace sluice {
+
+std::string Address::str() const
+{
+	char buf[INET6_ADDRSTRLEN] = {};
+	inet_ntop(family == Family::v4 ? AF_INET : AF_INET6, bytes.data(), buf, sizeof(buf));
+	return buf;
+}
+
+std::string Cidr::str() const
+{
+	return addr.str() + "/" + std::to_string(prefix);
+}
+
+Result<Address> parse_address(std::string_view text)
+{
+	std::string s(text);
+	Address a;
+	if (s.find(':') == std::string::npos) {
+		a.family = Family::v4;
+		if (inet_pton(AF_INET, s.c_str(), a.bytes.data()) == 1)
+			return a;
+	} else {
+		a.family = Family::v6;
+		if (inet_pton(AF_INET6, s.c_str(), a.bytes.data()) == 1)
+			return a;
+	}
+	return invalid("'" + s + "' is not an IPv4 or IPv6 address");
+}
+
+Result<Cidr> parse_cidr(std::string_view text)
+{
+	auto slash = text.find('/');
+	auto addr = parse_address(text.substr(0, slash));
+	if (!addr)
+		return invalid("'" + std::string(text) + "' is not a CIDR prefix: " + addr.error().message);
+	uint32_t max = addr->family == Family::v4 ? 32 : 128;
+	uint32_t prefix = max;
+	if (slash != std::string_view::npos) {
+		auto p = text.substr(slash + 1);
+		auto [end, ec] = std::from_chars(p.data(), p.data() + p.size(), prefix);
+		if (p.empty() || ec != std::errc() || end != p.data() + p.size() || prefix > max)
+			return invalid("'" + std::string(text) + "': prefix length must be 0.." +
+				       std::to_string(max));
+	}
+	Cidr c{*addr, prefix};
+	Cidr masked = c;
+	for (uint32_t bit = prefix; bit < max; bit++)
+		masked.addr.bytes[bit / 8] &= static_cast<uint8_t>(~(0x80u >> (bit % 8)));
+	if (masked.addr != c.addr)
+		return invalid("CIDR " + std::string(text) + " has host bits set; did you mean " +
+			       masked.str() + "?");
+	return c;
+}
+
+} // namespace sluice

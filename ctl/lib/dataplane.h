@@ -1,0 +1,99 @@
+// dataplane.h - one loaded sluice program and its maps, for one interface.
+//
+// A Dataplane is made either by load() (a fresh program from the embedded
+// skeleton, with a new hash key) or by adopt() (the pins a daemon left under
+// <pin-dir>/<ifname>/, checked against this build's layout). Either way it
+// holds plain file descriptors afterwards, so everything downstream works the
+// same for a fresh program and an adopted one.
+//
+// Enforcement outlives the daemon: the bpf_link is pinned, so a daemon that
+// exits or is killed leaves the program attached (fail-static). Only
+// detach() (sluicectl detach) removes it.
+#pragma once
+
+#include "fd.h"
+#include "maps.h"
+#include "result.h"
+#include "sluice_abi.h"
+
+#include <array>
+#include <cstdint>
+#include <optional>
+#include <string>
+
+namespace sluice {
+
+enum class AttachMode { native, skb, automatic };
+Result<AttachMode> parse_attach_mode(std::string_view text);
+std::string_view to_string(AttachMode m);
+
+struct LoadOptions {
+	uint32_t slots = SLUICE_SLOTS_DEFAULT;
+	uint32_t v4_prefix = 32;
+	uint32_t v6_prefix = 64;
+	bool dry_run = false;
+	bool one_choice = false;
+	std::optional<std::array<uint64_t, 2>> hash_key; // getrandom() when empty
+};
+
+Status validate_load_options(const LoadOptions &o);
+
+// Make sure `pin_root` lies on a BPF filesystem: mounts one at /sys/fs/bpf if
+// that is where it should be and nothing is mounted, else says what to run.
+Status ensure_bpffs(const std::string &pin_root);
+
+struct DataplaneLayout;
+
+class Dataplane {
+public:
+	// A fresh program, loaded and configured with `initial`, not attached.
+	static Result<Dataplane> load(const LoadOptions &opts, const sluice_config &initial);
+	// The pins under `dir`; refuses pins of another layout, naming the path and the fix.
+	static Result<Dataplane> adopt(const std::string &dir);
+	// Is there a link pin under `dir`?
+	static bool has_pins(const std::string &dir);
+
+	Dataplane(Dataplane &&) = default;
+	Dataplane &operator=(Dataplane &&) = default;
+	Dataplane(const Dataplane &) = delete;
+	Dataplane &operator=(const Dataplane &) = delete;
+
+	// Attach to ifindex with a bpf_link; returns the mode in force. native
+	// fails naming --mode skb when the driver has no native XDP; automatic
+	// falls back to skb and says so through the returned mode.
+	Result<AttachMode> attach(int ifindex, AttachMode mode);
+	// Pin the link and every map under dir (created if needed).
+	Status pin(const std::string &dir) const;
+	// Remove the pins under dir and drop the link: the program is detached.
+	Status detach(const std::string &dir);
+
+	const sluice_settings &settings() const { return settings_; }
+	bool attached() const { return static_cast<bool>(link_); }
+	int prog_fd() const { return prog_.get(); }
+	int link_fd() const { return link_.get(); }
+	Result<uint32_t> prog_id() const;
+	// The ifindex the link is attached to now (0: its interface went away).
+	Result<uint32_t> link_ifindex() const;
+
+	ConfigMap config() const { return ConfigMap(config_.get()); }
+	SlotTable slots() const { return SlotTable(slots_.get(), settings_.slot_mask + 1); }
+	Counters counters() const { return Counters(counters_.get()); }
+	PrefixLists lists() const
+	{
+		return PrefixLists({allow_v4_.get(), allow_v6_.get(), deny_v4_.get(), deny_v6_.get()}, config());
+	}
+
+private:
+	friend struct DataplaneLayout;
+	Dataplane() = default;
+	Status read_settings();
+
+	UniqueFd prog_, link_, slots_, config_, counters_, settings_map_;
+	UniqueFd allow_v4_, allow_v6_, deny_v4_, deny_v6_;
+	sluice_settings settings_{};
+};
+
+// The mode an interface's XDP program runs in now, from the kernel.
+Result<AttachMode> attached_mode(int ifindex);
+
+} // namespace sluice

@@ -1,0 +1,69 @@
+// protocol.h - the control socket's messages.
+//
+// A UNIX stream socket; one JSON object per line each way (nlohmann-json).
+// A request line is at most kMaxLineBytes; longer lines, malformed JSON,
+// unknown commands and wrong types get an error reply and the connection
+// carries on.
+//
+// Request:  {"cmd": "<name>", ...arguments}
+// Reply:    {"ok": true, ...result}
+//           {"ok": false, "error": "<message>", "kind": "refused|invalid|system"}
+//           (kind decides sluicectl's exit code: refused/system 1, invalid 2)
+//
+// Commands and their arguments (iface is an interface name):
+//   status      [iface]                     -> {"daemon": {...}, "interfaces": [status...]}
+//   stats       [iface]                     -> {"interfaces": [{"iface", "counters", "rates"}...]}
+//   breaker     iface, to: serving|shedding|recovering
+//                                           -> {"iface", "from", "to", "state"}
+//   set         iface, [rate], [burst]      -> {"iface", "rate_pps", "burst"}
+//   bucket      iface, addr, [set: int]     -> {"iface", "addr", "source", "slots": [a, b],
+//                                               "tokens": [ta, tb], "tokens_left", "burst"}
+//   refill      iface, addr, n: int         -> same as bucket
+//   list_add    iface, list: allow|deny, cidrs: [str...]   (all or nothing)
+//   list_del    iface, list, cidrs
+//   list_show   iface, list                 -> {"iface", "list", "cidrs": [...]}
+//   attach      iface, [mode: native|skb|auto] -> {"iface", "mode"}
+//   detach      iface                       -> {"iface"}
+//   audit       iface                       -> {"iface", "audit": {...}} (a full sweep now)
+#pragma once
+
+#include "result.h"
+
+#include <nlohmann/json.hpp>
+
+#include <cstddef>
+#include <optional>
+#include <string>
+#include <string_view>
+
+namespace sluice {
+
+using json = nlohmann::json;
+
+inline constexpr size_t kMaxLineBytes = 64 * 1024;
+
+struct Request {
+	std::string cmd;
+	json args; // the whole object; typed access through the getters below
+
+	// Typed argument access: missing required or wrong-typed arguments are
+	// input errors naming the argument and the type wanted.
+	Result<std::string> str(const char *name) const;
+	Result<std::optional<std::string>> opt_str(const char *name) const;
+	Result<int64_t> integer(const char *name) const;
+	Result<std::optional<int64_t>> opt_integer(const char *name) const;
+	Result<std::vector<std::string>> str_list(const char *name) const;
+};
+
+// The commands a daemon answers, for validation and for `sluicectl --help`.
+bool known_command(std::string_view cmd);
+
+// Parse one request line (without the newline).
+Result<Request> parse_request(std::string_view line);
+
+json ok_reply(json body = json::object());
+json error_reply(const Error &e);
+const char *kind_name(ErrorKind k);
+std::optional<ErrorKind> kind_from(std::string_view name);
+
+} // namespace sluice

@@ -1,0 +1,336 @@
+// fixture.h - the bpf tests' harness: an RAII owner of a loaded sluice program
+// (chosen hash key, table size, settings and config), frame runs through
+// bpf_prog_test_run_opts, and readers for the counters and slots.
+#pragma once
+
+#include <gtest/gtest.h>
+
+#include <bpf/bpf.h>
+#include <bpf/libbpf.h>
+#include <linux/bpf.h>
+
+#include <sched.h>
+#include <time.h>
+
+#include <array>
+#include <cerrno>
+#include <cstdint>
+#include <cstring>
+#include <memory>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "frames.h"
+#include "sluice_abi.h"
+#include "bucket.h"
+#include "parse.h"
+#include "source_key.h"
+#include "sluice_bpf.skel.h"
+#include "xdp_drop_bpf.skel.h"
+
+namespace sluice::test {
+
+using frames::Bytes;
+
+inline constexpr __u64 kTestKey[2] = {0x0706050403020100ull, 0x0f0e0d0c0b0a0908ull};
+inline constexpr std::uint64_t kCoarseTickNs = 4'000'000; // HZ=250, see bpf_ktime_get_coarse_ns
+
+inline const char *outcome_name(unsigned o)
+{
+	static const char *names[] = {"PASSED",     "DROP_RATE", "DROP_SHED", "DROP_DENY",
+				      "ALLOWLISTED", "NON_IP",   "MALFORMED", "WOULD_DROP"};
+	return o < SLUICE_OUTCOMES ? names[o] : "?";
+}
+
+// Counters summed over every possible CPU.
+struct Counters {
+	std::array<sluice_counter, SLUICE_OUTCOMES> c{};
+
+	std::uint64_t packets(unsigned o) const { return c.at(o).packets; }
+	std::uint64_t bytes(unsigned o) const { return c.at(o).bytes; }
+	std::uint64_t total_packets() const
+	{
+		std::uint64_t n = 0;
+		for (unsigned o = 0; o < SLUICE_OUTCOMES; o++)
+			if (o != SLUICE_WOULD_DROP)
+				n += c[o].packets;
+		return n;
+	}
+	std::string str() const
+	{
+		std::string s;
+		for (unsigned o = 0; o < SLUICE_OUTCOMES; o++)
+			s += std::string(outcome_name(o)) + "=" + std::to_string(c[o].packets) + "/" +
+			     std::to_string(c[o].bytes) + "B ";
+		return s;
+	}
+};
+
+struct RunResult {
+	int err = 0;             // bpf_prog_test_run_opts, -errno
+	std::uint32_t retval = 0; // XDP_PASS / XDP_DROP ...
+	std::uint32_t duration = 0; // ns per repetition
+};
+
+// What to load: settings (rodata, fixed at load), table size and the config.
+struct Options {
+	__u64 key[2] = {kTestKey[0], kTestKey[1]};
+	std::uint32_t slots = 1024; // power of two; slot_mask = slots - 1
+	std::uint32_t v4_prefix = 32;
+	std::uint32_t v6_prefix = 64;
+	std::uint32_t dry_run = 0;
+	std::uint32_t one_choice = 0;
+	sluice_config config{};
+};
+
+// A config for rate (tokens/s) and burst; serving, no lists.
+inline sluice_config make_config(std::uint64_t rate_pps, std::uint64_t burst)
+{
+	sluice_config c{};
+	c.cost_ns = (SLUICE_NSEC_PER_SEC + rate_pps / 2) / rate_pps;
+	c.burst = burst;
+	c.breaker_state = SLUICE_SERVING;
+	c.admission_ppm = SLUICE_PPM_FULL;
+	c.list_flags = 0;
+	c.rate_pps = rate_pps;
+	return c;
+}
+
+inline std::uint64_t mono_ns(clockid_t clk = CLOCK_MONOTONIC)
+{
+	timespec ts{};
+	clock_gettime(clk, &ts);
+	return std::uint64_t(ts.tv_sec) * 1'000'000'000ull + std::uint64_t(ts.tv_nsec);
+}
+
+inline void sleep_ns(std::uint64_t ns)
+{
+	timespec ts{time_t(ns / 1'000'000'000ull), long(ns % 1'000'000'000ull)};
+	while (nanosleep(&ts, &ts) != 0 && errno == EINTR) {
+	}
+}
+
+// Run `frame` through program `prog_fd` `repeat` times. Frames shorter than an
+// Ethernet header cannot be handed to BPF_PROG_TEST_RUN directly (the kernel
+// refuses data_size_in < ETH_HLEN), so they are placed behind XDP metadata:
+// data_in = [meta][frame], and xdp_md.data = the meta length makes ctx->data
+// point at the frame, with data_end - data = frame length.
+inline RunResult run_prog(int prog_fd, const Bytes &frame, int repeat = 1)
+{
+	Bytes in;
+	xdp_md ctx{};
+	std::uint32_t meta = 0;
+
+	while (frame.size() + meta < frames::kEthHeaderLen)
+		meta += 4;
+	in.assign(meta, 0);
+	in.insert(in.end(), frame.begin(), frame.end());
+	ctx.data = meta;
+	ctx.data_end = std::uint32_t(in.size());
+
+	LIBBPF_OPTS(bpf_test_run_opts, opts);
+	opts.data_in = in.data();
+	opts.data_size_in = std::uint32_t(in.size());
+	if (meta) {
+		opts.ctx_in = &ctx;
+		opts.ctx_size_in = sizeof(ctx);
+	}
+	opts.repeat = repeat;
+
+	RunResult r;
+	r.err = bpf_prog_test_run_opts(prog_fd, &opts);
+	if (r.err)
+		r.err = -errno;
+	r.retval = opts.retval;
+	r.duration = opts.duration;
+	return r;
+}
+
+// The source as the parser yields it from the address bytes.
+inline sluice_source source_of(const frames::Ip4 &a)
+{
+	sluice_source s{};
+	std::uint32_t w;
+	std::memcpy(&w, a.data(), 4);
+	s.w[0] = w;
+	return s;
+}
+
+inline sluice_source source_of(const frames::Ip6 &a)
+{
+	sluice_source s{};
+	std::memcpy(&s.w[0], a.data(), 8);
+	std::memcpy(&s.w[1], a.data() + 8, 8);
+	return s;
+}
+
+// The loaded sluice program. Construction failure is reported through ok()
+// and error(), so the test can assert (not throw) on it.
+class Sluice {
+public:
+	explicit Sluice(const Options &o = {}) : opt_(o)
+	{
+		skel_ = sluice_bpf::open();
+		if (!skel_) {
+			err_ = "sluice_bpf::open: " + std::string(std::strerror(errno));
+			return;
+		}
+		auto &s = skel_->rodata->settings;
+		s.hash_key[0] = o.key[0];
+		s.hash_key[1] = o.key[1];
+		s.layout_version = SLUICE_LAYOUT_VERSION;
+		s.slot_mask = o.slots - 1;
+		s.v4_prefix = o.v4_prefix;
+		s.v6_prefix = o.v6_prefix;
+		s.dry_run = o.dry_run;
+		s.one_choice = o.one_choice;
+		if (int e = bpf_map__set_max_entries(skel_->maps.slots, o.slots)) {
+			err_ = "set_max_entries: " + std::string(std::strerror(-e));
+			return;
+		}
+		if (int e = sluice_bpf::load(skel_)) {
+			err_ = "sluice_bpf::load: " + std::string(std::strerror(-e));
+			return;
+		}
+		if (int e = set_config(o.config)) {
+			err_ = "config update: " + std::string(std::strerror(-e));
+			return;
+		}
+		ok_ = true;
+	}
+	~Sluice() { sluice_bpf__destroy(skel_); }
+	Sluice(const Sluice &) = delete;
+	Sluice &operator=(const Sluice &) = delete;
+
+	bool ok() const { return ok_; }
+	const std::string &error() const { return err_; }
+	sluice_bpf *skel() const { return skel_; }
+	const Options &options() const { return opt_; }
+	int prog_fd() const { return bpf_program__fd(skel_->progs.sluice_xdp); }
+	int map_fd(bpf_map *m) const { return bpf_map__fd(m); }
+
+	int set_config(const sluice_config &c)
+	{
+		std::uint32_t zero = 0;
+		opt_.config = c;
+		return bpf_map_update_elem(map_fd(skel_->maps.config), &zero, &c, BPF_ANY) ? -errno : 0;
+	}
+	const sluice_config &config() const { return opt_.config; }
+
+	RunResult run(const Bytes &frame, int repeat = 1) const { return run_prog(prog_fd(), frame, repeat); }
+
+	Counters counters() const
+	{
+		int ncpu = libbpf_num_possible_cpus();
+		std::vector<sluice_counter> per(std::size_t(ncpu > 0 ? ncpu : 1));
+		Counters out;
+		for (std::uint32_t o = 0; o < SLUICE_OUTCOMES; o++) {
+			if (bpf_map_lookup_elem(map_fd(skel_->maps.counters), &o, per.data()))
+				throw std::runtime_error("counters lookup failed");
+			for (const auto &c : per) {
+				out.c[o].packets += c.packets;
+				out.c[o].bytes += c.bytes;
+			}
+		}
+		return out;
+	}
+
+	// One outcome's packet count on each possible CPU.
+	std::vector<std::uint64_t> per_cpu_packets(std::uint32_t outcome) const
+	{
+		int ncpu = libbpf_num_possible_cpus();
+		std::vector<sluice_counter> per(std::size_t(ncpu > 0 ? ncpu : 1));
+		if (bpf_map_lookup_elem(map_fd(skel_->maps.counters), &outcome, per.data()))
+			throw std::runtime_error("counters lookup failed");
+		std::vector<std::uint64_t> out;
+		for (const auto &c : per)
+			out.push_back(c.packets);
+		return out;
+	}
+
+	std::uint64_t slot(std::uint32_t i) const
+	{
+		sluice_slot v{};
+		if (bpf_map_lookup_elem(map_fd(skel_->maps.slots), &i, &v))
+			throw std::runtime_error("slot lookup failed");
+		return v.empty_at;
+	}
+
+	std::vector<std::uint64_t> all_slots() const
+	{
+		std::vector<std::uint64_t> v(opt_.slots);
+		for (std::uint32_t i = 0; i < opt_.slots; i++)
+			v[i] = slot(i);
+		return v;
+	}
+
+	// The slots the program picks for a source, computed on the host with the
+	// same headers and key.
+	sluice_slot_pair slots_of(const frames::Ip4 &a) const
+	{
+		sluice_source s = source_of(a);
+		s.w[0] = sluice_mask_v4(std::uint32_t(s.w[0]), opt_.v4_prefix);
+		return sluice_slots_of(sluice_source_hash(opt_.key, &s, 0), opt_.slots - 1, opt_.one_choice);
+	}
+	sluice_slot_pair slots_of(const frames::Ip6 &a) const
+	{
+		sluice_source s = source_of(a);
+		sluice_mask_v6(&s, opt_.v6_prefix);
+		return sluice_slots_of(sluice_source_hash(opt_.key, &s, 1), opt_.slots - 1, opt_.one_choice);
+	}
+
+	// LPM list entries (value 1) in allow_v4 / deny_v4 / allow_v6 / deny_v6.
+	int list_add(bpf_map *m, const frames::Ip4 &a, std::uint32_t prefixlen)
+	{
+		sluice_lpm_v4 k{};
+		std::uint8_t one = 1;
+		k.prefixlen = prefixlen;
+		std::memcpy(k.addr, a.data(), 4);
+		return bpf_map_update_elem(map_fd(m), &k, &one, BPF_ANY) ? -errno : 0;
+	}
+	int list_add(bpf_map *m, const frames::Ip6 &a, std::uint32_t prefixlen)
+	{
+		sluice_lpm_v6 k{};
+		std::uint8_t one = 1;
+		k.prefixlen = prefixlen;
+		std::memcpy(k.addr, a.data(), 16);
+		return bpf_map_update_elem(map_fd(m), &k, &one, BPF_ANY) ? -errno : 0;
+	}
+
+private:
+	Options opt_;
+	sluice_bpf *skel_ = nullptr;
+	bool ok_ = false;
+	std::string err_;
+};
+
+// The baseline program (returns XDP_DROP).
+class XdpDrop {
+public:
+	XdpDrop() : skel_(xdp_drop_bpf::open_and_load()) {}
+	~XdpDrop() { xdp_drop_bpf__destroy(skel_); }
+	XdpDrop(const XdpDrop &) = delete;
+	XdpDrop &operator=(const XdpDrop &) = delete;
+	bool ok() const { return skel_ != nullptr; }
+	int prog_fd() const { return bpf_program__fd(skel_->progs.xdp_drop_all); }
+	RunResult run(const Bytes &frame, int repeat = 1) const { return run_prog(prog_fd(), frame, repeat); }
+
+private:
+	xdp_drop_bpf *skel_;
+};
+
+} // namespace sluice::test
+
+// Load or fail the test with libbpf's reason.
+#define SLUICE_LOAD_OR_FAIL(var, options)                                        \
+	::sluice::test::Sluice var{options};                                     \
+	ASSERT_TRUE(var.ok()) << var.error()
+
+// Run one frame and assert the call worked and the verdict.
+#define EXPECT_VERDICT(prog, frame, verdict)                                     \
+	do {                                                                     \
+		auto r_ = (prog).run(frame);                                     \
+		ASSERT_EQ(r_.err, 0) << "bpf_prog_test_run_opts: " << std::strerror(-r_.err); \
+		EXPECT_EQ(r_.retval, std::uint32_t(verdict)) << "frame of " << (frame).size() << " bytes"; \
+	} while (0)
