@@ -2,6 +2,7 @@
 
 #include "breaker.h"
 
+#include <algorithm>
 #include <ctime>
 #include <filesystem>
 #include <net/if.h>

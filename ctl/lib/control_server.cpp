@@ -1,0 +1,202 @@
+#include "control_server.h"
+
+#include "log.h"
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+namespace sluice {
+
+namespace {
+
+sockaddr_un address_of(const std::string &path)
+{
+	sockaddr_un a{};
+	a.sun_family = AF_UNIX;
+	std::strncpy(a.sun_path, path.c_str(), sizeof(a.sun_path) - 1);
+	return a;
+}
+
+// Is a daemon answering at path?
+bool live_socket(const std::string &path)
+{
+	UniqueFd fd(socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0));
+	sockaddr_un a = address_of(path);
+	return fd && connect(fd.get(), reinterpret_cast<sockaddr *>(&a), sizeof(a)) == 0;
+}
+
+} // namespace
+
+Result<ControlServer> ControlServer::listen(const std::string &path, std::optional<gid_t> group, size_t max_clients)
+{
+	if (path.size() >= sizeof(sockaddr_un::sun_path))
+		return invalid("socket path " + path + " is too long");
+	std::error_code ec;
+	std::filesystem::create_directories(std::filesystem::path(path).parent_path(), ec);
+	if (live_socket(path))
+		return fail(ErrorKind::system, "another sluiced answers on " + path + "; stop it or use --socket", EADDRINUSE);
+	::unlink(path.c_str()); // a stale socket from a killed daemon
+
+	ControlServer s;
+	s.path_ = path;
+	s.group_ = group;
+	s.max_clients_ = max_clients;
+	s.listen_fd_.reset(socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0));
+	if (!s.listen_fd_)
+		return fail_errno("creating the control socket");
+	sockaddr_un a = address_of(path);
+	// Created 0600 (umask), then widened to 0660 only if a group is named.
+	mode_t old = umask(0177);
+	int rc = bind(s.listen_fd_.get(), reinterpret_cast<sockaddr *>(&a), sizeof(a));
+	umask(old);
+	if (rc != 0)
+		return fail_errno("binding the control socket at " + path);
+	if (group) {
+		if (chown(path.c_str(), 0, *group) != 0 || chmod(path.c_str(), 0660) != 0)
+			return fail_errno("giving group " + std::to_string(*group) + " access to " + path);
+	}
+	if (::listen(s.listen_fd_.get(), 64) != 0)
+		return fail_errno("listening on " + path);
+	return s;
+}
+
+ControlServer::~ControlServer()
+{
+	if (listen_fd_)
+		::unlink(path_.c_str());
+}
+
+void ControlServer::poll_fds(std::vector<pollfd> &fds) const
+{
+	fds.push_back({listen_fd_.get(), POLLIN, 0});
+	for (const auto &c : clients_) {
+		short ev = c->closing ? 0 : POLLIN;
+		if (!c->out.empty())
+			ev |= POLLOUT;
+		fds.push_back({c->fd.get(), ev, 0});
+	}
+}
+
+void ControlServer::accept_clients()
+{
+	for (;;) {
+		UniqueFd fd(accept4(listen_fd_.get(), nullptr, nullptr, SOCK_CLOEXEC | SOCK_NONBLOCK));
+		if (!fd)
+			return; // EAGAIN, or a transient error: try again next round
+		ucred cred{};
+		socklen_t len = sizeof(cred);
+		if (getsockopt(fd.get(), SOL_SOCKET, SO_PEERCRED, &cred, &len) != 0) {
+			log_warn("control: cannot read peer credentials; connection refused");
+			continue;
+		}
+		if (cred.uid != 0 && !(group_ && cred.gid == *group_)) {
+			log_warn("control: refused connection from uid " + std::to_string(cred.uid) + " gid " +
+				 std::to_string(cred.gid) + " pid " + std::to_string(cred.pid) +
+				 " (root or the --socket-group only)");
+			std::string line = error_reply(Error{ErrorKind::refused, EACCES, "permission denied: sluiced accepts root or its --socket-group only"}).dump() + "\n";
+			(void)!::write(fd.get(), line.data(), line.size());
+			continue;
+		}
+		if (clients_.size() >= max_clients_) {
+			log_warn("control: " + std::to_string(clients_.size()) + " clients connected; refusing pid " +
+				 std::to_string(cred.pid));
+			std::string line = error_reply(Error{ErrorKind::system, EBUSY, "too many control clients; try again"}).dump() + "\n";
+			(void)!::write(fd.get(), line.data(), line.size());
+			continue;
+		}
+		auto c = std::make_unique<Client>();
+		c->fd = std::move(fd);
+		clients_.push_back(std::move(c));
+	}
+}
+
+void ControlServer::read_client(Client &c, const Handler &handler)
+{
+	char buf[16384];
+	for (;;) {
+		ssize_t n = ::read(c.fd.get(), buf, sizeof(buf));
+		if (n == 0) {
+			c.closing = true; // peer closed: flush what we owe, then go
+			return;
+		}
+		if (n < 0) {
+			if (errno != EAGAIN && errno != EINTR)
+				c.fd.reset();
+			return;
+		}
+		for (ssize_t i = 0; i < n; i++) {
+			char ch = buf[i];
+			if (ch != '\n') {
+				if (c.skipping)
+					continue;
+				if (c.in.size() >= kMaxLineBytes) {
+					c.skipping = true;
+					c.in.clear();
+					c.out += error_reply(Error{ErrorKind::invalid, 0,
+							"request line over " + std::to_string(kMaxLineBytes) + " bytes"}).dump() + "\n";
+					continue;
+				}
+				c.in.push_back(ch);
+				continue;
+			}
+			if (c.skipping) {
+				c.skipping = false;
+				continue;
+			}
+			std::string line = std::move(c.in);
+			c.in.clear();
+			if (line.find_first_not_of(" \t\r") == std::string::npos)
+				continue; // blank line: nothing asked
+			auto req = parse_request(line);
+			json reply = req ? handler(*req) : error_reply(req.error());
+			c.out += reply.dump(-1, ' ', false, json::error_handler_t::replace) + "\n";
+		}
+		if (c.out.size() > kMaxPendingReply) {
+			log_warn("control: a client stopped reading its replies; disconnected");
+			c.fd.reset();
+			return;
+		}
+	}
+}
+
+void ControlServer::write_client(Client &c)
+{
+	while (!c.out.empty()) {
+		ssize_t n = ::send(c.fd.get(), c.out.data(), c.out.size(), MSG_NOSIGNAL | MSG_DONTWAIT);
+		if (n < 0) {
+			if (errno != EAGAIN && errno != EINTR)
+				c.fd.reset();
+			return;
+		}
+		c.out.erase(0, static_cast<size_t>(n));
+	}
+}
+
+void ControlServer::serve(const std::vector<pollfd> &fds, const Handler &handler)
+{
+	// fds[0] is the listener, then one per client in clients_ order (poll_fds).
+	for (size_t i = 1; i < fds.size() && i - 1 < clients_.size(); i++) {
+		Client &c = *clients_[i - 1];
+		if (fds[i].fd != c.fd.get())
+			continue;
+		if (fds[i].revents & (POLLERR | POLLNVAL)) {
+			c.fd.reset();
+			continue;
+		}
+		if (fds[i].revents & (POLLIN | POLLHUP))
+			read_client(c, handler);
+		if (c.fd && !c.out.empty())
+			write_client(c);
+	}
+	std::erase_if(clients_, [](const auto &c) { return !c->fd || (c->closing && c->out.empty()); });
+	if (!fds.empty() && (fds[0].revents & POLLIN))
+		accept_clients();
+}
+
+} // namespace sluice

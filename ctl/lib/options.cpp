@@ -1,0 +1,188 @@
+#include "options.h"
+
+#include "maps.h"
+
+#include <boost/program_options.hpp>
+
+#include <charconv>
+#include <fstream>
+#include <net/if.h>
+#include <sstream>
+
+namespace po = boost::program_options;
+
+namespace sluice {
+
+namespace {
+
+Result<std::array<uint64_t, 2>> parse_key(const std::string &hex)
+{
+	if (hex.size() != 32)
+		return invalid("--hash-key must be 32 hex digits (128 bits), got " + std::to_string(hex.size()) + " characters");
+	std::array<uint64_t, 2> key{};
+	for (int i = 0; i < 2; i++) {
+		auto part = hex.substr(static_cast<size_t>(i) * 16, 16);
+		auto [end, ec] = std::from_chars(part.data(), part.data() + 16, key[static_cast<size_t>(i)], 16);
+		if (ec != std::errc() || end != part.data() + 16)
+			return invalid("--hash-key must be 32 hex digits");
+	}
+	return key;
+}
+
+Result<LogLevel> parse_level(const std::string &s)
+{
+	if (s == "debug")
+		return LogLevel::debug;
+	if (s == "info")
+		return LogLevel::info;
+	if (s == "warn")
+		return LogLevel::warn;
+	if (s == "error")
+		return LogLevel::error;
+	return invalid("--log-level '" + s + "' is not one of debug, info, warn, error");
+}
+
+Status validate_interface(const std::string &name)
+{
+	if (name.empty())
+		return invalid("--interface needs a name");
+	if (name.size() >= IFNAMSIZ)
+		return invalid("interface name '" + name + "' is longer than " + std::to_string(IFNAMSIZ - 1) +
+			       " characters");
+	for (unsigned char c : name)
+		if (c <= ' ' || c == '/' || c == ':' || c >= 0x7f)
+			return invalid("interface name '" + name + "' has a character interface names cannot have");
+	return {};
+}
+
+} // namespace
+
+Result<ParsedOptions> parse_daemon_options(int argc, const char *const *argv)
+{
+	ParsedOptions out;
+	DaemonOptions &o = out.options;
+	std::string mode = "native", level = "info", key_hex;
+	int64_t rate = static_cast<int64_t>(o.rate_pps), burst = static_cast<int64_t>(o.burst);
+	int64_t slots = o.load.slots, v4 = o.load.v4_prefix, v6 = o.load.v6_prefix;
+	int64_t trip = static_cast<int64_t>(o.policy.trip_pps), clear = -1, periods = o.policy.trip_periods;
+	int64_t audit = o.audit_per_period, clients = o.max_clients;
+	double start_pct = o.policy.start_ppm / 10000.0;
+
+	po::options_description desc("sluiced options");
+	desc.add_options()
+		("help,h", "show this help")
+		("config", po::value(&o.config_file), "INI config file (keys as the long options; the command line wins)")
+		("interface,i", po::value(&o.interfaces)->composing(), "interface to protect (repeatable)")
+		("mode", po::value(&mode)->default_value(mode), "attach mode: native (fails naming --mode skb when the driver lacks it), skb, auto (falls back to skb, loudly)")
+		("rate", po::value(&rate)->default_value(rate), "tokens per second per source")
+		("burst", po::value(&burst)->default_value(burst), "bucket capacity per source")
+		("table-size", po::value(&slots)->default_value(slots), "slots in the bucket table (power of two)")
+		("ipv4-prefix", po::value(&v4)->default_value(v4), "IPv4 source prefix length (0..32)")
+		("ipv6-prefix", po::value(&v6)->default_value(v6), "IPv6 source prefix length (0..128)")
+		("dry-run", po::bool_switch(&o.load.dry_run), "compute verdicts, count would-drops, pass everything")
+		("hash-key", po::value(&key_hex), "SipHash key as 32 hex digits (tests only; default from getrandom)")
+		("socket", po::value(&o.socket_path)->default_value(o.socket_path), "control socket path")
+		("socket-group", po::value(&o.socket_group), "group allowed on the control socket (mode 0660)")
+		("pin-dir", po::value(&o.pin_dir)->default_value(o.pin_dir), "bpffs directory for pins (one subdirectory per interface)")
+		("period", po::value(&o.period_s)->default_value(o.period_s), "control period in seconds")
+		("trip-pps", po::value(&trip)->default_value(trip), "admitted pps that trips the breaker")
+		("clear-pps", po::value(&clear), "incoming pps under which shedding may end (default: --trip-pps)")
+		("trip-periods", po::value(&periods)->default_value(periods), "consecutive periods a breaker condition must hold")
+		("hold", po::value(&o.policy.hold_s)->default_value(o.policy.hold_s), "least seconds in shedding")
+		("recovery", po::value(&o.policy.recovery_s)->default_value(o.policy.recovery_s), "seconds the recovery ramp takes")
+		("recovery-start", po::value(&start_pct)->default_value(start_pct), "admission percent the ramp starts at")
+		("audit-slots", po::value(&audit)->default_value(audit), "slots audited per period")
+		("max-clients", po::value(&clients)->default_value(clients), "concurrent control clients")
+		("log-level", po::value(&level)->default_value(level), "debug, info, warn, error")
+		("detach-on-exit", po::bool_switch(&o.detach_on_exit), "detach the program when sluiced exits (default: enforcement stays)");
+
+	std::ostringstream usage;
+	usage << "usage: sluiced -i IFACE [-i IFACE...] [options]\n" << desc;
+	out.usage = usage.str();
+
+	po::variables_map vm;
+	try {
+		po::store(po::command_line_parser(argc, argv).options(desc).run(), vm);
+		if (vm.count("config")) {
+			std::string path = vm["config"].as<std::string>();
+			std::ifstream f(path);
+			if (!f)
+				return invalid("cannot read config file " + path);
+			po::store(po::parse_config_file(f, desc), vm); // earlier store wins: the command line
+		}
+		po::notify(vm);
+	} catch (const po::error &e) {
+		return invalid(e.what());
+	}
+	if (vm.count("help")) {
+		out.help = true;
+		return out;
+	}
+
+	if (o.interfaces.empty())
+		return invalid("no interface given: use -i IFACE");
+	for (const auto &i : o.interfaces)
+		if (auto ok = validate_interface(i); !ok)
+			return std::unexpected(ok.error());
+	auto m = parse_attach_mode(mode);
+	if (!m)
+		return invalid("--mode: " + m.error().message);
+	o.mode = *m;
+	if (rate < 1 || static_cast<uint64_t>(rate) > SLUICE_RATE_MAX)
+		return invalid("--rate " + std::to_string(rate) + " is outside 1.." + std::to_string(SLUICE_RATE_MAX));
+	if (burst < 1 || static_cast<uint64_t>(burst) > SLUICE_BURST_MAX)
+		return invalid("--burst " + std::to_string(burst) + " is outside 1.." + std::to_string(SLUICE_BURST_MAX));
+	o.rate_pps = static_cast<uint64_t>(rate);
+	o.burst = static_cast<uint64_t>(burst);
+	o.rate_given = !vm["rate"].defaulted();
+	o.burst_given = !vm["burst"].defaulted();
+	if (slots < 0 || slots > SLUICE_SLOTS_MAX)
+		return invalid("--table-size " + std::to_string(slots) + " must be a power of two between " +
+			       std::to_string(SLUICE_SLOTS_MIN) + " and " + std::to_string(SLUICE_SLOTS_MAX));
+	if (v4 < 0 || v4 > 32)
+		return invalid("--ipv4-prefix " + std::to_string(v4) + " is outside 0..32");
+	if (v6 < 0 || v6 > 128)
+		return invalid("--ipv6-prefix " + std::to_string(v6) + " is outside 0..128");
+	o.load.slots = static_cast<uint32_t>(slots);
+	o.load.v4_prefix = static_cast<uint32_t>(v4);
+	o.load.v6_prefix = static_cast<uint32_t>(v6);
+	if (auto ok = validate_load_options(o.load); !ok)
+		return invalid("--table-size: " + ok.error().message);
+	if (!key_hex.empty()) {
+		auto k = parse_key(key_hex);
+		if (!k)
+			return std::unexpected(k.error());
+		o.load.hash_key = *k;
+	}
+	if (o.socket_path.empty() || o.socket_path.size() >= 108)
+		return invalid("--socket path must be 1..107 characters");
+	if (o.pin_dir.empty() || o.pin_dir[0] != '/')
+		return invalid("--pin-dir must be an absolute path");
+	if (!(o.period_s >= 0.01 && o.period_s <= 60))
+		return invalid("--period must be between 0.01 and 60 seconds");
+	if (trip < 1)
+		return invalid("--trip-pps must be at least 1");
+	o.policy.trip_pps = static_cast<uint64_t>(trip);
+	o.policy.clear_pps = clear < 0 ? o.policy.trip_pps : static_cast<uint64_t>(clear);
+	if (periods < 1 || periods > 3600)
+		return invalid("--trip-periods must be 1..3600");
+	o.policy.trip_periods = static_cast<uint32_t>(periods);
+	if (!(start_pct >= 0.1 && start_pct <= 100))
+		return invalid("--recovery-start must be 0.1..100 percent");
+	o.policy.start_ppm = static_cast<uint32_t>(start_pct * 10000.0 + 0.5);
+	if (auto ok = validate_policy(o.policy); !ok)
+		return std::unexpected(ok.error());
+	if (audit < 1 || audit > (1 << 24))
+		return invalid("--audit-slots must be 1..16777216");
+	o.audit_per_period = static_cast<uint32_t>(audit);
+	if (clients < 1 || clients > 1024)
+		return invalid("--max-clients must be 1..1024");
+	o.max_clients = static_cast<uint32_t>(clients);
+	auto lvl = parse_level(level);
+	if (!lvl)
+		return std::unexpected(lvl.error());
+	o.log_level = *lvl;
+	return out;
+}
+
+} // namespace sluice

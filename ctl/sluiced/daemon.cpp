@@ -1,0 +1,261 @@
+#include "daemon.h"
+
+#include "log.h"
+
+#include <cerrno>
+#include <cmath>
+#include <csignal>
+#include <ctime>
+#include <grp.h>
+#include <sys/signalfd.h>
+#include <unistd.h>
+
+namespace sluice {
+
+namespace {
+
+double mono_s()
+{
+	timespec ts{};
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return double(ts.tv_sec) + double(ts.tv_nsec) / 1e9;
+}
+
+Result<std::optional<gid_t>> group_id(const std::string &name)
+{
+	if (name.empty())
+		return std::optional<gid_t>{};
+	if (group *g = getgrnam(name.c_str()))
+		return std::optional<gid_t>{g->gr_gid};
+	return invalid("--socket-group '" + name + "' is not a group on this host");
+}
+
+template <class T>
+json reply_of(const Result<T> &r)
+{
+	return r ? ok_reply(*r) : error_reply(r.error());
+}
+
+} // namespace
+
+Result<std::unique_ptr<Daemon>> Daemon::start(DaemonOptions opts)
+{
+	std::unique_ptr<Daemon> d(new Daemon());
+	d->opts_ = std::move(opts);
+	d->started_s_ = mono_s();
+	auto gid = group_id(d->opts_.socket_group);
+	if (!gid)
+		return std::unexpected(gid.error());
+	// The socket first: a second daemon with the same socket stops here,
+	// before it touches any interface.
+	auto server = ControlServer::listen(d->opts_.socket_path, *gid, d->opts_.max_clients);
+	if (!server)
+		return std::unexpected(server.error());
+	d->server_.emplace(std::move(*server));
+	for (const auto &name : d->opts_.interfaces) {
+		if (d->ifaces_.count(name))
+			continue;
+		auto m = ManagedInterface::start(d->opts_, name, d->opts_.mode);
+		if (!m)
+			return std::unexpected(m.error());
+		d->ifaces_.emplace(name, std::move(*m));
+	}
+	log_info("sluiced " + std::to_string(getpid()) + ": control socket " + d->opts_.socket_path + ", " +
+		 std::to_string(d->ifaces_.size()) + " interface(s), period " + std::to_string(d->opts_.period_s) + " s");
+	return d;
+}
+
+Result<ManagedInterface *> Daemon::find(const Request &req)
+{
+	auto name = req.str("iface");
+	if (!name)
+		return std::unexpected(name.error());
+	auto it = ifaces_.find(*name);
+	if (it == ifaces_.end()) {
+		std::string known;
+		for (const auto &[n, _] : ifaces_)
+			known += (known.empty() ? "" : ", ") + n;
+		return invalid("sluiced does not manage interface '" + *name + "' (it manages: " +
+			       (known.empty() ? "none" : known) + "; `sluicectl attach " + *name + "` adds it)");
+	}
+	return it->second.get();
+}
+
+json Daemon::status(const Request &req)
+{
+	auto only = req.opt_str("iface");
+	if (!only)
+		return error_reply(only.error());
+	json list = json::array();
+	for (const auto &[name, m] : ifaces_)
+		if (!*only || **only == name)
+			list.push_back(req.cmd == "stats" ? m->stats() : m->status());
+	if (*only && list.empty())
+		return error_reply(Error{ErrorKind::invalid, 0, "sluiced does not manage interface '" + **only + "'"});
+	json body{{"interfaces", list}};
+	if (req.cmd == "status")
+		body["daemon"] = {{"running", true},
+				  {"pid", getpid()},
+				  {"uptime_s", std::round(mono_s() - started_s_)},
+				  {"socket", opts_.socket_path},
+				  {"pin_dir", opts_.pin_dir},
+				  {"period_s", opts_.period_s},
+				  {"policy",
+				   {{"trip_pps", opts_.policy.trip_pps},
+				    {"clear_pps", opts_.policy.clear_pps},
+				    {"trip_periods", opts_.policy.trip_periods},
+				    {"hold_s", opts_.policy.hold_s},
+				    {"recovery_s", opts_.policy.recovery_s},
+				    {"recovery_start_ppm", opts_.policy.start_ppm}}}};
+	return ok_reply(body);
+}
+
+json Daemon::handle(const Request &req)
+{
+	const std::string &cmd = req.cmd;
+	if (cmd == "status" || cmd == "stats")
+		return status(req);
+	if (cmd == "attach") {
+		auto name = req.str("iface");
+		auto mode_text = req.opt_str("mode");
+		if (!name)
+			return error_reply(name.error());
+		if (!mode_text)
+			return error_reply(mode_text.error());
+		AttachMode mode = opts_.mode;
+		if (*mode_text) {
+			auto m = parse_attach_mode(**mode_text);
+			if (!m)
+				return error_reply(m.error());
+			mode = *m;
+		}
+		if (ifaces_.count(*name))
+			return error_reply(Error{ErrorKind::refused, EEXIST, *name + " is already attached"});
+		if (name->empty() || name->size() >= 16)
+			return error_reply(Error{ErrorKind::invalid, 0, "interface name must be 1..15 characters"});
+		auto m = ManagedInterface::start(opts_, *name, mode);
+		if (!m)
+			return error_reply(m.error());
+		json body{{"iface", *name}};
+		ifaces_.emplace(*name, std::move(*m));
+		auto st = ifaces_[*name]->status();
+		body["mode"] = st.value("attach_mode", json(nullptr));
+		return ok_reply(body);
+	}
+	auto m = find(req);
+	if (!m)
+		return error_reply(m.error());
+	ManagedInterface &mi = **m;
+	if (cmd == "breaker") {
+		auto to = req.str("to");
+		if (!to)
+			return error_reply(to.error());
+		auto state = breaker_state_from(*to);
+		if (!state)
+			return error_reply(Error{ErrorKind::invalid, 0,
+						 "breaker state '" + *to + "' is not one of serving, shedding, recovering"});
+		return reply_of(mi.move_breaker(*state));
+	}
+	if (cmd == "set") {
+		auto rate = req.opt_integer("rate");
+		auto burst = req.opt_integer("burst");
+		if (!rate)
+			return error_reply(rate.error());
+		if (!burst)
+			return error_reply(burst.error());
+		return reply_of(mi.set_policy(*rate, *burst));
+	}
+	if (cmd == "bucket" || cmd == "refill") {
+		auto addr = req.str("addr");
+		if (!addr)
+			return error_reply(addr.error());
+		if (cmd == "refill") {
+			auto n = req.integer("n");
+			return n ? reply_of(mi.refill(*addr, *n)) : error_reply(n.error());
+		}
+		auto set = req.opt_integer("set");
+		return set ? reply_of(mi.bucket(*addr, *set)) : error_reply(set.error());
+	}
+	if (cmd == "list_add" || cmd == "list_del" || cmd == "list_show") {
+		auto list = req.str("list");
+		if (!list)
+			return error_reply(list.error());
+		if (*list != "allow" && *list != "deny")
+			return error_reply(Error{ErrorKind::invalid, 0, "\"list\" must be \"allow\" or \"deny\""});
+		ListKind kind = *list == "allow" ? ListKind::allow : ListKind::deny;
+		if (cmd == "list_show")
+			return reply_of(mi.list_show(kind));
+		auto cidrs = req.str_list("cidrs");
+		if (!cidrs)
+			return error_reply(cidrs.error());
+		return reply_of(mi.list_change(kind, *cidrs, cmd == "list_add"));
+	}
+	if (cmd == "audit")
+		return reply_of(mi.audit_now());
+	if (cmd == "detach") {
+		std::string name = mi.name();
+		auto ok = mi.detach();
+		if (!ok)
+			return error_reply(ok.error());
+		ifaces_.erase(name);
+		return ok_reply({{"iface", name}});
+	}
+	return error_reply(Error{ErrorKind::invalid, 0, "unknown command '" + cmd + "'"});
+}
+
+int Daemon::run()
+{
+	sigset_t mask;
+	sigemptyset(&mask);
+	sigaddset(&mask, SIGTERM);
+	sigaddset(&mask, SIGINT);
+	sigaddset(&mask, SIGHUP);
+	sigprocmask(SIG_BLOCK, &mask, nullptr);
+	signal(SIGPIPE, SIG_IGN);
+	UniqueFd sfd(signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK));
+
+	double next_tick = mono_s() + opts_.period_s;
+	std::vector<pollfd> fds;
+	for (;;) {
+		fds.clear();
+		server_->poll_fds(fds);
+		fds.push_back({sfd.get(), POLLIN, 0});
+		double wait = next_tick - mono_s();
+		int timeout = wait > 0 ? static_cast<int>(std::ceil(wait * 1000)) : 0;
+		int n = poll(fds.data(), fds.size(), timeout);
+		if (n < 0 && errno != EINTR) {
+			log_error(std::string("poll: ") + std::strerror(errno));
+			return 1;
+		}
+		if (fds.back().revents & POLLIN) {
+			signalfd_siginfo si{};
+			if (read(sfd.get(), &si, sizeof(si)) == sizeof(si) && si.ssi_signo != SIGHUP)
+				break;
+		}
+		fds.pop_back();
+		if (n > 0)
+			server_->serve(fds, [this](const Request &r) { return handle(r); });
+		double now = mono_s();
+		if (now >= next_tick) {
+			for (auto &[_, m] : ifaces_)
+				m->tick(now);
+			// Keep the period's phase; after a long stall, skip ahead
+			// rather than tick in a burst.
+			next_tick += opts_.period_s;
+			if (next_tick < now)
+				next_tick = now + opts_.period_s;
+		}
+	}
+	for (auto &[name, m] : ifaces_) {
+		if (opts_.detach_on_exit) {
+			if (auto ok = m->detach(); !ok)
+				log_error(name + ": " + ok.error().describe());
+		} else {
+			log_info(name + ": sluiced exiting; enforcement stays attached (pins under " + m->pin_path() +
+				 "); `sluicectl detach " + name + "` removes it");
+		}
+	}
+	return 0;
+}
+
+} // namespace sluice

@@ -1,0 +1,34 @@
+// daemon.h - sluiced's wiring: options -> interfaces -> loop -> control server.
+#pragma once
+
+#include "control_server.h"
+#include "managed_interface.h"
+#include "options.h"
+
+#include <map>
+#include <memory>
+#include <string>
+
+namespace sluice {
+
+class Daemon {
+public:
+	static Result<std::unique_ptr<Daemon>> start(DaemonOptions opts);
+	// Serve until SIGTERM/SIGINT. Enforcement stays attached on exit unless
+	// --detach-on-exit. Returns the process exit code.
+	int run();
+
+	json handle(const Request &req);
+
+private:
+	Daemon() = default;
+	Result<ManagedInterface *> find(const Request &req);
+	json status(const Request &req);
+
+	DaemonOptions opts_;
+	std::map<std::string, std::unique_ptr<ManagedInterface>> ifaces_;
+	std::optional<ControlServer> server_;
+	double started_s_ = 0;
+};
+
+} // namespace sluice

@@ -1,0 +1,477 @@
+#include "managed_interface.h"
+
+#include "log.h"
+#include "maps.h"
+#include "source.h"
+#include "status.h"
+
+#include <bpf/bpf.h>
+
+#include <cerrno>
+#include <cmath>
+#include <ctime>
+#include <fcntl.h>
+#include <filesystem>
+#include <fstream>
+#include <net/if.h>
+#include <sys/file.h>
+
+namespace sluice {
+
+namespace {
+
+uint64_t realtime_ns()
+{
+	timespec ts{};
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return uint64_t(ts.tv_sec) * 1000000000ull + uint64_t(ts.tv_nsec);
+}
+
+double mono_s()
+{
+	timespec ts{};
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return double(ts.tv_sec) + double(ts.tv_nsec) / 1e9;
+}
+
+std::string read_oper_state(const std::string &iface)
+{
+	std::ifstream f("/sys/class/net/" + iface + "/operstate");
+	std::string s;
+	std::getline(f, s);
+	return s;
+}
+
+// The frames the policy counts as incoming: every IP frame (the outcomes
+// other than non-IP and malformed; would-drop overlays the others).
+uint64_t incoming_of(const CounterSet &c)
+{
+	return c[SLUICE_PASSED].packets + c[SLUICE_DROP_RATE].packets + c[SLUICE_DROP_SHED].packets +
+	       c[SLUICE_DROP_DENY].packets + c[SLUICE_ALLOWLISTED].packets;
+}
+
+} // namespace
+
+Result<std::unique_ptr<ManagedInterface>> ManagedInterface::start(const DaemonOptions &opts, const std::string &name,
+								  AttachMode mode)
+{
+	namespace fs = std::filesystem;
+	unsigned idx = if_nametoindex(name.c_str());
+	if (idx == 0)
+		return invalid("unknown interface '" + name + "' (`ip link show` lists them)");
+	if (auto ok = ensure_bpffs(opts.pin_dir); !ok)
+		return std::unexpected(ok.error());
+
+	std::unique_ptr<ManagedInterface> m(new ManagedInterface());
+	m->name_ = name;
+	m->dir_ = opts.pin_dir + "/" + name;
+	m->mode_requested_ = mode;
+	m->ifindex_ = idx;
+	std::error_code ec;
+	fs::create_directories(m->dir_, ec);
+	if (ec)
+		return fail(ErrorKind::system, "creating pin directory " + m->dir_, ec.value());
+
+	// One daemon per interface: an exclusive lock on its pin directory.
+	m->lock_.reset(open(m->dir_.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+	if (!m->lock_)
+		return fail_errno("opening pin directory " + m->dir_);
+	if (flock(m->lock_.get(), LOCK_EX | LOCK_NB) != 0)
+		return fail(ErrorKind::refused,
+			    "another sluiced already manages " + name + " (its pins under " + m->dir_ +
+				    " are locked); stop that daemon first",
+			    errno);
+
+	if (Dataplane::has_pins(m->dir_)) {
+		auto dp = Dataplane::adopt(m->dir_);
+		if (!dp)
+			return std::unexpected(dp.error());
+		const auto &s = dp->settings();
+		auto mismatch = [&](const std::string &what, uint64_t pinned, uint64_t asked) -> Status {
+			if (pinned == asked)
+				return {};
+			return refused("pins under " + m->dir_ + " were made with " + what + " " + std::to_string(pinned) +
+				       ", the options ask for " + std::to_string(asked) + "; run `sluicectl detach " + name +
+				       "` to reload with the new setting, or start with the pinned one");
+		};
+		for (auto st : {mismatch("table size", s.slot_mask + 1, opts.load.slots),
+				mismatch("IPv4 prefix", s.v4_prefix, opts.load.v4_prefix),
+				mismatch("IPv6 prefix", s.v6_prefix, opts.load.v6_prefix),
+				mismatch("dry-run", s.dry_run, opts.load.dry_run)})
+			if (!st)
+				return std::unexpected(st.error());
+		m->dp_.emplace(std::move(*dp));
+		m->oper_state_ = read_oper_state(name);
+		auto cfg = m->dp_->config().read();
+		if (!cfg)
+			return std::unexpected(cfg.error());
+		if (opts.rate_given || opts.burst_given) {
+			auto cost = cost_for_rate(opts.rate_given ? opts.rate_pps : cfg->rate_pps);
+			if (!cost)
+				return std::unexpected(cost.error());
+			cfg->cost_ns = *cost;
+			cfg->rate_pps = opts.rate_given ? opts.rate_pps : cfg->rate_pps;
+			cfg->burst = opts.burst_given ? opts.burst : cfg->burst;
+			if (auto ok = m->dp_->config().write(*cfg); !ok)
+				return std::unexpected(ok.error());
+		}
+		auto state = breaker_state_from(cfg->breaker_state);
+		m->breaker_ = Breaker(state.value_or(BreakerState::serving));
+		uint64_t now_real = realtime_ns();
+		double age = cfg->breaker_since_ns && cfg->breaker_since_ns < now_real
+				     ? double(now_real - cfg->breaker_since_ns) / 1e9
+				     : 0;
+		m->since_mono_s_ = mono_s() - age;
+		auto prog = m->dp_->prog_id();
+		log_info(name + ": adopted pins under " + m->dir_ + ": program " + (prog ? std::to_string(*prog) : "?") +
+			 " stayed attached, breaker " + std::string(to_string(m->breaker_.state())) + ", rate " +
+			 std::to_string(cfg->rate_pps) + " burst " + std::to_string(cfg->burst));
+		m->watch_link(); // re-attaches if the interface was recreated meanwhile
+	} else {
+		if (!fs::is_empty(m->dir_, ec))
+			return refused("pin directory " + m->dir_ +
+				       " holds pins but no link (a stale or foreign directory); remove it with `rm -r " +
+				       m->dir_ + "` and start again");
+		auto cost = cost_for_rate(opts.rate_pps);
+		if (!cost)
+			return std::unexpected(cost.error());
+		sluice_config cfg{};
+		cfg.cost_ns = *cost;
+		cfg.rate_pps = opts.rate_pps;
+		cfg.burst = opts.burst;
+		cfg.breaker_state = SLUICE_SERVING;
+		cfg.admission_ppm = SLUICE_PPM_FULL;
+		cfg.breaker_since_ns = realtime_ns();
+		auto dp = Dataplane::load(opts.load, cfg);
+		if (!dp)
+			return std::unexpected(dp.error());
+		auto in_force = dp->attach(static_cast<int>(idx), mode);
+		if (!in_force)
+			return std::unexpected(Error{in_force.error().kind, in_force.error().code,
+						     name + ": " + in_force.error().message});
+		if (mode == AttachMode::automatic && *in_force == AttachMode::skb)
+			log_warn(name + ": native XDP is not available; fell back to skb (generic) mode, which is slower");
+		// Maps first, link last: a link pin means a complete set.
+		if (auto ok = dp->pin(m->dir_); !ok) {
+			(void)dp->detach(m->dir_);
+			return std::unexpected(ok.error());
+		}
+		m->dp_.emplace(std::move(*dp));
+		m->since_mono_s_ = mono_s();
+		auto prog = m->dp_->prog_id();
+		log_info(name + ": attached program " + (prog ? std::to_string(*prog) : "?") + " in " +
+			 std::string(to_string(*in_force)) + " mode, " + std::to_string(opts.load.slots) + " slots, rate " +
+			 std::to_string(opts.rate_pps) + " burst " + std::to_string(opts.burst) +
+			 (opts.load.dry_run ? ", dry run" : "") + "; pins under " + m->dir_);
+	}
+	m->policy_.emplace(opts.policy);
+	m->auditor_.emplace(opts.audit_per_period);
+	m->oper_state_ = read_oper_state(name);
+	auto c = m->dp_->counters().read();
+	if (c)
+		m->last_counters_ = *c;
+	m->last_tick_s_ = mono_s();
+	return m;
+}
+
+void ManagedInterface::watch_link()
+{
+	unsigned idx = if_nametoindex(name_.c_str());
+	if (idx == 0) {
+		if (!gone_)
+			log_warn(name_ + ": interface is gone; its XDP link went with it. Waiting for it to come back");
+		gone_ = true;
+		return;
+	}
+	std::string oper = read_oper_state(name_);
+	if (oper != oper_state_) {
+		log_info(name_ + ": interface is " + oper + " (the program stays attached)");
+		oper_state_ = oper;
+	}
+	auto linked = dp_->link_ifindex();
+	if (linked && *linked == idx && !gone_) {
+		ifindex_ = idx;
+		return;
+	}
+	// The interface was deleted and created again (new ifindex), or the link
+	// went defunct: attach the same program and maps to it again.
+	auto mode = dp_->attach(static_cast<int>(idx), mode_requested_);
+	if (!mode) {
+		std::string why = mode.error().describe();
+		if (why != last_error_)
+			log_error(name_ + ": cannot re-attach: " + why);
+		last_error_ = why;
+		return;
+	}
+	std::error_code ec;
+	std::filesystem::remove(dir_ + "/" + SLUICE_PIN_LINK, ec);
+	if (auto ok = dp_->pin(dir_); !ok)
+		log_error(name_ + ": re-attached but cannot pin the link: " + ok.error().describe());
+	log_info(name_ + ": interface is back (ifindex " + std::to_string(idx) + "); re-attached in " +
+		 std::string(to_string(*mode)) + " mode with the same buckets");
+	gone_ = false;
+	ifindex_ = idx;
+	last_error_.clear();
+}
+
+void ManagedInterface::tick(double now_s)
+{
+	watch_link();
+
+	auto counters = dp_->counters().read();
+	if (!counters) {
+		log_error(name_ + ": " + counters.error().describe());
+		return;
+	}
+	double dt = now_s - last_tick_s_;
+	if (dt > 0) {
+		json r = json::object();
+		for (uint32_t k = 0; k < SLUICE_OUTCOMES; k++) {
+			double pps = double((*counters)[k].packets - last_counters_[k].packets) / dt;
+			double bps = double((*counters)[k].bytes - last_counters_[k].bytes) * 8 / dt;
+			r[outcome_name(k)] = {{"pps", std::round(pps)}, {"bps", std::round(bps)}};
+		}
+		rates_ = r;
+	}
+	last_counters_ = *counters;
+	last_tick_s_ = now_s;
+
+	auto cfg = dp_->config().read();
+	if (!cfg) {
+		log_error(name_ + ": " + cfg.error().describe());
+		return;
+	}
+	PolicySample sample{now_s,
+			    incoming_of(*counters),
+			    (*counters)[SLUICE_PASSED].packets,
+			    breaker_.state(),
+			    since_mono_s_,
+			    cfg->breaker_manual != 0};
+	PolicyDecision d = policy_->step(sample);
+	if (d.move) {
+		if (auto ok = transition(*d.move, false, d.reason); !ok)
+			log_error(name_ + ": " + ok.error().describe());
+	} else if (breaker_.state() == BreakerState::recovering && d.admission_ppm != cfg->admission_ppm) {
+		cfg->admission_ppm = d.admission_ppm;
+		if (auto ok = dp_->config().write(*cfg); !ok)
+			log_error(name_ + ": writing the admission fraction: " + ok.error().describe());
+		else
+			log_debug(name_ + ": admission " + std::to_string(d.admission_ppm / 10000.0) + "%");
+	}
+
+	auto before = auditor_->report().violations;
+	if (auto ok = auditor_->step(dp_->slots()); !ok)
+		log_error(name_ + ": audit: " + ok.error().describe());
+	else if (auditor_->report().violations > before)
+		log_warn(name_ + ": audit found " + std::to_string(auditor_->report().violations - before) +
+			 " slots outside 0 <= tokens <= burst");
+}
+
+Status ManagedInterface::transition(BreakerState to, bool manual, const std::string &why)
+{
+	BreakerState from = breaker_.state();
+	if (auto ok = breaker_.transition(to); !ok)
+		return ok;
+	auto cfg = dp_->config().read();
+	if (!cfg) {
+		breaker_ = Breaker(from);
+		return std::unexpected(cfg.error());
+	}
+	cfg->breaker_state = static_cast<uint32_t>(to);
+	cfg->breaker_since_ns = realtime_ns();
+	cfg->breaker_manual = (manual && to == BreakerState::shedding) ? 1 : 0;
+	cfg->admission_ppm = to == BreakerState::recovering ? policy_->config().start_ppm : SLUICE_PPM_FULL;
+	if (auto ok = dp_->config().write(*cfg); !ok) {
+		breaker_ = Breaker(from);
+		return ok;
+	}
+	since_mono_s_ = mono_s();
+	policy_->reset_streaks();
+	auto msg = name_ + ": breaker " + std::string(to_string(from)) + " -> " + std::string(to_string(to)) + " (" +
+		   (manual ? "operator" : why) + ")";
+	if (to == BreakerState::shedding)
+		log_warn(msg);
+	else
+		log_info(msg);
+	return {};
+}
+
+json ManagedInterface::status() const
+{
+	auto s = interface_status(*dp_, name_);
+	json j = s ? *s : json{{"iface", name_}, {"error", s.error().describe()}};
+	const auto &a = auditor_->report();
+	j["audit"] = {{"swept", a.swept},
+		      {"violations", a.violations},
+		      {"last_sweep_violations", a.last_violations},
+		      {"full_sweeps", a.full_sweeps},
+		      {"last_sweep", iso_time(a.last_sweep_unix_ns)}};
+	j["rates"] = rates_;
+	j["oper_state"] = gone_ ? "gone" : oper_state_;
+	j["pin_dir"] = dir_;
+	return j;
+}
+
+json ManagedInterface::stats() const
+{
+	return {{"iface", name_}, {"counters", counters_json(last_counters_)}, {"rates", rates_}};
+}
+
+Result<json> ManagedInterface::move_breaker(BreakerState to)
+{
+	BreakerState from = breaker_.state();
+	if (auto ok = transition(to, true, "operator"); !ok)
+		return std::unexpected(ok.error());
+	return json{{"iface", name_},
+		    {"from", std::string(to_string(from))},
+		    {"to", std::string(to_string(to))},
+		    {"state", std::string(to_string(breaker_.state()))}};
+}
+
+Result<json> ManagedInterface::set_policy(std::optional<int64_t> rate, std::optional<int64_t> burst)
+{
+	if (!rate && !burst)
+		return invalid("'set' needs \"rate\" or \"burst\"");
+	auto cfg = dp_->config().read();
+	if (!cfg)
+		return std::unexpected(cfg.error());
+	sluice_config next = *cfg;
+	if (rate) {
+		if (*rate < 0)
+			return refused("invariant 1 <= rate <= " + std::to_string(SLUICE_RATE_MAX) +
+				       " violated: rejected rate " + std::to_string(*rate));
+		auto cost = cost_for_rate(static_cast<uint64_t>(*rate));
+		if (!cost)
+			return std::unexpected(cost.error());
+		next.cost_ns = *cost;
+		next.rate_pps = static_cast<uint64_t>(*rate);
+	}
+	if (burst) {
+		if (*burst < 0)
+			return refused("invariant 1 <= burst <= " + std::to_string(SLUICE_BURST_MAX) +
+				       " violated: rejected burst " + std::to_string(*burst));
+		next.burst = static_cast<uint64_t>(*burst);
+	}
+	if (auto ok = dp_->config().write(next); !ok)
+		return std::unexpected(ok.error());
+	log_info(name_ + ": policy rate " + std::to_string(next.rate_pps) + " burst " + std::to_string(next.burst) +
+		 " (was rate " + std::to_string(cfg->rate_pps) + " burst " + std::to_string(cfg->burst) + ")");
+	return json{{"iface", name_}, {"rate_pps", next.rate_pps}, {"burst", next.burst}};
+}
+
+Result<json> ManagedInterface::bucket_reply(const std::string &addr_text) const
+{
+	auto addr = parse_address(addr_text);
+	if (!addr)
+		return std::unexpected(addr.error());
+	auto cfg = dp_->config().read();
+	if (!cfg)
+		return std::unexpected(cfg.error());
+	SourceSlots ss = source_slots(dp_->settings(), *addr);
+	json tokens = json::array();
+	uint64_t fuller = 0;
+	for (uint32_t slot : ss.slots) {
+		auto t = dp_->slots().tokens(slot, *cfg);
+		if (!t)
+			return std::unexpected(t.error());
+		tokens.push_back(*t);
+		fuller = std::max(fuller, *t);
+	}
+	return json{{"iface", name_},   {"addr", addr->str()},   {"source", ss.source.str()},
+		    {"slots", ss.slots}, {"tokens", tokens},      {"tokens_left", fuller},
+		    {"burst", cfg->burst}, {"rate_pps", cfg->rate_pps}};
+}
+
+Result<json> ManagedInterface::bucket(const std::string &addr_text, std::optional<int64_t> set_tokens)
+{
+	if (set_tokens) {
+		auto addr = parse_address(addr_text);
+		if (!addr)
+			return std::unexpected(addr.error());
+		auto cfg = dp_->config().read();
+		if (!cfg)
+			return std::unexpected(cfg.error());
+		SourceSlots ss = source_slots(dp_->settings(), *addr);
+		std::array<uint32_t, 2> slots = ss.slots;
+		std::span<const uint32_t> which(slots.data(), slots[0] == slots[1] ? 1 : 2);
+		if (auto ok = dp_->slots().set_tokens(which, *set_tokens, *cfg); !ok) {
+			log_warn(name_ + ": refused write: " + ok.error().message);
+			return std::unexpected(ok.error());
+		}
+		log_info(name_ + ": set " + ss.source.str() + " to " + std::to_string(*set_tokens) + " tokens");
+	}
+	return bucket_reply(addr_text);
+}
+
+Result<json> ManagedInterface::refill(const std::string &addr_text, int64_t n)
+{
+	auto addr = parse_address(addr_text);
+	if (!addr)
+		return std::unexpected(addr.error());
+	auto cfg = dp_->config().read();
+	if (!cfg)
+		return std::unexpected(cfg.error());
+	SourceSlots ss = source_slots(dp_->settings(), *addr);
+	std::array<uint32_t, 2> slots = ss.slots;
+	std::span<const uint32_t> which(slots.data(), slots[0] == slots[1] ? 1 : 2);
+	if (auto ok = dp_->slots().refill(which, n, *cfg); !ok) {
+		log_warn(name_ + ": refused write: " + ok.error().message);
+		return std::unexpected(ok.error());
+	}
+	return bucket_reply(addr_text);
+}
+
+Result<json> ManagedInterface::list_change(ListKind list, const std::vector<std::string> &texts, bool add)
+{
+	std::vector<Cidr> cidrs;
+	for (const auto &t : texts) {
+		auto c = parse_cidr(t);
+		if (!c)
+			return std::unexpected(c.error());
+		cidrs.push_back(*c);
+	}
+	if (cidrs.empty())
+		return invalid("no CIDR given");
+	auto lists = dp_->lists();
+	auto ok = add ? lists.add(list, cidrs) : lists.remove(list, cidrs);
+	if (!ok)
+		return std::unexpected(ok.error());
+	log_info(name_ + ": " + (add ? "added " : "removed ") + std::to_string(cidrs.size()) + " prefixes " +
+		 (add ? "to" : "from") + " the " + to_string(list) + " list");
+	return json{{"iface", name_}, {"list", to_string(list)}, {"changed", cidrs.size()}};
+}
+
+Result<json> ManagedInterface::list_show(ListKind list) const
+{
+	auto entries = dp_->lists().entries(list);
+	if (!entries)
+		return std::unexpected(entries.error());
+	json cidrs = json::array();
+	for (const auto &c : *entries)
+		cidrs.push_back(c.str());
+	return json{{"iface", name_}, {"list", to_string(list)}, {"cidrs", cidrs}};
+}
+
+Result<json> ManagedInterface::audit_now()
+{
+	if (auto ok = auditor_->full(dp_->slots()); !ok)
+		return std::unexpected(ok.error());
+	const auto &a = auditor_->report();
+	return json{{"iface", name_},
+		    {"audit",
+		     {{"slots", dp_->slots().size()},
+		      {"violations", a.last_violations},
+		      {"swept", a.swept},
+		      {"full_sweeps", a.full_sweeps},
+		      {"last_sweep", iso_time(a.last_sweep_unix_ns)}}}};
+}
+
+Status ManagedInterface::detach()
+{
+	auto ok = dp_->detach(dir_);
+	if (ok)
+		log_info(name_ + ": detached; pins under " + dir_ + " removed");
+	return ok;
+}
+
+} // namespace sluice

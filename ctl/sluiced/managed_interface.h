@@ -1,0 +1,71 @@
+// managed_interface.h - one protected interface: its data plane (loaded or
+// adopted), its breaker, the automatic policy and the audit, ticked once per
+// control period by the daemon.
+#pragma once
+
+#include "audit.h"
+#include "breaker.h"
+#include "dataplane.h"
+#include "fd.h"
+#include "options.h"
+#include "policy.h"
+#include "protocol.h"
+
+#include <memory>
+#include <optional>
+#include <string>
+
+namespace sluice {
+
+class ManagedInterface {
+public:
+	// Adopt the pins under <pin-dir>/<name> or load and attach a fresh program.
+	static Result<std::unique_ptr<ManagedInterface>> start(const DaemonOptions &opts, const std::string &name,
+							       AttachMode mode);
+
+	const std::string &name() const { return name_; }
+	const std::string &pin_path() const { return dir_; }
+
+	// Once per control period: watch the interface, run the policy, audit.
+	void tick(double now_mono_s);
+
+	json status() const;
+	json stats() const;
+
+	// Operator requests (the seed's signals).
+	Result<json> move_breaker(BreakerState to);
+	Result<json> set_policy(std::optional<int64_t> rate, std::optional<int64_t> burst);
+	Result<json> bucket(const std::string &addr, std::optional<int64_t> set_tokens);
+	Result<json> refill(const std::string &addr, int64_t n);
+	Result<json> list_change(ListKind list, const std::vector<std::string> &cidrs, bool add);
+	Result<json> list_show(ListKind list) const;
+	Result<json> audit_now();
+	// Remove the program and the pins. The object is done afterwards.
+	Status detach();
+
+private:
+	ManagedInterface() = default;
+	Status transition(BreakerState to, bool manual, const std::string &why);
+	void watch_link();
+	Result<json> bucket_reply(const std::string &addr) const;
+
+	std::string name_;
+	std::string dir_;
+	UniqueFd lock_;
+	AttachMode mode_requested_ = AttachMode::native;
+	std::optional<Dataplane> dp_;
+	Breaker breaker_;
+	std::optional<AutoPolicy> policy_;
+	std::optional<Auditor> auditor_;
+	double since_mono_s_ = 0;  // when the breaker state in force began
+	uint32_t ifindex_ = 0;
+	bool gone_ = false;
+	std::string oper_state_;
+	// Rates over the last period, per outcome.
+	CounterSet last_counters_{};
+	double last_tick_s_ = 0;
+	json rates_ = json::object();
+	std::string last_error_;
+};
+
+} // namespace sluice
