@@ -12,7 +12,10 @@
 #include <sched.h>
 #include <time.h>
 
+#include <algorithm>
 #include <array>
+#include <cmath>
+#include <cstdio>
 #include <cerrno>
 #include <cstdint>
 #include <cstring>
@@ -111,28 +114,29 @@ inline void sleep_ns(std::uint64_t ns)
 	}
 }
 
-// Run `frame` through program `prog_fd` `repeat` times. Frames shorter than an
-// Ethernet header cannot be handed to BPF_PROG_TEST_RUN directly (the kernel
-// refuses data_size_in < ETH_HLEN), so they are placed behind XDP metadata:
-// data_in = [meta][frame], and xdp_md.data = the meta length makes ctx->data
-// point at the frame, with data_end - data = frame length.
+// Run `frame` through program `prog_fd` `repeat` times.
+//
+// Frames shorter than an Ethernet header: BPF_PROG_TEST_RUN refuses
+// data_size_in < ETH_HLEN, but (since the multi-buffer test_run rework) it
+// takes xdp_md.data_end as the length of the linear area and puts the rest of
+// data_in in fragments. So a short frame is sent as [frame][zero filler up to
+// ETH_HLEN] with data_end = frame length: the program's data..data_end is
+// exactly `frame`, which is what a truncated frame looks like to it.
 inline RunResult run_prog(int prog_fd, const Bytes &frame, int repeat = 1)
 {
-	Bytes in;
+	Bytes in = frame;
 	xdp_md ctx{};
-	std::uint32_t meta = 0;
+	bool short_frame = frame.size() < frames::kEthHeaderLen;
 
-	while (frame.size() + meta < frames::kEthHeaderLen)
-		meta += 4;
-	in.assign(meta, 0);
-	in.insert(in.end(), frame.begin(), frame.end());
-	ctx.data = meta;
-	ctx.data_end = std::uint32_t(in.size());
+	if (short_frame)
+		in.resize(frames::kEthHeaderLen, 0);
+	ctx.data = 0;
+	ctx.data_end = std::uint32_t(frame.size());
 
 	LIBBPF_OPTS(bpf_test_run_opts, opts);
 	opts.data_in = in.data();
 	opts.data_size_in = std::uint32_t(in.size());
-	if (meta) {
+	if (short_frame) {
 		opts.ctx_in = &ctx;
 		opts.ctx_size_in = sizeof(ctx);
 	}
@@ -334,3 +338,95 @@ private:
 		ASSERT_EQ(r_.err, 0) << "bpf_prog_test_run_opts: " << std::strerror(-r_.err); \
 		EXPECT_EQ(r_.retval, std::uint32_t(verdict)) << "frame of " << (frame).size() << " bytes"; \
 	} while (0)
+
+namespace sluice::test {
+
+// The coarse monotonic clock, the one bpf_ktime_get_coarse_ns() reads. Host
+// readings of it bracket every reading the program makes in between: on this
+// kind of machine CLOCK_MONOTONIC_COARSE lags CLOCK_MONOTONIC by one to two
+// ticks, so intervals measured with the fine clock differ from what the
+// program sees by up to a tick; intervals measured with this one do not.
+inline std::uint64_t coarse_ns() { return mono_ns(CLOCK_MONOTONIC_COARSE); }
+
+// Spin until the coarse clock moves: a run started right after a tick finishes
+// long before the next one, so the program reads the same coarse time as the
+// host read just before it. (After an idle sleep the coarse clock can be
+// several ticks stale until the next tick catches it up, possibly in the
+// middle of a run.)
+inline std::uint64_t wait_for_tick()
+{
+	std::uint64_t c = coarse_ns(), n;
+	while ((n = coarse_ns()) == c) {
+	}
+	return n;
+}
+
+// Drain a source's buckets, sleep, and count what refilled.
+struct RefillMeasurement {
+	std::uint64_t passed_exhaust = 0; // PASSED during the draining run
+	std::uint64_t passed_refill = 0;  // PASSED during the run after the sleep
+	std::uint64_t e0 = 0, e1 = 0;     // coarse clock around the draining run
+	std::uint64_t r0 = 0, r1 = 0;     // coarse clock around the counting run
+	std::uint64_t fine_sleep = 0;     // CLOCK_MONOTONIC from end of drain to start of count
+	std::uint32_t exhaust_retval = 0, refill_retval = 0;
+	int err = 0;
+
+	std::uint64_t sleep_coarse() const { return r0 - e1; }
+};
+
+inline RefillMeasurement measure_refill(const Sluice &s, const Bytes &frame, int drain_repeat,
+					std::uint64_t sleep, int count_repeat)
+{
+	RefillMeasurement m;
+	std::uint64_t p0 = s.counters().packets(SLUICE_PASSED);
+	wait_for_tick();
+	m.e0 = coarse_ns();
+	RunResult a = s.run(frame, drain_repeat);
+	m.e1 = coarse_ns();
+	std::uint64_t f0 = mono_ns();
+	std::uint64_t p1 = s.counters().packets(SLUICE_PASSED);
+	sleep_ns(sleep);
+	wait_for_tick();
+	std::uint64_t f1 = mono_ns();
+	m.r0 = coarse_ns();
+	RunResult b = s.run(frame, count_repeat);
+	m.r1 = coarse_ns();
+	std::uint64_t p2 = s.counters().packets(SLUICE_PASSED);
+	m.passed_exhaust = p1 - p0;
+	m.passed_refill = p2 - p1;
+	m.fine_sleep = f1 - f0;
+	m.exhaust_retval = a.retval;
+	m.refill_retval = b.retval;
+	m.err = a.err ? a.err : b.err;
+	return m;
+}
+
+// Check a refill measurement against tokens arriving every cost_ns:
+//  - exact bracket: the credit at the last admission of the counting run is
+//    (residual < cost) + (c_r - c_last) with c_last in [e0, e1] and c_r in
+//    [r0, r1], so passed_refill is in [floor((r0-e1)/cost), floor((r1-e0)/cost) + 1];
+//  - and rate x the measured sleep, within one coarse tick worth of tokens
+//    (more only if a run itself straddled ticks, which widens the bracket;
+//    measure_refill starts each run just after a tick so that it does not).
+inline void expect_refill_matches(const RefillMeasurement &m, std::uint64_t cost_ns, const char *what)
+{
+	double rate = 1e9 / double(cost_ns);
+	std::uint64_t lo = (m.r0 - m.e1) / cost_ns;
+	std::uint64_t hi = (m.r1 - m.e0) / cost_ns + 1;
+	double expected = rate * double(m.sleep_coarse()) / 1e9;
+	double straddle = double((m.e1 - m.e0) + (m.r1 - m.r0));
+	double tol = rate * std::max(double(kCoarseTickNs), straddle) / 1e9 + 1;
+	double dev = double(m.passed_refill) - expected;
+	double fine_expected = rate * double(m.fine_sleep) / 1e9;
+
+	std::printf("REFILL %s: rate=%.1f/s sleep=%.3fms (fine %.3fms) refilled=%llu expected=%.2f "
+		    "dev=%+.2f tokens (fine-clock dev %+.2f) tolerance=%.2f bracket=[%llu,%llu]\n",
+		    what, rate, m.sleep_coarse() / 1e6, m.fine_sleep / 1e6,
+		    (unsigned long long)m.passed_refill, expected, dev, double(m.passed_refill) - fine_expected, tol,
+		    (unsigned long long)lo, (unsigned long long)hi);
+	EXPECT_GE(m.passed_refill, lo) << what;
+	EXPECT_LE(m.passed_refill, hi) << what;
+	EXPECT_LE(std::abs(dev), tol) << what;
+}
+
+} // namespace sluice::test

@@ -163,6 +163,14 @@ inline void put_eth(Bytes &b, const Eth &eth, std::uint16_t ethertype)
 	put16(b, ethertype);
 }
 
+// An Ethernet header to `dst` (default source, no tags).
+inline Eth eth_to(const Mac &dst)
+{
+	Eth e;
+	e.dst = dst;
+	return e;
+}
+
 // Offset of the L3 header behind the Ethernet header and its tags.
 inline std::size_t l3_offset(const Eth &eth) { return kEthHeaderLen + kVlanTagLen * eth.tags.size(); }
 
@@ -326,7 +334,7 @@ inline Bytes raw(const Eth &eth, std::uint16_t ethertype, const Bytes &payload =
 }
 
 // ARP request (Ethernet/IPv4): who has `target`? tell `sender`.
-inline Bytes arp_request(Ip4 sender, Ip4 target, const Eth &eth_in = {.dst = kBroadcast})
+inline Bytes arp_request(Ip4 sender, Ip4 target, const Eth &eth_in = eth_to(kBroadcast))
 {
 	Bytes b;
 	put_eth(b, eth_in, kEthArp);
@@ -343,7 +351,7 @@ inline Bytes arp_request(Ip4 sender, Ip4 target, const Eth &eth_in = {.dst = kBr
 }
 
 // LLDP frame with the three mandatory TLVs and End.
-inline Bytes lldp(const Eth &eth_in = {.dst = kLldpMulticast})
+inline Bytes lldp(const Eth &eth_in = eth_to(kLldpMulticast))
 {
 	Bytes b;
 	put_eth(b, eth_in, kEthLldp);

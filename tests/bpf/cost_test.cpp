@@ -1,0 +1,86 @@
+// Per-packet cost of sluice against a program that only drops, both run by
+// BPF_PROG_TEST_RUN with a large repeat on one 64-byte frame. The figures are
+// printed ("COST ..." lines) and recorded as test properties; only sanity is
+// asserted, never timing.
+#include "fixture.h"
+#include "require.h"
+
+using namespace sluice::test;
+using namespace sluice::frames;
+
+namespace {
+
+constexpr int kRepeat = 1'000'000;
+constexpr int kRounds = 3; // best of
+
+struct Cost {
+	std::uint32_t ns = 0;
+	std::uint32_t retval = 0;
+	int err = 0;
+};
+
+template <class Prog>
+Cost best_of(const Prog &p, const Bytes &f)
+{
+	Cost best;
+	for (int i = 0; i < kRounds; i++) {
+		RunResult r = p.run(f, kRepeat);
+		if (r.err) {
+			best.err = r.err;
+			return best;
+		}
+		best.retval = r.retval;
+		if (best.ns == 0 || r.duration < best.ns)
+			best.ns = r.duration;
+	}
+	return best;
+}
+
+void measure(const char *name, const Bytes &frame)
+{
+	// The pass path, as for a source within its limits: the largest rate
+	// and burst the control plane accepts, so every repetition is admitted.
+	Options o;
+	o.config = make_config(SLUICE_RATE_MAX, SLUICE_BURST_MAX);
+	SLUICE_LOAD_OR_FAIL(s, o);
+	XdpDrop d;
+	ASSERT_TRUE(d.ok()) << "xdp_drop_bpf::open_and_load failed";
+
+	Cost cs = best_of(s, frame);
+	Cost cd = best_of(d, frame);
+	ASSERT_EQ(cs.err, 0) << std::strerror(-cs.err);
+	ASSERT_EQ(cd.err, 0) << std::strerror(-cd.err);
+
+	double ratio = cd.ns ? double(cs.ns) / double(cd.ns) : 0.0;
+	std::printf("COST %s=%uns xdp_drop=%uns ratio=%.2f (frame %zu B, repeat %d, best of %d)\n", name, cs.ns,
+		    cd.ns, ratio, frame.size(), kRepeat, kRounds);
+	std::fflush(stdout);
+	::testing::Test::RecordProperty(std::string(name) + "_ns", std::to_string(cs.ns));
+	::testing::Test::RecordProperty("xdp_drop_ns", std::to_string(cd.ns));
+
+	EXPECT_GT(cs.ns, 0u);
+	EXPECT_EQ(cs.retval, std::uint32_t(XDP_PASS));
+	EXPECT_EQ(cd.retval, std::uint32_t(XDP_DROP));
+	Counters c = s.counters();
+	EXPECT_EQ(c.packets(SLUICE_PASSED), std::uint64_t(kRepeat) * kRounds) << c.str();
+	EXPECT_EQ(c.bytes(SLUICE_PASSED), std::uint64_t(kRepeat) * kRounds * frame.size()) << c.str();
+	EXPECT_EQ(c.total_packets(), std::uint64_t(kRepeat) * kRounds) << c.str();
+}
+
+} // namespace
+
+TEST(Cost, Ipv4UdpSixtyFourBytes)
+{
+	SLUICE_REQUIRE_ROOT();
+	Bytes f = udp4_sized(64, {}, {.src = ip4("10.90.0.1")});
+	ASSERT_EQ(f.size(), 64u);
+	measure("sluice_v4", f);
+}
+
+TEST(Cost, Ipv6UdpSixtyFourBytes)
+{
+	SLUICE_REQUIRE_ROOT();
+	Bytes f = udp6_sized(64, {}, {.src = ip6("2001:db8:90::1")});
+	ASSERT_EQ(f.size(), 64u);
+	measure("sluice_v6", f);
+}
