@@ -21,6 +21,8 @@ Result<Address> parse_address(std::string_view text)
 {
 	std::string s(text);
 	Address a;
+	if (s.find('\0') != std::string::npos) // inet_pton stops at a NUL and would accept the text before it
+		return invalid("'" + s + "' is not an IPv4 or IPv6 address");
 	if (s.find(':') == std::string::npos) {
 		a.family = Family::v4;
 		if (inet_pton(AF_INET, s.c_str(), a.bytes.data()) == 1)

@@ -23,6 +23,25 @@ sockaddr_un address_of(const std::string &path)
 	return a;
 }
 
+// Is the peer in `group`, as its primary group or a supplementary one (the
+// usual `usermod -aG`)? SO_PEERGROUPS gives the latter (Linux >= 4.13).
+bool peer_in_group(int fd, const ucred &cred, gid_t group)
+{
+	if (cred.gid == group)
+		return true;
+	std::vector<gid_t> groups(64);
+	socklen_t len = static_cast<socklen_t>(groups.size() * sizeof(gid_t));
+	if (getsockopt(fd, SOL_SOCKET, SO_PEERGROUPS, groups.data(), &len) != 0) {
+		if (errno != ERANGE)
+			return false;
+		groups.resize(len / sizeof(gid_t));
+		if (getsockopt(fd, SOL_SOCKET, SO_PEERGROUPS, groups.data(), &len) != 0)
+			return false;
+	}
+	groups.resize(len / sizeof(gid_t));
+	return std::find(groups.begin(), groups.end(), group) != groups.end();
+}
+
 // Is a daemon answering at path?
 bool live_socket(const std::string &path)
 {
@@ -41,7 +60,12 @@ Result<ControlServer> ControlServer::listen(const std::string &path, std::option
 	std::filesystem::create_directories(std::filesystem::path(path).parent_path(), ec);
 	if (live_socket(path))
 		return fail(ErrorKind::system, "another sluiced answers on " + path + "; stop it or use --socket", EADDRINUSE);
-	::unlink(path.c_str()); // a stale socket from a killed daemon
+	// A stale socket from a killed daemon is replaced; anything else at the
+	// path (a mistyped --socket) is not ours to delete.
+	struct stat st {};
+	if (::lstat(path.c_str(), &st) == 0 && !S_ISSOCK(st.st_mode))
+		return invalid(path + " exists and is not a socket; remove it or use another --socket");
+	::unlink(path.c_str());
 
 	ControlServer s;
 	s.path_ = path;
@@ -58,7 +82,9 @@ Result<ControlServer> ControlServer::listen(const std::string &path, std::option
 	if (rc != 0)
 		return fail_errno("binding the control socket at " + path);
 	if (group) {
-		if (chown(path.c_str(), 0, *group) != 0 || chmod(path.c_str(), 0660) != 0)
+		// Owner unchanged (-1): only the group is ours to set, and a daemon
+		// without CAP_CHOWN may still give the socket to its own group.
+		if (chown(path.c_str(), static_cast<uid_t>(-1), *group) != 0 || chmod(path.c_str(), 0660) != 0)
 			return fail_errno("giving group " + std::to_string(*group) + " access to " + path);
 	}
 	if (::listen(s.listen_fd_.get(), 64) != 0)
@@ -95,19 +121,19 @@ void ControlServer::accept_clients()
 			log_warn("control: cannot read peer credentials; connection refused");
 			continue;
 		}
-		if (cred.uid != 0 && !(group_ && cred.gid == *group_)) {
+		if (cred.uid != 0 && !(group_ && peer_in_group(fd.get(), cred, *group_))) {
 			log_warn("control: refused connection from uid " + std::to_string(cred.uid) + " gid " +
 				 std::to_string(cred.gid) + " pid " + std::to_string(cred.pid) +
 				 " (root or the --socket-group only)");
 			std::string line = error_reply(Error{ErrorKind::refused, EACCES, "permission denied: sluiced accepts root or its --socket-group only"}).dump() + "\n";
-			(void)!::write(fd.get(), line.data(), line.size());
+			(void)!::send(fd.get(), line.data(), line.size(), MSG_NOSIGNAL); // peer may be gone: no SIGPIPE
 			continue;
 		}
 		if (clients_.size() >= max_clients_) {
 			log_warn("control: " + std::to_string(clients_.size()) + " clients connected; refusing pid " +
 				 std::to_string(cred.pid));
 			std::string line = error_reply(Error{ErrorKind::system, EBUSY, "too many control clients; try again"}).dump() + "\n";
-			(void)!::write(fd.get(), line.data(), line.size());
+			(void)!::send(fd.get(), line.data(), line.size(), MSG_NOSIGNAL); // peer may be gone: no SIGPIPE
 			continue;
 		}
 		auto c = std::make_unique<Client>();
@@ -119,7 +145,9 @@ void ControlServer::accept_clients()
 void ControlServer::read_client(Client &c, const Handler &handler)
 {
 	char buf[16384];
-	for (;;) {
+	// A bounded read per round: a client writing as fast as we read must not
+	// hold the loop here (poll reports the rest next round).
+	for (int chunk = 0; chunk < 8; chunk++) {
 		ssize_t n = ::read(c.fd.get(), buf, sizeof(buf));
 		if (n == 0) {
 			c.closing = true; // peer closed: flush what we owe, then go

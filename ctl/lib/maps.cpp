@@ -29,8 +29,12 @@ Result<uint64_t> cost_for_rate(uint64_t rate)
 
 Status validate_config(const sluice_config &c)
 {
-	if (c.cost_ns == 0 || c.cost_ns > SLUICE_NSEC_PER_SEC)
-		return refused("invariant 1 <= cost_ns <= 1e9 violated: rejected cost_ns " + std::to_string(c.cost_ns));
+	// cost_ns = 1e9 / rate, so the rate bounds are cost bounds.
+	constexpr uint64_t min_cost = SLUICE_NSEC_PER_SEC / SLUICE_RATE_MAX;
+	if (c.cost_ns < min_cost || c.cost_ns > SLUICE_NSEC_PER_SEC)
+		return refused("invariant " + std::to_string(min_cost) + " <= cost_ns <= 1000000000 (rate " +
+			       std::to_string(SLUICE_RATE_MIN) + ".." + std::to_string(SLUICE_RATE_MAX) +
+			       ") violated: rejected cost_ns " + std::to_string(c.cost_ns));
 	if (c.burst < SLUICE_BURST_MIN || c.burst > SLUICE_BURST_MAX)
 		return refused("invariant " + std::to_string(SLUICE_BURST_MIN) + " <= burst <= " +
 			       std::to_string(SLUICE_BURST_MAX) + " violated: rejected burst " + std::to_string(c.burst));

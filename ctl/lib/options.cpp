@@ -148,7 +148,7 @@ Result<ParsedOptions> parse_daemon_options(int argc, const char *const *argv)
 	o.load.v6_prefix = static_cast<uint32_t>(v6);
 	if (auto ok = validate_load_options(o.load); !ok)
 		return invalid("--table-size: " + ok.error().message);
-	if (!key_hex.empty()) {
+	if (vm.count("hash-key")) { // given but empty is a bad key, not "random"
 		auto k = parse_key(key_hex);
 		if (!k)
 			return std::unexpected(k.error());
@@ -163,7 +163,10 @@ Result<ParsedOptions> parse_daemon_options(int argc, const char *const *argv)
 	if (trip < 1)
 		return invalid("--trip-pps must be at least 1");
 	o.policy.trip_pps = static_cast<uint64_t>(trip);
-	o.policy.clear_pps = clear < 0 ? o.policy.trip_pps : static_cast<uint64_t>(clear);
+	// -1 marks "not given"; a negative value given must not pass for it.
+	if (vm.count("clear-pps") && clear < 1)
+		return invalid("--clear-pps must be between 1 and --trip-pps (" + std::to_string(trip) + ")");
+	o.policy.clear_pps = vm.count("clear-pps") ? static_cast<uint64_t>(clear) : o.policy.trip_pps;
 	if (periods < 1 || periods > 3600)
 		return invalid("--trip-periods must be 1..3600");
 	o.policy.trip_periods = static_cast<uint32_t>(periods);

@@ -24,6 +24,8 @@ Result<Request> parse_request(std::string_view line)
 	if (line.size() > kMaxLineBytes)
 		return invalid("request line of " + std::to_string(line.size()) + " bytes is over the limit of " +
 			       std::to_string(kMaxLineBytes));
+	if (line.find('\0') != std::string_view::npos)
+		return invalid("request holds a NUL byte"); // the parser would stop there and take the prefix
 	json j = json::parse(line, nullptr, /*allow_exceptions=*/false);
 	if (j.is_discarded())
 		return invalid("request is not valid JSON");

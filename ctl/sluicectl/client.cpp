@@ -1,0 +1,165 @@
+#include "client.h"
+
+#include <cerrno>
+#include <cstring>
+#include <grp.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/time.h>
+#include <sys/un.h>
+
+namespace sluicectl {
+
+using sluice::ErrorKind;
+using sluice::json;
+
+namespace {
+
+// Long enough for `audit` (a full sweep of the table) on the largest table.
+constexpr int kReplyTimeoutSeconds = 60;
+// A sanity bound: the longest real reply is a full allow or deny list.
+constexpr size_t kMaxReplyBytes = 64u << 20;
+
+// Who may use the socket besides root, for the permission-denied hint: the
+// socket's group when its mode lets that group write, else nobody.
+std::string socket_group(const std::string &path)
+{
+	struct stat st{};
+	if (::stat(path.c_str(), &st) != 0 || !(st.st_mode & S_IWGRP))
+		return "";
+	group grp{}, *found = nullptr;
+	char buf[4096];
+	if (getgrgid_r(st.st_gid, &grp, buf, sizeof(buf), &found) != 0 || !found)
+		return "";
+	return found->gr_name;
+}
+
+std::string unreachable(const std::string &path, int err)
+{
+	std::string msg = "cannot reach sluiced at " + path + ": " + std::strerror(err);
+	switch (err) {
+	case ENOENT:
+	case ECONNREFUSED:
+		return msg + "; is sluiced running? (--socket to use another path)";
+	case EACCES:
+	case EPERM: {
+		std::string group = socket_group(path);
+		if (group.empty())
+			return msg + "; run as root (sluiced --socket-group GROUP lets a group in)";
+		return msg + "; run as root or as a member of group '" + group + "' (the socket's group)";
+	}
+	default:
+		return msg + " (--socket to use another path)";
+	}
+}
+
+} // namespace
+
+sluice::Status Client::connect()
+{
+	if (fd_)
+		return {};
+	sockaddr_un addr{};
+	addr.sun_family = AF_UNIX;
+	if (path_.empty() || path_.size() >= sizeof(addr.sun_path))
+		return sluice::invalid("--socket '" + path_ + "' must be 1 to " +
+				       std::to_string(sizeof(addr.sun_path) - 1) + " bytes long");
+	std::memcpy(addr.sun_path, path_.data(), path_.size());
+
+	sluice::UniqueFd fd(::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0));
+	if (!fd)
+		return sluice::fail_errno("creating a UNIX socket");
+	timeval timeout{kReplyTimeoutSeconds, 0};
+	::setsockopt(fd.get(), SOL_SOCKET, SO_RCVTIMEO, &timeout, sizeof(timeout));
+	if (::connect(fd.get(), reinterpret_cast<sockaddr *>(&addr), sizeof(addr)) != 0) {
+		connect_errno_ = errno;
+		return sluice::fail(ErrorKind::system, unreachable(path_, connect_errno_));
+	}
+	connect_errno_ = 0;
+	fd_ = std::move(fd);
+	pending_.clear();
+	return {};
+}
+
+bool Client::daemon_not_running() const
+{
+	return connect_errno_ == ENOENT || connect_errno_ == ECONNREFUSED;
+}
+
+sluice::Result<json> Client::call(const json &request)
+{
+	// Replace rather than throw on bytes that are not UTF-8 (in an interface
+	// name, say): the daemon then refuses the name with a message.
+	std::string line = request.dump(-1, ' ', false, json::error_handler_t::replace);
+	if (line.size() > sluice::kMaxLineBytes)
+		return sluice::invalid("the request is " + std::to_string(line.size()) +
+				       " bytes, over the control socket's limit of " +
+				       std::to_string(sluice::kMaxLineBytes) + "; send fewer prefixes at a time");
+	line += '\n';
+	if (auto ok = connect(); !ok)
+		return std::unexpected(ok.error());
+	for (size_t sent = 0; sent < line.size();) {
+		ssize_t n = ::send(fd_.get(), line.data() + sent, line.size() - sent, MSG_NOSIGNAL);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0 && (errno == EPIPE || errno == ECONNRESET)) {
+			fd_.reset();
+			return sluice::fail(ErrorKind::system, "sluiced at " + path_ + " closed the connection");
+		}
+		if (n < 0) {
+			fd_.reset();
+			return sluice::fail_errno("sending the request to sluiced at " + path_);
+		}
+		sent += static_cast<size_t>(n);
+	}
+
+	auto reply_line = read_line();
+	if (!reply_line) {
+		fd_.reset();
+		return std::unexpected(reply_line.error());
+	}
+	json reply = json::parse(*reply_line, nullptr, /*allow_exceptions=*/false);
+	if (reply.is_discarded() || !reply.is_object() || !reply.contains("ok"))
+		return sluice::fail(ErrorKind::system, "sluiced at " + path_ + " sent a reply that is not a protocol reply");
+	if (reply["ok"] == true) {
+		reply.erase("ok");
+		return reply;
+	}
+	auto text = [&](const char *key) {
+		auto it = reply.find(key);
+		return it != reply.end() && it->is_string() ? it->get<std::string>() : std::string();
+	};
+	std::string message = text("error");
+	if (message.empty())
+		message = "sluiced refused the request without saying why";
+	return sluice::fail(sluice::kind_from(text("kind")).value_or(ErrorKind::system), message);
+}
+
+sluice::Result<std::string> Client::read_line()
+{
+	for (;;) {
+		if (auto nl = pending_.find('\n'); nl != std::string::npos) {
+			std::string line = pending_.substr(0, nl);
+			pending_.erase(0, nl + 1);
+			return line;
+		}
+		if (pending_.size() > kMaxReplyBytes)
+			return sluice::fail(ErrorKind::system, "sluiced's reply is over " +
+								       std::to_string(kMaxReplyBytes) + " bytes");
+		char buf[65536];
+		ssize_t n = ::recv(fd_.get(), buf, sizeof(buf), 0);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
+			return sluice::fail(ErrorKind::system, "sluiced at " + path_ + " did not reply within " +
+								       std::to_string(kReplyTimeoutSeconds) + " s");
+		if (n < 0)
+			return sluice::fail_errno("reading the reply from sluiced at " + path_);
+		if (n == 0)
+			return sluice::fail(ErrorKind::system,
+					    "sluiced at " + path_ + " closed the connection without replying");
+		pending_.append(buf, static_cast<size_t>(n));
+	}
+}
+
+} // namespace sluicectl

@@ -1,0 +1,33 @@
+// cmd_audit.cpp - `audit IFACE`: the daemon sweeps the whole table now and
+// reports what it found. The report's fields are printed as they come, so a
+// daemon that reports more needs no change here.
+#include "client.h"
+#include "command.h"
+#include "output.h"
+#include "table.h"
+
+namespace sluicectl {
+
+Status do_audit(Context &ctx, const Invocation &inv)
+{
+	auto iface = inv.iface(0);
+	if (!iface)
+		return std::unexpected(iface.error());
+	if (auto ok = inv.at_most(1); !ok)
+		return ok;
+	auto reply = Client(ctx.socket).call({{"cmd", "audit"}, {"iface", *iface}});
+	if (!reply)
+		return std::unexpected(reply.error());
+	if (ctx.json) {
+		print_json(ctx, *reply);
+		return {};
+	}
+	ctx.out << reply->at("iface").get<std::string>() << ": audit\n";
+	Table report;
+	for (const auto &[key, value] : reply->at("audit").items())
+		report.row({key, value.is_structured() ? value.dump() : text_of(value)});
+	report.print(ctx.out, 2);
+	return {};
+}
+
+} // namespace sluicectl

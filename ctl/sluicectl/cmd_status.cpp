@@ -1,0 +1,172 @@
+// cmd_status.cpp - `status [IFACE]`: from the daemon or, when it is not
+// running, straight from the pins, so an operator can see that enforcement
+// outlived the daemon (it is fail-static).
+#include "client.h"
+#include "command.h"
+#include "output.h"
+#include "status.h"
+#include "table.h"
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <unistd.h>
+
+namespace sluicectl {
+
+namespace {
+
+std::string attachment(const json &s)
+{
+	std::string text = s.value("attached", false) ? text_of(s.value("attach_mode", json())) + ", prog " +
+								    text_of(s.value("prog_id", json()))
+						       : "no (its interface is gone?)";
+	// The daemon watches the link: "up", "down", or "gone".
+	if (auto oper = s.value("oper_state", std::string()); !oper.empty())
+		text += ", link " + oper;
+	return text;
+}
+
+std::string breaker(const json &b)
+{
+	std::string text = b.at("state").get<std::string>();
+	if (auto since = b.value("since", std::string()); !since.empty())
+		text += " since " + since;
+	if (b.value("manual", false))
+		text += ", manual";
+	return text;
+}
+
+// The daemon audits a slice of the table every period; from pins there is no
+// "audit" at all.
+std::string last_audit(const json &s)
+{
+	const json audit = s.value("audit", json());
+	if (!audit.is_object())
+		return "-";
+	std::string text = text_of(audit.value("swept", json())) + " slots swept, " +
+			   text_of(audit.value("violations", json())) + " violations";
+	auto last = audit.value("last_sweep", std::string());
+	return text + (last.empty() ? "; no full sweep yet" : "; last full sweep " + last);
+}
+
+void print_interface(std::ostream &out, const json &s)
+{
+	out << s.at("iface").get<std::string>() << '\n';
+	// The daemon could not read this interface's maps; it says why.
+	if (s.contains("error")) {
+		out << "  error: " << text_of(s["error"]) << '\n';
+		return;
+	}
+	Table block;
+	block.row({"attached", attachment(s)})
+		.row({"breaker", breaker(s.at("breaker"))})
+		.row({"admission", fixed(s.at("admission_ppm").get<double>() / 1e4, 1) + "%"})
+		.row({"rate", text_of(s.at("rate_pps")) + " pps"})
+		.row({"burst", text_of(s.at("burst")) + " tokens"})
+		.row({"table", text_of(s.at("table_slots")) + " slots"})
+		.row({"prefixes", "IPv4 /" + text_of(s.at("v4_prefix")) + ", IPv6 /" + text_of(s.at("v6_prefix"))})
+		.row({"dry run", text_of(s.at("dry_run"))})
+		.row({"last audit", last_audit(s)});
+	block.print(out, 2);
+	out << '\n';
+	print_counters(out, s, 2);
+}
+
+void print_interfaces(std::ostream &out, const json &interfaces)
+{
+	if (interfaces.empty())
+		out << "no interfaces (sluicectl attach IFACE)\n";
+	for (const auto &s : interfaces) {
+		out << '\n';
+		print_interface(out, s);
+	}
+}
+
+// "sluiced: running (pid 812, up 3600 s)"
+void print_daemon(std::ostream &out, const json &daemon)
+{
+	out << "sluiced: running";
+	if (daemon.contains("pid"))
+		out << " (pid " << text_of(daemon["pid"]) << ", up " << text_of(daemon.value("uptime_s", json()))
+		    << " s)";
+	out << '\n';
+}
+
+Status status_from_pins(Context &ctx, const std::optional<std::string> &only, const Error &unreachable)
+{
+	auto neither = [&](const std::string &why) {
+		return sluice::fail(sluice::ErrorKind::system, unreachable.message + "; and " + why);
+	};
+	if (::access(ctx.pin_dir.c_str(), R_OK | X_OK) != 0 && errno != ENOENT)
+		return neither("the pins under " + ctx.pin_dir + " cannot be read: " + std::strerror(errno) +
+			       "; run as root");
+	std::vector<std::string> ifaces = sluice::pinned_interfaces(ctx.pin_dir);
+	if (only) {
+		if (std::find(ifaces.begin(), ifaces.end(), *only) == ifaces.end())
+			return neither("there are no pins for " + *only + " under " + ctx.pin_dir);
+		ifaces = {*only};
+	}
+	if (ifaces.empty())
+		return neither("there are no pins under " + ctx.pin_dir +
+			       ", so nothing is enforcing (--pin-dir to use another directory)");
+
+	json interfaces = json::array();
+	for (const auto &iface : ifaces) {
+		auto dp = sluice::Dataplane::adopt(ctx.pin_dir + "/" + iface);
+		if (!dp && (dp.error().code == EACCES || dp.error().code == EPERM))
+			return neither("reading the pins under " + ctx.pin_dir + " needs root: " +
+				       std::strerror(dp.error().code) + "; run as root");
+		if (!dp)
+			return std::unexpected(dp.error());
+		auto s = sluice::interface_status(*dp, iface);
+		if (!s)
+			return std::unexpected(s.error());
+		interfaces.push_back(*s);
+	}
+	if (ctx.json) {
+		print_json(ctx, {{"daemon", {{"running", false}, {"socket", ctx.socket}}}, {"interfaces", interfaces}});
+		return {};
+	}
+	ctx.out << "sluiced: not running (socket " << ctx.socket << "); enforcement from pins under "
+		<< ctx.pin_dir << '\n';
+	print_interfaces(ctx.out, interfaces);
+	return {};
+}
+
+} // namespace
+
+Status do_status(Context &ctx, const Invocation &inv)
+{
+	if (auto ok = inv.at_most(1); !ok)
+		return ok;
+	std::optional<std::string> iface;
+	if (!inv.args.empty()) {
+		auto name = inv.iface(0);
+		if (!name)
+			return std::unexpected(name.error());
+		iface = *name;
+	}
+
+	Client client(ctx.socket);
+	if (auto connected = client.connect(); !connected) {
+		if (client.daemon_not_running())
+			return status_from_pins(ctx, iface, connected.error());
+		return connected;
+	}
+	json request{{"cmd", "status"}};
+	if (iface)
+		request["iface"] = *iface;
+	auto reply = client.call(request);
+	if (!reply)
+		return std::unexpected(reply.error());
+	if (ctx.json) {
+		print_json(ctx, *reply);
+		return {};
+	}
+	print_daemon(ctx.out, reply->value("daemon", json::object()));
+	print_interfaces(ctx.out, reply->at("interfaces"));
+	return {};
+}
+
+} // namespace sluicectl

@@ -1,0 +1,93 @@
+// command.h - what every subcommand gets (the global options, the output
+// streams, its parsed command line) and the checks that keep bad input from
+// ever reaching the daemon.
+#pragma once
+
+#include "address.h"
+#include "protocol.h"
+#include "result.h"
+
+#include <boost/program_options.hpp>
+
+#include <cstdint>
+#include <optional>
+#include <ostream>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace sluicectl {
+
+namespace po = boost::program_options;
+using sluice::Error;
+using sluice::json;
+using sluice::Result;
+using sluice::Status;
+
+inline constexpr const char *kDefaultSocket = "/run/sluice/sluiced.sock";
+inline constexpr const char *kDefaultPinDir = "/sys/fs/bpf/sluice";
+
+struct Context {
+	std::ostream &out;
+	std::ostream &err;
+	std::string socket = kDefaultSocket;
+	std::string pin_dir = kDefaultPinDir;
+	bool json = false; // -j: print the daemon's reply body instead of text
+};
+
+// One subcommand's command line after option parsing.
+struct Invocation {
+	std::string command;           // "allow", "set", ...
+	std::string usage;             // "usage: sluicectl set IFACE [--rate N] [--burst N]"
+	std::vector<std::string> args; // positional arguments, in order
+	po::variables_map options;
+
+	// "WHAT; usage: ..." as an input error (exit 2).
+	Error usage_error(const std::string &what) const;
+	// Positional argument i, or "missing NAME; usage: ...".
+	Result<std::string> arg(size_t i, const char *name) const;
+	// Positional argument i as an interface name.
+	Result<std::string> iface(size_t i) const;
+	// Refuses positional arguments beyond the first n.
+	Status at_most(size_t n) const;
+	std::optional<std::string> option(const char *name) const;
+	bool flag(const char *name) const;
+	// -j on a command that only writes: an input error naming the read commands.
+	Status no_json(const Context &ctx) const;
+};
+
+// bpftool's struct cmd: name, handler, one-line help; plus the syntax that
+// `COMMAND --help` prints and the options the command line is parsed with.
+struct Cmd {
+	const char *name;
+	Status (*handler)(Context &, const Invocation &);
+	const char *help;
+	const char *synopsis;                        // forms separated by '\n'
+	void (*options)(po::options_description &); // nullptr: no options
+};
+
+// Input checks; the errors name the argument, the text, and what is wanted.
+Result<int64_t> parse_integer(std::string_view text, const std::string &what);
+Result<int64_t> parse_count(std::string_view text, const std::string &what); // >= 0
+Result<double> parse_seconds(std::string_view text, const std::string &what); // > 0
+Status check_iface_name(std::string_view name);
+bool looks_like_integer(std::string_view text);
+
+// The subcommands (cmd_*.cpp).
+Status do_status(Context &, const Invocation &);
+Status do_stats(Context &, const Invocation &);
+void stats_options(po::options_description &);
+Status do_breaker(Context &, const Invocation &);
+Status do_set(Context &, const Invocation &);
+void set_options(po::options_description &);
+Status do_bucket(Context &, const Invocation &);
+void bucket_options(po::options_description &);
+Status do_refill(Context &, const Invocation &);
+Status do_list(Context &, const Invocation &); // allow and deny
+void list_options(po::options_description &);
+Status do_attach(Context &, const Invocation &);
+void attach_options(po::options_description &);
+Status do_detach(Context &, const Invocation &);
+Status do_audit(Context &, const Invocation &);
+
+} // namespace sluicectl

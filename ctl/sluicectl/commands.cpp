@@ -1,0 +1,222 @@
+// commands.cpp - the dispatch table and the two-stage command line: global
+// options (anywhere on the line) first, then the subcommand's own.
+#include "sluicectl.h"
+
+#include "command.h"
+
+#include <algorithm>
+#include <exception>
+
+namespace sluicectl {
+
+namespace {
+
+// bpftool's table: name, handler, one-line help; then the syntax for --help.
+const Cmd kCommands[] = {
+	{"status", do_status, "show each interface: attachment, breaker, limits, audit, counters",
+	 "status [IFACE]", nullptr},
+	{"stats", do_stats, "show counters and per-second rates per outcome",
+	 "stats [IFACE] [--watch] [--interval SEC]", stats_options},
+	{"breaker", do_breaker, "move the breaker: trip (shedding), recover (recovering), close (serving)",
+	 "breaker trip|recover|close IFACE", nullptr},
+	{"set", do_set, "change the rate and burst every source gets", "set IFACE [--rate N] [--burst N]",
+	 set_options},
+	{"bucket", do_bucket, "show (or --set) the tokens of an address's two slots",
+	 "bucket IFACE ADDR [--set N]", bucket_options},
+	{"refill", do_refill, "add N tokens (N may be negative) to an address's two slots",
+	 "refill IFACE ADDR N", nullptr},
+	{"allow", do_list, "add, remove or list prefixes that pass while shedding",
+	 "allow add|del IFACE CIDR...\nallow add|del IFACE --from FILE\nallow list IFACE", list_options},
+	{"deny", do_list, "add, remove or list prefixes that are always dropped",
+	 "deny add|del IFACE CIDR...\ndeny add|del IFACE --from FILE\ndeny list IFACE", list_options},
+	{"attach", do_attach, "load the data plane and attach it to an interface",
+	 "attach IFACE [--mode native|skb|auto]", attach_options},
+	{"detach", do_detach, "detach the data plane from an interface and remove its pins", "detach IFACE",
+	 nullptr},
+	{"audit", do_audit, "sweep an interface's table now and report invariant violations", "audit IFACE",
+	 nullptr},
+};
+
+// Guessing is off: "--s" must not quietly mean --socket.
+constexpr int kGlobalStyle = po::command_line_style::unix_style ^ po::command_line_style::allow_guessing;
+// No short options after the command, so "-5" (refill ... -5, --set -1) is a
+// number, not an option.
+constexpr int kCommandStyle = kGlobalStyle ^ po::command_line_style::allow_short;
+
+const Cmd *find_command(std::string_view name)
+{
+	for (const auto &cmd : kCommands)
+		if (name == cmd.name)
+			return &cmd;
+	return nullptr;
+}
+
+std::string command_names()
+{
+	std::string names;
+	for (const auto &cmd : kCommands)
+		names += (names.empty() ? "" : ", ") + std::string(cmd.name);
+	return names;
+}
+
+// "usage: sluicectl allow add|del IFACE CIDR... | sluicectl allow list IFACE"
+std::string usage_line(const Cmd &cmd)
+{
+	std::string usage = "usage: sluicectl ";
+	for (char c : std::string_view(cmd.synopsis))
+		usage += c == '\n' ? std::string(" | sluicectl ") : std::string(1, c);
+	return usage;
+}
+
+po::options_description command_options(const Cmd &cmd)
+{
+	po::options_description options("Options");
+	if (cmd.options)
+		cmd.options(options);
+	return options;
+}
+
+void print_global_help(std::ostream &out, const po::options_description &global)
+{
+	out << "Usage: sluicectl [OPTIONS] COMMAND [ARGS...]\n"
+	       "Operate sluiced, the per-source XDP token-bucket admission controller.\n\n"
+	       "Commands:\n";
+	size_t width = 0;
+	for (const auto &cmd : kCommands)
+		width = std::max(width, std::string_view(cmd.name).size());
+	for (const auto &cmd : kCommands)
+		out << "  " << cmd.name << std::string(width - std::string_view(cmd.name).size() + 2, ' ')
+		    << cmd.help << '\n';
+	out << '\n' << global << "\nRun 'sluicectl COMMAND --help' for a command's arguments and options.\n"
+	    << "Exit codes: 0 ok, 1 refused or system error, 2 usage or input error.\n";
+}
+
+void print_command_help(std::ostream &out, const Cmd &cmd)
+{
+	std::string_view synopsis = cmd.synopsis;
+	const char *lead = "Usage: ";
+	while (!synopsis.empty()) {
+		auto line = synopsis.substr(0, synopsis.find('\n'));
+		out << lead << "sluicectl " << line << '\n';
+		lead = "       ";
+		synopsis.remove_prefix(std::min(synopsis.size(), line.size() + 1));
+	}
+	out << cmd.help << ".\n";
+	if (cmd.options)
+		out << '\n' << command_options(cmd);
+	out << "\nGlobal options (-j/--json, --socket PATH, --pin-dir DIR): see 'sluicectl --help'.\n";
+}
+
+Result<Invocation> parse_invocation(const Cmd &cmd, const std::vector<std::string> &tokens)
+{
+	Invocation inv;
+	inv.command = cmd.name;
+	inv.usage = usage_line(cmd);
+	po::options_description options = command_options(cmd);
+	options.add_options()("args", po::value<std::vector<std::string>>());
+	po::positional_options_description positional;
+	positional.add("args", -1);
+	try {
+		po::store(po::command_line_parser(tokens).options(options).positional(positional).style(kCommandStyle).run(),
+			  inv.options);
+	} catch (const po::error &e) {
+		return std::unexpected(inv.usage_error(e.what()));
+	}
+	if (inv.options.count("args"))
+		inv.args = inv.options["args"].as<std::vector<std::string>>();
+	// With short options off, "-x" arrives as an argument: refuse it here.
+	for (const auto &a : inv.args)
+		if (a.size() > 1 && a.starts_with('-') && !looks_like_integer(a))
+			return std::unexpected(inv.usage_error("unrecognised option '" + a + "'"));
+	return inv;
+}
+
+Status run(Context &ctx, const std::vector<std::string> &tokens)
+{
+	bool help = false;
+	po::options_description global("Global options");
+	global.add_options()
+		("json,j", po::bool_switch(&ctx.json), "print the daemon's reply as JSON (read commands)")
+		("socket", po::value(&ctx.socket)->value_name("PATH")->default_value(kDefaultSocket),
+		 "sluiced's control socket")
+		("pin-dir", po::value(&ctx.pin_dir)->value_name("DIR")->default_value(kDefaultPinDir),
+		 "the data plane's pins (status reads them when sluiced is down)")
+		("help,h", po::bool_switch(&help), "show this help; COMMAND --help shows a command's");
+	po::options_description all;
+	all.add(global).add_options()
+		("command", po::value<std::string>())
+		("args", po::value<std::vector<std::string>>());
+	po::positional_options_description positional;
+	positional.add("command", 1).add("args", -1);
+
+	// Global options are taken wherever they are; everything else, in order,
+	// is the subcommand's to parse.
+	std::string command;
+	std::vector<std::string> rest;
+	try {
+		auto parsed = po::command_line_parser(tokens)
+				      .options(all)
+				      .positional(positional)
+				      .style(kGlobalStyle)
+				      .allow_unregistered()
+				      .run();
+		for (const auto &opt : parsed.options) {
+			if (opt.position_key == 0)
+				command = opt.value.at(0);
+			else if (opt.unregistered || opt.position_key > 0)
+				rest.insert(rest.end(), opt.original_tokens.begin(), opt.original_tokens.end());
+		}
+		po::variables_map vm;
+		po::store(parsed, vm);
+		po::notify(vm);
+	} catch (const po::error &e) {
+		return sluice::invalid(std::string(e.what()) + "; see 'sluicectl --help'");
+	}
+
+	if (command.empty()) {
+		if (help) {
+			print_global_help(ctx.out, global);
+			return {};
+		}
+		if (!rest.empty())
+			return sluice::invalid("unrecognised option '" + rest[0] + "'; see 'sluicectl --help'");
+		return sluice::invalid("no command given; commands: " + command_names() + " (see 'sluicectl --help')");
+	}
+	const Cmd *cmd = find_command(command);
+	if (!cmd)
+		return sluice::invalid("unknown command '" + command + "'; commands: " + command_names() +
+				       " (see 'sluicectl --help')");
+	if (help) {
+		print_command_help(ctx.out, *cmd);
+		return {};
+	}
+	auto inv = parse_invocation(*cmd, rest);
+	if (!inv)
+		return std::unexpected(inv.error());
+	return cmd->handler(ctx, *inv);
+}
+
+} // namespace
+
+} // namespace sluicectl
+
+int sluicectl_main(int argc, char **argv, std::ostream &out, std::ostream &err)
+{
+	sluicectl::Context ctx{out, err};
+	std::vector<std::string> tokens(argv + std::min(argc, 1), argv + argc);
+	sluice::Status status;
+	try {
+		status = sluicectl::run(ctx, tokens);
+	} catch (const sluice::json::exception &e) {
+		// A reply without the fields protocol.h promises: a daemon of another version.
+		status = sluice::fail(sluice::ErrorKind::system,
+				      std::string("unexpected reply from sluiced (another version?): ") + e.what());
+	} catch (const std::exception &e) {
+		status = sluice::fail(sluice::ErrorKind::system, e.what());
+	}
+	out.flush();
+	if (status)
+		return 0;
+	err << "sluicectl: " << status.error().describe() << '\n';
+	return status.error().exit_code();
+}

@@ -1,0 +1,86 @@
+#include "output.h"
+
+#include "maps.h"
+#include "table.h"
+
+#include <cmath>
+#include <cstdio>
+
+namespace sluicectl {
+
+void print_json(const Context &ctx, const json &body)
+{
+	ctx.out << body.dump(-1, ' ', false, json::error_handler_t::replace) << '\n';
+}
+
+std::string text_of(const json &value)
+{
+	if (value.is_string())
+		return value.get<std::string>();
+	if (value.is_boolean())
+		return value.get<bool>() ? "yes" : "no";
+	if (value.is_null())
+		return "-";
+	// Counts the daemon rounded (uptime, pps) come as doubles: "12", not "12.0".
+	if (value.is_number_float() && std::abs(value.get<double>()) < 1e15 &&
+	    value.get<double>() == std::round(value.get<double>()))
+		return fixed(value.get<double>(), 0);
+	return value.dump();
+}
+
+std::string fixed(double value, int digits)
+{
+	char buf[64];
+	std::snprintf(buf, sizeof(buf), "%.*f", digits, value);
+	return buf;
+}
+
+namespace {
+
+// sluiced sends {outcome: {"pps", "bps"}}; a bare number is taken as pps.
+std::string pps_text(const json &rates, const char *outcome)
+{
+	auto it = rates.find(outcome);
+	if (it == rates.end())
+		return "-";
+	const json &rate = it->is_object() ? it->value("pps", json()) : *it;
+	return rate.is_number() ? text_of(rate) : "-";
+}
+
+} // namespace
+
+void print_counters(std::ostream &out, const json &entry, size_t indent)
+{
+	using A = Table::Align;
+	Table table({"OUTCOME", "PACKETS", "BYTES", "PPS"}, {A::left, A::right, A::right, A::right});
+	const json &counters = entry.at("counters");
+	const json rates = entry.value("rates", json::object());
+	// In the data plane's order (passed first), not JSON's alphabetical one.
+	for (uint32_t k = 0; k < SLUICE_OUTCOMES; k++) {
+		const char *name = sluice::outcome_name(k);
+		if (!counters.contains(name))
+			continue;
+		const json &c = counters.at(name);
+		table.row({name, text_of(c.at("packets")), text_of(c.at("bytes")), pps_text(rates, name)});
+	}
+	table.print(out, indent);
+}
+
+void print_bucket(const Context &ctx, const json &reply)
+{
+	if (ctx.json)
+		return print_json(ctx, reply);
+	ctx.out << reply.at("iface").get<std::string>() << ": " << reply.at("addr").get<std::string>()
+		<< " (source " << text_of(reply.value("source", json())) << ")\n";
+	using A = Table::Align;
+	Table slots({"SLOT", "TOKENS"}, {A::right, A::right});
+	const json &index = reply.at("slots");
+	const json &tokens = reply.at("tokens");
+	for (size_t i = 0; i < index.size() && i < tokens.size(); i++)
+		slots.row({text_of(index[i]), text_of(tokens[i])});
+	slots.print(ctx.out, 2);
+	ctx.out << "  tokens_left " << text_of(reply.at("tokens_left")) << " of burst "
+		<< text_of(reply.at("burst")) << '\n';
+}
+
+} // namespace sluicectl

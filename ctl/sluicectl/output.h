@@ -1,0 +1,27 @@
+// output.h - how replies are shown: -j prints the reply body as one JSON
+// line; text output is aligned tables built from the same fields.
+#pragma once
+
+#include "command.h"
+
+#include <string>
+
+namespace sluicectl {
+
+// The reply body as one line of JSON (jq and `--watch -j` want lines).
+void print_json(const Context &ctx, const json &body);
+
+// A scalar as text: strings as they are, booleans yes/no, null "-".
+std::string text_of(const json &value);
+// 12.5 -> "12.5" with `digits` decimals.
+std::string fixed(double value, int digits);
+
+// OUTCOME PACKETS BYTES PPS for one interface entry of a status or stats
+// reply: "counters" {outcome: {packets, bytes}} and, from the daemon,
+// "rates" {outcome: {pps, bps}} ("-" when there are none: read from pins).
+void print_counters(std::ostream &out, const json &entry, size_t indent);
+
+// The reply of bucket and refill: the source's two slots and their tokens.
+void print_bucket(const Context &ctx, const json &reply);
+
+} // namespace sluicectl

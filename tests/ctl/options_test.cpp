@@ -1,0 +1,422 @@
+// sluiced's options: defaults, every refused value (ErrorKind::invalid, the
+// message naming the option), and the INI config file under the command line.
+#include "options.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <initializer_list>
+#include <string>
+#include <unistd.h>
+#include <vector>
+
+namespace sluice {
+namespace {
+
+Result<ParsedOptions> parse(std::vector<std::string> args)
+{
+	args.insert(args.begin(), "sluiced");
+	std::vector<const char *> argv;
+	for (const auto &a : args)
+		argv.push_back(a.c_str());
+	argv.push_back(nullptr);
+	return parse_daemon_options(static_cast<int>(args.size()), argv.data());
+}
+
+// The options with one interface and `extra`, which must parse.
+DaemonOptions good(std::initializer_list<std::string> extra = {})
+{
+	std::vector<std::string> args{"-i", "eth0"};
+	args.insert(args.end(), extra);
+	auto r = parse(args);
+	EXPECT_TRUE(r.has_value()) << (r ? "" : r.error().message);
+	return r ? r->options : DaemonOptions{};
+}
+
+// `args` must be refused as invalid input with every one of `needles` in the message.
+void expect_invalid(const std::vector<std::string> &args, std::initializer_list<std::string> needles)
+{
+	std::string joined;
+	for (const auto &a : args)
+		joined += a + " ";
+	SCOPED_TRACE("sluiced " + joined);
+	auto r = parse(args);
+	ASSERT_FALSE(r.has_value()) << "accepted";
+	EXPECT_EQ(r.error().kind, ErrorKind::invalid);
+	EXPECT_EQ(r.error().exit_code(), 2);
+	for (const auto &n : needles)
+		EXPECT_NE(r.error().message.find(n), std::string::npos)
+			<< "message '" << r.error().message << "' does not name '" << n << "'";
+}
+
+// `option value` after a valid interface must be refused, naming the option.
+void expect_bad_value(const std::string &option, const std::string &value,
+		      std::initializer_list<std::string> more = {})
+{
+	std::vector<std::string> args{"-i", "eth0", option + "=" + value};
+	SCOPED_TRACE(option + "=" + value);
+	auto r = parse(args);
+	ASSERT_FALSE(r.has_value()) << "accepted";
+	EXPECT_EQ(r.error().kind, ErrorKind::invalid);
+	EXPECT_NE(r.error().message.find(option), std::string::npos)
+		<< "message '" << r.error().message << "' does not name " << option;
+	for (const auto &n : more)
+		EXPECT_NE(r.error().message.find(n), std::string::npos)
+			<< "message '" << r.error().message << "' does not contain '" << n << "'";
+}
+
+class TempDir {
+public:
+	TempDir()
+	{
+		char tmpl[] = "/tmp/sluice-options-test.XXXXXX";
+		const char *d = mkdtemp(tmpl);
+		EXPECT_NE(d, nullptr);
+		path_ = d ? d : "/tmp";
+	}
+	~TempDir()
+	{
+		std::error_code ec;
+		std::filesystem::remove_all(path_, ec);
+	}
+	std::string file(const std::string &name, const std::string &content) const
+	{
+		std::string p = path_ + "/" + name;
+		std::ofstream(p) << content;
+		return p;
+	}
+	const std::string &path() const { return path_; }
+
+private:
+	std::string path_;
+};
+
+TEST(Options, Defaults)
+{
+	auto r = parse({"-i", "eth0"});
+	ASSERT_TRUE(r.has_value()) << r.error().message;
+	EXPECT_FALSE(r->help);
+	const DaemonOptions &o = r->options;
+	EXPECT_EQ(o.interfaces, std::vector<std::string>{"eth0"});
+	EXPECT_EQ(o.mode, AttachMode::native);
+	EXPECT_EQ(o.rate_pps, 10000u);
+	EXPECT_EQ(o.burst, 20000u);
+	EXPECT_FALSE(o.rate_given);
+	EXPECT_FALSE(o.burst_given);
+	EXPECT_EQ(o.load.slots, 262144u);
+	EXPECT_EQ(o.load.v4_prefix, 32u);
+	EXPECT_EQ(o.load.v6_prefix, 64u);
+	EXPECT_FALSE(o.load.dry_run);
+	EXPECT_FALSE(o.load.one_choice);
+	EXPECT_FALSE(o.load.hash_key.has_value());
+	EXPECT_EQ(o.socket_path, "/run/sluice/sluiced.sock");
+	EXPECT_EQ(o.socket_group, "");
+	EXPECT_EQ(o.pin_dir, "/sys/fs/bpf/sluice");
+	EXPECT_DOUBLE_EQ(o.period_s, 1.0);
+	EXPECT_EQ(o.policy.trip_pps, 1000000u);
+	EXPECT_EQ(o.policy.clear_pps, o.policy.trip_pps); // --clear-pps defaults to --trip-pps
+	EXPECT_EQ(o.policy.trip_periods, 3u);
+	EXPECT_DOUBLE_EQ(o.policy.hold_s, 10);
+	EXPECT_DOUBLE_EQ(o.policy.recovery_s, 60);
+	EXPECT_EQ(o.policy.start_ppm, 100000u);
+	EXPECT_EQ(o.audit_per_period, 65536u);
+	EXPECT_EQ(o.max_clients, 64u);
+	EXPECT_EQ(o.log_level, LogLevel::info);
+	EXPECT_FALSE(o.detach_on_exit);
+	EXPECT_EQ(o.config_file, "");
+}
+
+TEST(Options, Help)
+{
+	auto r = parse({"--help"});
+	ASSERT_TRUE(r.has_value()) << r.error().message;
+	EXPECT_TRUE(r->help);
+	EXPECT_NE(r->usage.find("usage: sluiced"), std::string::npos);
+	EXPECT_NE(r->usage.find("--rate"), std::string::npos);
+	EXPECT_NE(r->usage.find("--table-size"), std::string::npos);
+}
+
+TEST(Options, GoodValuesAreTaken)
+{
+	auto o = good({"-i", "veth1", "--mode", "skb", "--rate", "100000000", "--burst", "1000000", "--table-size",
+		       "16", "--ipv4-prefix", "24", "--ipv6-prefix", "128", "--dry-run", "--socket", "/tmp/x.sock",
+		       "--socket-group", "sluice", "--pin-dir", "/sys/fs/bpf/other", "--period", "0.5", "--trip-pps",
+		       "5000", "--clear-pps", "2000", "--trip-periods", "7", "--hold", "3", "--recovery", "30",
+		       "--recovery-start", "25", "--audit-slots", "1024", "--max-clients", "8", "--log-level", "debug",
+		       "--detach-on-exit", "--hash-key", "000102030405060708090a0b0c0d0E0F"});
+	EXPECT_EQ(o.interfaces, (std::vector<std::string>{"eth0", "veth1"}));
+	EXPECT_EQ(o.mode, AttachMode::skb);
+	EXPECT_EQ(o.rate_pps, 100000000u);
+	EXPECT_EQ(o.burst, 1000000u);
+	EXPECT_TRUE(o.rate_given);
+	EXPECT_TRUE(o.burst_given);
+	EXPECT_EQ(o.load.slots, 16u);
+	EXPECT_EQ(o.load.v4_prefix, 24u);
+	EXPECT_EQ(o.load.v6_prefix, 128u);
+	EXPECT_TRUE(o.load.dry_run);
+	EXPECT_EQ(o.socket_path, "/tmp/x.sock");
+	EXPECT_EQ(o.socket_group, "sluice");
+	EXPECT_EQ(o.pin_dir, "/sys/fs/bpf/other");
+	EXPECT_DOUBLE_EQ(o.period_s, 0.5);
+	EXPECT_EQ(o.policy.trip_pps, 5000u);
+	EXPECT_EQ(o.policy.clear_pps, 2000u);
+	EXPECT_EQ(o.policy.trip_periods, 7u);
+	EXPECT_DOUBLE_EQ(o.policy.hold_s, 3);
+	EXPECT_DOUBLE_EQ(o.policy.recovery_s, 30);
+	EXPECT_EQ(o.policy.start_ppm, 250000u);
+	EXPECT_EQ(o.audit_per_period, 1024u);
+	EXPECT_EQ(o.max_clients, 8u);
+	EXPECT_EQ(o.log_level, LogLevel::debug);
+	EXPECT_TRUE(o.detach_on_exit);
+	ASSERT_TRUE(o.load.hash_key.has_value());
+	EXPECT_EQ((*o.load.hash_key)[0], 0x0001020304050607ull);
+	EXPECT_EQ((*o.load.hash_key)[1], 0x08090a0b0c0d0e0full);
+}
+
+TEST(Options, ModesAndLevels)
+{
+	EXPECT_EQ(good({"--mode", "native"}).mode, AttachMode::native);
+	EXPECT_EQ(good({"--mode", "auto"}).mode, AttachMode::automatic);
+	EXPECT_EQ(good({"--log-level", "warn"}).log_level, LogLevel::warn);
+	EXPECT_EQ(good({"--log-level", "error"}).log_level, LogLevel::error);
+	EXPECT_EQ(good({"--recovery-start", "0.1"}).policy.start_ppm, 1000u);
+	EXPECT_EQ(good({"--recovery-start", "100"}).policy.start_ppm, 1000000u);
+	EXPECT_EQ(good({"--interface", "lo"}).interfaces, (std::vector<std::string>{"eth0", "lo"}));
+	EXPECT_EQ(good({"-i", "abcdefghijklmno"}).interfaces.back(), "abcdefghijklmno"); // 15: the longest
+}
+
+TEST(Options, ExplicitDefaultValueCountsAsGiven)
+{
+	auto o = good({"--rate", "10000"});
+	EXPECT_EQ(o.rate_pps, 10000u);
+	EXPECT_TRUE(o.rate_given);
+	EXPECT_FALSE(o.burst_given);
+	o = good({"--burst", "20000"});
+	EXPECT_FALSE(o.rate_given);
+	EXPECT_TRUE(o.burst_given);
+}
+
+TEST(Options, RefusesMissingOrBadInterface)
+{
+	expect_invalid({}, {"no interface given", "-i IFACE"});
+	expect_invalid({"--rate", "5"}, {"no interface given", "-i IFACE"});
+	expect_invalid({"-i", "abcdefghijklmnop"}, {"interface name 'abcdefghijklmnop'", "longer than 15"});
+	expect_invalid({"-i", "a-very-long-interface-name"}, {"interface name", "longer than 15"});
+	expect_invalid({"-i", "eth/0"}, {"interface name 'eth/0'"});
+	expect_invalid({"-i", "eth 0"}, {"interface name 'eth 0'"});
+	expect_invalid({"-i", "eth0:1"}, {"interface name 'eth0:1'"});
+	expect_invalid({"-i", "eth0", "-i", "bad/name"}, {"interface name 'bad/name'"});
+	expect_invalid({"-i", ""}, {"--interface"});
+	expect_invalid({"-i"}, {"interface"});
+}
+
+TEST(Options, RefusesBadMode)
+{
+	expect_bad_value("--mode", "bogus", {"bogus", "native, skb, auto"});
+	expect_bad_value("--mode", "", {});
+	expect_bad_value("--mode", "NATIVE", {});
+}
+
+TEST(Options, RefusesBadRate)
+{
+	expect_bad_value("--rate", "0", {"--rate 0 is outside 1..100000000"});
+	expect_bad_value("--rate", "-1", {"-1"});
+	expect_bad_value("--rate", "100000001", {"100000001"});
+	expect_bad_value("--rate", "99999999999999999999999999"); // over int64: boost's message
+	expect_bad_value("--rate", "abc", {"abc"});
+	expect_bad_value("--rate", "12x");
+	expect_bad_value("--rate", "1.5");
+	expect_bad_value("--rate", "");
+}
+
+TEST(Options, RefusesBadBurst)
+{
+	expect_bad_value("--burst", "0", {"--burst 0 is outside 1..1000000"});
+	expect_bad_value("--burst", "1000001", {"1000001"});
+	expect_bad_value("--burst", "-5");
+	expect_bad_value("--burst", "lots");
+}
+
+TEST(Options, RefusesBadTableSize)
+{
+	expect_bad_value("--table-size", "1000", {"1000", "power of two"}); // not a power of two
+	expect_bad_value("--table-size", "8", {"8", "power of two between 16"}); // too small
+	expect_bad_value("--table-size", "0", {"power of two"});
+	expect_bad_value("--table-size", "-16");
+	expect_bad_value("--table-size", "134217728"); // 2^27: too large
+	expect_bad_value("--table-size", "4294967296"); // 2^32: would wrap a uint32_t
+}
+
+TEST(Options, RefusesBadPrefixes)
+{
+	expect_bad_value("--ipv4-prefix", "33", {"33", "0..32"});
+	expect_bad_value("--ipv4-prefix", "-1");
+	expect_bad_value("--ipv6-prefix", "129", {"129", "0..128"});
+	expect_bad_value("--ipv6-prefix", "4294967360"); // 2^32 + 64: would wrap a uint32_t
+	EXPECT_EQ(good({"--ipv4-prefix", "0", "--ipv6-prefix", "0"}).load.v4_prefix, 0u);
+}
+
+TEST(Options, RefusesBadPolicyValues)
+{
+	expect_bad_value("--period", "0", {"between 0.01 and 60"});
+	expect_bad_value("--period", "61");
+	expect_bad_value("--period", "nan");
+	expect_bad_value("--trip-pps", "0", {"at least 1"});
+	expect_bad_value("--trip-pps", "-3");
+	expect_invalid({"-i", "eth0", "--trip-pps", "1000", "--clear-pps", "1001"},
+		       {"--clear-pps must be between 1 and --trip-pps (1000)"});
+	// Above the default --trip-pps too.
+	expect_bad_value("--clear-pps", "1000001", {"--trip-pps (1000000)"});
+	expect_bad_value("--clear-pps", "0");
+	expect_bad_value("--trip-periods", "0", {"1..3600"});
+	expect_bad_value("--trip-periods", "3601");
+	expect_bad_value("--hold", "-1");
+	expect_bad_value("--hold", "86401");
+	expect_bad_value("--recovery", "0");
+	expect_bad_value("--recovery", "inf");
+	expect_bad_value("--recovery-start", "0", {"0.1..100 percent"});
+	expect_bad_value("--recovery-start", "0.09");
+	expect_bad_value("--recovery-start", "100.5");
+	expect_bad_value("--recovery-start", "nan");
+}
+
+TEST(Options, NegativeClearPpsIsNotTakenForTheDefault)
+{
+	// The "not given" marker must not be reachable from the command line.
+	expect_bad_value("--clear-pps", "-1");
+	expect_bad_value("--clear-pps", "-5");
+}
+
+TEST(Options, RefusesBadHashKey)
+{
+	expect_bad_value("--hash-key", "0123", {"32 hex digits", "got 4 characters"});
+	expect_bad_value("--hash-key", "000102030405060708090a0b0c0d0e0f00", {"32 hex digits"}); // 34
+	expect_bad_value("--hash-key", "000102030405060708090a0b0c0d0e0g", {"32 hex digits"}); // non-hex
+	expect_bad_value("--hash-key", "zz0102030405060708090a0b0c0d0e0f", {"32 hex digits"});
+	expect_bad_value("--hash-key", "0x0102030405060708090a0b0c0d0e0f", {"32 hex digits"});
+	expect_bad_value("--hash-key", "-00102030405060708090a0b0c0d0e0f", {"32 hex digits"});
+	expect_bad_value("--hash-key", "0001020304050607 8090a0b0c0d0e0f", {"32 hex digits"});
+}
+
+TEST(Options, EmptyHashKeyIsRefusedNotRandom)
+{
+	// An empty key is a wrong length, not "pick one for me".
+	expect_invalid({"-i", "eth0", "--hash-key", ""}, {"--hash-key", "32 hex digits"});
+	expect_invalid({"-i", "eth0", "--hash-key="}, {"--hash-key"});
+}
+
+TEST(Options, RefusesOtherBadValues)
+{
+	expect_bad_value("--log-level", "bogus", {"bogus", "debug, info, warn, error"});
+	expect_bad_value("--log-level", "INFO");
+	expect_bad_value("--audit-slots", "0");
+	expect_bad_value("--audit-slots", "16777217");
+	expect_bad_value("--max-clients", "0");
+	expect_bad_value("--max-clients", "1025");
+	expect_bad_value("--pin-dir", "relative/dir", {"absolute"});
+	expect_invalid({"-i", "eth0", "--pin-dir", ""}, {"--pin-dir", "absolute"});
+	expect_invalid({"-i", "eth0", "--socket", ""}, {"--socket", "1..107"});
+	expect_bad_value("--socket", "/tmp/" + std::string(120, 's'), {"1..107"});
+}
+
+TEST(Options, RefusesUnknownOptions)
+{
+	expect_invalid({"-i", "eth0", "--bogus"}, {"--bogus"});
+	expect_invalid({"-i", "eth0", "--bogus=3"}, {"--bogus"});
+	expect_invalid({"-i", "eth0", "-z"}, {"-z"});
+	expect_invalid({"-i", "eth0", "--rate"}, {"--rate"}); // value missing
+}
+
+TEST(Options, ConfigFileIsRead)
+{
+	TempDir dir;
+	auto path = dir.file("sluiced.conf", "interface = veth0\nrate = 50\nburst = 7\n");
+	auto r = parse({"--config", path});
+	ASSERT_TRUE(r.has_value()) << r.error().message;
+	const auto &o = r->options;
+	EXPECT_EQ(o.config_file, path);
+	EXPECT_EQ(o.interfaces, std::vector<std::string>{"veth0"});
+	EXPECT_EQ(o.rate_pps, 50u);
+	EXPECT_EQ(o.burst, 7u);
+	EXPECT_TRUE(o.rate_given);
+	EXPECT_TRUE(o.burst_given);
+	// Untouched options keep their defaults.
+	EXPECT_EQ(o.load.slots, 262144u);
+	EXPECT_EQ(o.socket_path, "/run/sluice/sluiced.sock");
+}
+
+TEST(Options, CommandLineWinsOverConfigFile)
+{
+	TempDir dir;
+	auto path = dir.file("sluiced.conf", "interface = veth0\nrate = 50\nburst = 7\nmode = skb\n");
+	// Before and after --config: the command line wins either way.
+	for (bool first : {true, false}) {
+		std::vector<std::string> args;
+		if (first)
+			args = {"--rate", "80", "--mode", "auto", "--config", path};
+		else
+			args = {"--config", path, "--rate", "80", "--mode", "auto"};
+		auto r = parse(args);
+		ASSERT_TRUE(r.has_value()) << r.error().message;
+		const auto &o = r->options;
+		EXPECT_EQ(o.rate_pps, 80u);
+		EXPECT_EQ(o.burst, 7u); // from the file
+		EXPECT_EQ(o.mode, AttachMode::automatic);
+		EXPECT_TRUE(o.rate_given);
+		EXPECT_TRUE(o.burst_given);
+	}
+	// An explicit default on the command line still beats the file.
+	auto r = parse({"--config", path, "--rate", "10000"});
+	ASSERT_TRUE(r.has_value()) << r.error().message;
+	EXPECT_EQ(r->options.rate_pps, 10000u);
+	EXPECT_TRUE(r->options.rate_given);
+	// An interface on the command line is protected.
+	r = parse({"--config", path, "-i", "eth1"});
+	ASSERT_TRUE(r.has_value()) << r.error().message;
+	const auto &ifs = r->options.interfaces;
+	EXPECT_NE(std::find(ifs.begin(), ifs.end(), "eth1"), ifs.end());
+}
+
+TEST(Options, GivenFlagsFollowWhatTheFileSets)
+{
+	TempDir dir;
+	auto path = dir.file("rate-only.conf", "interface = veth0\nrate = 50\n");
+	auto r = parse({"--config", path});
+	ASSERT_TRUE(r.has_value()) << r.error().message;
+	EXPECT_EQ(r->options.rate_pps, 50u);
+	EXPECT_TRUE(r->options.rate_given);
+	EXPECT_EQ(r->options.burst, 20000u);
+	EXPECT_FALSE(r->options.burst_given);
+
+	path = dir.file("iface-only.conf", "interface = veth0\n");
+	r = parse({"--config", path, "--burst", "9"});
+	ASSERT_TRUE(r.has_value()) << r.error().message;
+	EXPECT_FALSE(r->options.rate_given);
+	EXPECT_TRUE(r->options.burst_given);
+	EXPECT_EQ(r->options.burst, 9u);
+}
+
+TEST(Options, ConfigFileValuesAreValidatedToo)
+{
+	TempDir dir;
+	expect_invalid({"--config", dir.file("a.conf", "interface = veth0\nrate = 0\n")}, {"--rate 0"});
+	expect_invalid({"--config", dir.file("b.conf", "interface = veth0\ntable-size = 1000\n")},
+		       {"--table-size", "1000"});
+	expect_invalid({"--config", dir.file("c.conf", "interface = veth0\nbogus = 1\n")}, {"bogus"});
+	expect_invalid({"--config", dir.file("d.conf", "interface = veth0\nrate = fast\n")}, {"rate", "fast"});
+	expect_invalid({"--config", dir.file("e.conf", "rate = 5\n")}, {"no interface given"});
+}
+
+TEST(Options, MissingConfigFileIsAnError)
+{
+	TempDir dir;
+	std::string missing = dir.path() + "/does-not-exist.conf";
+	expect_invalid({"-i", "eth0", "--config", missing}, {"config file", missing});
+	expect_invalid({"-i", "eth0", "--config", dir.path() + "/nodir/x.conf"}, {"config file"});
+}
+
+} // namespace
+} // namespace sluice
