@@ -25,6 +25,23 @@
 //   attach      iface, [mode: native|skb|auto] -> {"iface", "mode"}
 //   detach      iface                       -> {"iface"}
 //   audit       iface                       -> {"iface", "audit": {...}} (a full sweep now)
+//
+// Shapes of the larger replies:
+//   status.daemon:      {running, pid, uptime_s, socket, pin_dir, period_s,
+//                        policy: {trip_pps, clear_pps, trip_periods, hold_s,
+//                                 recovery_s, recovery_start_ppm}}
+//   status.interfaces[]: interface_status() (status.h) plus
+//                        audit: {swept, violations (all sweeps), last_sweep_violations,
+//                                full_sweeps, last_sweep (ISO time)},
+//                        rates: {<outcome>: {pps, bps}}, oper_state (up, down,
+//                        gone, ...), pin_dir; or {iface, error} if its maps
+//                        cannot be read
+//   stats.interfaces[]: {iface, counters: {<outcome>: {packets, bytes}}, rates}
+//   audit.audit:        {slots, swept, violations, last_sweep_violations,
+//                        full_sweeps, last_sweep}
+//   list_add/list_del:  {iface, list, changed: number of prefixes in the request}
+// Outcomes: passed, drop_rate, drop_shed, drop_deny, allowlisted, non_ip,
+// malformed, would_drop (outcome_name() in maps.h).
 #pragma once
 
 #include "result.h"

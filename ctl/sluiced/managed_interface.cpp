@@ -460,7 +460,8 @@ Result<json> ManagedInterface::audit_now()
 	return json{{"iface", name_},
 		    {"audit",
 		     {{"slots", dp_->slots().size()},
-		      {"violations", a.last_violations},
+		      {"last_sweep_violations", a.last_violations},
+		      {"violations", a.violations},
 		      {"swept", a.swept},
 		      {"full_sweeps", a.full_sweeps},
 		      {"last_sweep", iso_time(a.last_sweep_unix_ns)}}}};
