@@ -1,0 +1,267 @@
+"""sluiced and sluicectl on a real veth in namespaces made by the test: every
+subcommand, checked in its output and in the pinned maps; fail-static under
+SIGKILL; adoption after a restart; one daemon per interface; the seed's
+LimiterTests line for line through sluicectl with real frames."""
+
+import json
+import os
+import signal
+import struct
+import time
+import unittest
+
+from sluice_netns import (Daemon, Testbed, counters, ctl, ctl_json, main, pinned_config, pinned_settings,
+                          require_root, run, send, slot_values, xdp_prog_id)
+
+SRC = "198.18.7.7"
+
+
+class ControlPlane(unittest.TestCase):
+    def setUp(self):
+        require_root(self)
+
+    def test_every_subcommand(self):
+        with Testbed("cp") as tb, Daemon(tb, "--rate", "100", "--burst", "50", "--period", "0.2",
+                                          "--table-size", "4096") as d:
+            # status: human and JSON, and what the kernel says
+            st = ctl_json(tb, "status")
+            (i,) = st["interfaces"]
+            self.assertEqual(i["iface"], tb.host_if)
+            self.assertEqual(i["attach_mode"], "native")
+            self.assertEqual(i["prog_id"], xdp_prog_id(tb))
+            self.assertEqual(i["breaker"]["state"], "serving")
+            self.assertEqual((i["rate_pps"], i["burst"], i["table_slots"]), (100, 50, 4096))
+            self.assertEqual((i["v4_prefix"], i["v6_prefix"], i["dry_run"]), (32, 64, False))
+            text = ctl(tb, "status", check=True).stdout
+            for word in ("native", "serving", "4096", str(i["prog_id"])):
+                self.assertIn(word, text)
+
+            # set: validated, applied to the config map without a reload
+            p = ctl(tb, "set", tb.host_if, "--rate", "200", "--burst", "20", check=True)
+            self.assertIn("200", p.stdout)
+            cfg = pinned_config(tb)
+            self.assertEqual((cfg["cost_ns"], cfg["burst"], cfg["rate_pps"]), (5_000_000, 20, 200))
+            self.assertEqual(xdp_prog_id(tb), i["prog_id"])  # not reloaded
+            p = ctl(tb, "set", tb.host_if, "--burst", "0")
+            self.assertEqual(p.returncode, 1)
+            self.assertIn("invariant", p.stderr)
+            self.assertEqual(pinned_config(tb)["burst"], 20)  # unchanged
+
+            # bucket / --set / refill: the two slots, in the output and the map
+            # (at 1 token/s, so nothing refills between two commands)
+            ctl(tb, "set", tb.host_if, "--rate", "1", check=True)
+            b = ctl_json(tb, "bucket", tb.host_if, SRC)
+            self.assertEqual(b["tokens"], [20, 20])
+            self.assertEqual(len(set(b["slots"])), 2)
+            ctl(tb, "bucket", tb.host_if, SRC, "--set", "3", check=True)
+            self.assertEqual(ctl_json(tb, "bucket", tb.host_if, SRC)["tokens_left"], 3)
+            p = ctl(tb, "refill", tb.host_if, SRC, "30")
+            self.assertEqual(p.returncode, 1)
+            self.assertIn("rejected write of 33", p.stderr)
+            ctl(tb, "refill", tb.host_if, SRC, "2", check=True)
+            self.assertEqual(ctl_json(tb, "bucket", tb.host_if, SRC)["tokens"], [5, 5])
+
+            # real frames spend those tokens: 5 pass, the rest drop
+            ctl(tb, "bucket", tb.host_if, SRC, "--set", "5", check=True)
+            before = counters(tb)
+            send(tb, 12, SRC)
+            after = counters(tb)
+            self.assertEqual(after["passed"] - before["passed"], 5)
+            self.assertEqual(after["drop_rate"] - before["drop_rate"], 7)
+
+            # stats: the same counters
+            s = ctl_json(tb, "stats", tb.host_if)
+            time.sleep(0.5)
+            s = ctl_json(tb, "stats", tb.host_if)
+            self.assertEqual(s["interfaces"][0]["counters"]["passed"]["packets"], after["passed"])
+
+            # deny list: add, list, frames from it drop in serving, del
+            ctl(tb, "deny", "add", tb.host_if, "198.18.7.0/24", check=True)
+            self.assertEqual(ctl_json(tb, "deny", "list", tb.host_if)["cidrs"], ["198.18.7.0/24"])
+            self.assertTrue(pinned_config(tb)["list_flags"] & 4)
+            before = counters(tb)
+            send(tb, 4, "198.18.7.9")
+            self.assertEqual(counters(tb)["drop_deny"] - before["drop_deny"], 4)
+            p = ctl(tb, "deny", "add", tb.host_if, "198.18.7.1/24")
+            self.assertEqual(p.returncode, 2)
+            self.assertIn("did you mean 198.18.7.0/24", p.stderr)
+            ctl(tb, "deny", "del", tb.host_if, "198.18.7.0/24", check=True)
+            self.assertEqual(pinned_config(tb)["list_flags"], 0)
+
+            # allow list from a file, all or nothing
+            good = os.path.join(tb.rundir, "allow.txt")
+            with open(good, "w") as f:
+                f.write("# office\n198.18.9.0/24\n\n2001:2:0:9::/64\n")
+            ctl(tb, "allow", "add", tb.host_if, "--from", good, check=True)
+            self.assertEqual(sorted(ctl_json(tb, "allow", "list", tb.host_if)["cidrs"]),
+                             ["198.18.9.0/24", "2001:2:0:9::/64"])
+            bad = os.path.join(tb.rundir, "bad.txt")
+            with open(bad, "w") as f:
+                f.write("198.18.10.0/24\n198.18.11.1/24\n")
+            p = ctl(tb, "allow", "add", tb.host_if, "--from", bad)
+            self.assertEqual(p.returncode, 2)
+            self.assertIn("bad.txt:2:", p.stderr)
+            self.assertEqual(len(ctl_json(tb, "allow", "list", tb.host_if)["cidrs"]), 2)
+
+            # breaker: the edges, the refusal, the state in the config map
+            p = ctl(tb, "breaker", "close", tb.host_if)
+            self.assertEqual(p.returncode, 1)
+            self.assertIn("invalid transition: serving -> serving", p.stderr)
+            ctl(tb, "breaker", "trip", tb.host_if, check=True)
+            cfg = pinned_config(tb)
+            self.assertEqual((cfg["breaker_state"], cfg["manual"]), (1, 1))
+            before = counters(tb)
+            send(tb, 3, "198.18.9.5")   # allowlisted
+            send(tb, 3, "198.18.12.5")  # not
+            after = counters(tb)
+            self.assertEqual(after["allowlisted"] - before["allowlisted"], 3)
+            self.assertEqual(after["drop_shed"] - before["drop_shed"], 3)
+            p = ctl(tb, "breaker", "close", tb.host_if)
+            self.assertEqual(p.returncode, 1)
+            self.assertIn("invalid transition: shedding -> serving; current state 'shedding'; "
+                          "valid targets: [recovering]", p.stderr)
+            time.sleep(0.6)  # a manual trip holds: no automatic recovery
+            self.assertEqual(pinned_config(tb)["breaker_state"], 1)
+            ctl(tb, "breaker", "recover", tb.host_if, check=True)
+            self.assertEqual(pinned_config(tb)["breaker_state"], 2)
+            ctl(tb, "breaker", "close", tb.host_if, check=True)
+            self.assertEqual(pinned_config(tb)["breaker_state"], 0)
+
+            # audit: a full sweep, clean
+            a = ctl_json(tb, "audit", tb.host_if)
+            self.assertEqual(a["audit"]["slots"], 4096)
+            self.assertEqual(a["audit"]["last_sweep_violations"], 0)
+
+            # errors name the problem
+            p = ctl(tb, "bucket", tb.host_if, "not-an-address")
+            self.assertEqual(p.returncode, 2)
+            p = ctl(tb, "status", "nosuchif0")
+            self.assertNotEqual(p.returncode, 0)
+            p = ctl(tb, "status", socket=os.path.join(tb.rundir, "nothing.sock"))
+            self.assertIn("not running", p.stdout + p.stderr)
+
+            # detach: the only way to remove the program
+            ctl(tb, "detach", tb.host_if, check=True)
+            self.assertIsNone(xdp_prog_id(tb))
+            self.assertFalse(os.path.exists(os.path.join(tb.pin_dir, tb.host_if)))
+
+    def test_sigkill_is_fail_static_and_restart_adopts(self):
+        with Testbed("adopt") as tb:
+            d = Daemon(tb, "--rate", "1", "--burst", "10", "--period", "0.2").start()
+            try:
+                ctl(tb, "bucket", tb.host_if, SRC, "--set", "4", check=True)
+                slots = ctl_json(tb, "bucket", tb.host_if, SRC)["slots"]
+                raw = slot_values(tb, slots)
+                ctl(tb, "breaker", "trip", tb.host_if, check=True)
+                prog = xdp_prog_id(tb)
+                key = pinned_settings(tb)[:16]
+                d.kill(signal.SIGKILL)
+                # still attached, still enforcing (shedding), status from the pins
+                self.assertEqual(xdp_prog_id(tb), prog)
+                before = counters(tb)
+                send(tb, 20, "198.18.8.8")
+                self.assertEqual(counters(tb)["drop_shed"] - before["drop_shed"], 20)
+                p = ctl(tb, "status", check=True)
+                self.assertIn("not running", p.stdout)
+                st = json.loads(ctl(tb, "-j", "status", check=True).stdout)
+                self.assertFalse(st["daemon"]["running"])
+                self.assertEqual(st["interfaces"][0]["prog_id"], prog)
+                self.assertEqual(st["interfaces"][0]["breaker"]["state"], "shedding")
+                # restart: the same program, key, bucket contents and breaker
+                d = Daemon(tb, "--period", "0.2").start()
+                self.assertIn("adopted pins", d.output())
+                self.assertEqual(xdp_prog_id(tb), prog)
+                self.assertEqual(pinned_settings(tb)[:16], key)
+                i = ctl_json(tb, "status")["interfaces"][0]
+                self.assertEqual(i["breaker"]["state"], "shedding")
+                self.assertTrue(i["breaker"]["manual"])  # still held for the operator
+                self.assertEqual((i["rate_pps"], i["burst"]), (1, 10))
+                self.assertEqual(slot_values(tb, slots), raw)
+                self.assertGreaterEqual(ctl_json(tb, "bucket", tb.host_if, SRC)["tokens_left"], 4)
+                # SIGTERM: a clean exit that leaves enforcement attached
+                self.assertEqual(d.kill(signal.SIGTERM), 0)
+                self.assertIn("enforcement stays attached", d.output())
+                self.assertEqual(xdp_prog_id(tb), prog)
+            finally:
+                d.kill(signal.SIGTERM)
+
+    def test_second_daemon_on_the_interface_is_refused(self):
+        with Testbed("two") as tb, Daemon(tb, "--period", "0.2"):
+            second = Daemon(tb, socket=os.path.join(tb.rundir, "second.sock"))
+            second.start(wait=False)
+            rc = second.proc.wait(timeout=20)
+            self.assertNotEqual(rc, 0)
+            self.assertIn("another sluiced already manages " + tb.host_if, second.output())
+            # and the first one is untouched
+            self.assertEqual(ctl_json(tb, "status")["interfaces"][0]["breaker"]["state"], "serving")
+
+    def test_foreign_pins_are_refused(self):
+        with Testbed("foreign") as tb:
+            # pins made under another table size: refused with the path and the fix
+            with Daemon(tb, "--table-size", "1024", "--period", "0.2"):
+                pass
+            d = Daemon(tb, "--table-size", "2048")
+            d.start(wait=False)
+            self.assertEqual(d.proc.wait(timeout=20), 1)
+            out = d.output()
+            self.assertIn(os.path.join(tb.pin_dir, tb.host_if), out)
+            self.assertIn("table size 1024", out)
+            self.assertIn("sluicectl detach", out)
+            # a stale directory with pins but no link: refused, nothing loaded
+            ctl(tb, "detach", tb.host_if, check=False)
+            with Daemon(tb, "--table-size", "1024", "--period", "0.2"):
+                ctl(tb, "detach", tb.host_if, check=True)
+            stale = os.path.join(tb.pin_dir, tb.host_if)
+            os.makedirs(stale, exist_ok=True)
+            run(["bpftool", "map", "create", os.path.join(stale, "slots"), "type", "array", "key", "4",
+                 "value", "16", "entries", "16", "name", "stale"])
+            d = Daemon(tb)
+            d.start(wait=False)
+            self.assertEqual(d.proc.wait(timeout=20), 1)
+            self.assertIn("stale or foreign", d.output())
+            self.assertIsNone(xdp_prog_id(tb))
+
+    def test_seed_limiter_tests_through_sluicectl(self):
+        """The seed's LimiterTests, line for line, against a live daemon: the
+        writes through sluicectl, admit() as one real frame from the source."""
+        with Testbed("seed") as tb, Daemon(tb, "--rate", "1", "--burst", "10", "--period", "0.2"):
+            ifc = tb.host_if
+
+            def admit():
+                before = counters(tb)
+                send(tb, 1, SRC)
+                return counters(tb)["passed"] - before["passed"] == 1
+
+            def tokens_left():
+                return ctl_json(tb, "bucket", ifc, SRC)["tokens_left"]
+
+            ctl(tb, "bucket", ifc, SRC, "--set", "0", check=True)  # the seed starts empty
+            self.assertEqual(ctl(tb, "refill", ifc, SRC, "3").returncode, 0)   # refill("meta", 3).ok
+            self.assertTrue(admit())                                            # admit ok
+            self.assertTrue(admit())                                            # admit ok
+            self.assertTrue(admit())                                            # admit ok
+            self.assertFalse(admit())                                           # admit refused
+            self.assertEqual(tokens_left(), 0)                                  # tokens_left == 0
+            p = ctl(tb, "bucket", ifc, SRC, "--set", "-1")                      # tokens.set(-1) fails
+            self.assertEqual(p.returncode, 1)
+            self.assertIn("rejected write of -1", p.stderr)
+            self.assertEqual(tokens_left(), 0)
+            self.assertEqual(ctl(tb, "refill", ifc, SRC, "10").returncode, 0)  # refill 10 ok
+            p = ctl(tb, "refill", ifc, SRC, "5")                                # refill 5 refused
+            self.assertEqual(p.returncode, 1)
+            p = ctl(tb, "bucket", ifc, SRC, "--set", "999")                     # tokens.set(999) fails
+            self.assertEqual(p.returncode, 1)
+            self.assertIn("rejected write of 999", p.stderr)
+            self.assertEqual(tokens_left(), 10)
+            self.assertEqual(ctl(tb, "breaker", "trip", ifc).returncode, 0)    # trip_breaker ok
+            self.assertFalse(admit())                                           # admit refused
+            p = ctl(tb, "breaker", "close", ifc)                                # transition(serving) fails
+            self.assertEqual(p.returncode, 1)
+            self.assertIn("current state 'shedding'; valid targets: [recovering]", p.stderr)
+            self.assertEqual(ctl(tb, "breaker", "recover", ifc).returncode, 0) # start_recovery ok
+            self.assertEqual(ctl(tb, "breaker", "close", ifc).returncode, 0)   # breaker_close ok
+            self.assertTrue(admit())                                            # admit ok
+
+
+if __name__ == "__main__":
+    main()
