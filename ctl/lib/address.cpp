@@ -60,4 +60,26 @@ Result<Cidr> parse_cidr(std::string_view text)
 	return c;
 }
 
+Result<std::vector<Cidr>> parse_cidr_lines(std::string_view text, const std::string &name)
+{
+	std::vector<Cidr> out;
+	size_t number = 0;
+	while (!text.empty()) {
+		number++;
+		size_t eol = text.find('\n');
+		std::string_view line = text.substr(0, eol);
+		text = eol == std::string_view::npos ? std::string_view{} : text.substr(eol + 1);
+		line = line.substr(0, line.find('#'));
+		size_t first = line.find_first_not_of(" \t\r");
+		if (first == std::string_view::npos)
+			continue;
+		line = line.substr(first, line.find_last_not_of(" \t\r") - first + 1);
+		auto c = parse_cidr(line);
+		if (!c)
+			return invalid(name + ":" + std::to_string(number) + ": " + c.error().message);
+		out.push_back(*c);
+	}
+	return out;
+}
+
 } // namespace sluice

@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace sluice {
 
@@ -34,5 +35,9 @@ Result<Address> parse_address(std::string_view text);
 // "198.18.0.0/15", "2001:2::/48", or a bare address (a /32 or /128). A prefix
 // with host bits set is refused with the prefix it probably meant.
 Result<Cidr> parse_cidr(std::string_view text);
+
+// A list file: one CIDR a line, '#' comments and blank lines ignored. The first
+// bad line fails the whole file, named as "<name>:<line>: <why>".
+Result<std::vector<Cidr>> parse_cidr_lines(std::string_view text, const std::string &name);
 
 } // namespace sluice

@@ -142,13 +142,41 @@ void ControlServer::accept_clients()
 	}
 }
 
+// One read, keeping any file descriptors the client passed along (bounded).
+ssize_t ControlServer::receive(Client &c, char *buf, size_t len)
+{
+	iovec iov{buf, len};
+	alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int) * 8)];
+	msghdr msg{};
+	msg.msg_iov = &iov;
+	msg.msg_iovlen = 1;
+	msg.msg_control = control;
+	msg.msg_controllen = sizeof(control);
+	ssize_t n = ::recvmsg(c.fd.get(), &msg, MSG_CMSG_CLOEXEC | MSG_DONTWAIT);
+	if (n < 0)
+		return n;
+	for (cmsghdr *cm = CMSG_FIRSTHDR(&msg); cm; cm = CMSG_NXTHDR(&msg, cm)) {
+		if (cm->cmsg_level != SOL_SOCKET || cm->cmsg_type != SCM_RIGHTS)
+			continue;
+		size_t count = (cm->cmsg_len - CMSG_LEN(0)) / sizeof(int);
+		for (size_t i = 0; i < count; i++) {
+			int fd;
+			std::memcpy(&fd, CMSG_DATA(cm) + i * sizeof(int), sizeof(int));
+			auto owned = std::make_shared<UniqueFd>(fd); // closes the extras below
+			if (c.fds.size() < kMaxPassedFds)
+				c.fds.push_back(std::move(owned));
+		}
+	}
+	return n;
+}
+
 void ControlServer::read_client(Client &c, const Handler &handler)
 {
 	char buf[16384];
 	// A bounded read per round: a client writing as fast as we read must not
 	// hold the loop here (poll reports the rest next round).
 	for (int chunk = 0; chunk < 8; chunk++) {
-		ssize_t n = ::read(c.fd.get(), buf, sizeof(buf));
+		ssize_t n = receive(c, buf, sizeof(buf));
 		if (n == 0) {
 			c.closing = true; // peer closed: flush what we owe, then go
 			return;
@@ -182,7 +210,21 @@ void ControlServer::read_client(Client &c, const Handler &handler)
 			if (line.find_first_not_of(" \t\r") == std::string::npos)
 				continue; // blank line: nothing asked
 			auto req = parse_request(line);
-			json reply = req ? handler(*req) : error_reply(req.error());
+			json reply;
+			if (!req) {
+				reply = error_reply(req.error());
+			} else if (req->args.value("from_fd", false) == true) {
+				if (c.fds.empty()) {
+					reply = error_reply(Error{ErrorKind::invalid, 0,
+								  "\"from_fd\" is set but no file descriptor came with the request"});
+				} else {
+					req->passed_fd = c.fds.front();
+					c.fds.erase(c.fds.begin());
+					reply = handler(*req);
+				}
+			} else {
+				reply = handler(*req);
+			}
 			c.out += reply.dump(-1, ' ', false, json::error_handler_t::replace) + "\n";
 		}
 		if (c.out.size() > kMaxPendingReply) {

@@ -8,6 +8,9 @@
 // rest of the line is skipped), and at most kMaxPendingReply bytes of replies
 // waiting for a client that does not read (then it is disconnected).
 // Peers are checked with SO_PEERCRED: root, or the configured group.
+// A client may pass file descriptors (SCM_RIGHTS); at most kMaxPassedFds wait
+// per client, the rest are closed on arrival, and a request with
+// "from_fd": true takes the oldest.
 #pragma once
 
 #include "fd.h"
@@ -25,6 +28,7 @@
 namespace sluice {
 
 inline constexpr size_t kMaxPendingReply = 1 << 20;
+inline constexpr size_t kMaxPassedFds = 4;
 
 class ControlServer {
 public:
@@ -53,10 +57,12 @@ private:
 		std::string out;
 		bool skipping = false; // inside an over-long line: drop until newline
 		bool closing = false;  // flush `out`, then close
+		std::vector<std::shared_ptr<UniqueFd>> fds; // passed with SCM_RIGHTS, oldest first
 	};
 	ControlServer() = default;
 	void accept_clients();
 	void read_client(Client &c, const Handler &handler);
+	static ssize_t receive(Client &c, char *buf, size_t len);
 	void write_client(Client &c);
 
 	UniqueFd listen_fd_;

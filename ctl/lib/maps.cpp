@@ -5,6 +5,7 @@
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 
+#include <algorithm>
 #include <cstring>
 #include <ctime>
 #include <string>
@@ -246,28 +247,59 @@ Status PrefixLists::sync_flags() const
 
 Status PrefixLists::add(ListKind list, std::span<const Cidr> cidrs) const
 {
-	uint8_t one = 1;
-	std::vector<const Cidr *> added;
+	// Only the prefixes not yet present are inserted (and would be rolled
+	// back), so a failed add never removes one that was there before.
+	std::vector<LpmKey> fresh[2];
 	for (const auto &c : cidrs) {
 		LpmKey k = key_of(c);
-		int fd = fd_for(list, c.addr.family);
-		// Remember only the prefixes this call inserts, so a rollback
-		// never removes one that was there before.
-		bool existed = bpf_map_lookup_elem(fd, &k, &one) == 0;
-		one = 1;
-		if (int err = bpf_map_update_elem(fd, &k, &one, BPF_ANY); err) {
-			for (const Cidr *undo : added) {
-				LpmKey u = key_of(*undo);
-				bpf_map_delete_elem(fd_for(list, undo->addr.family), &u);
+		uint8_t v;
+		int fam = c.addr.family == Family::v4 ? 0 : 1;
+		if (bpf_map_lookup_elem(fd_for(list, c.addr.family), &k, &v) != 0)
+			fresh[fam].push_back(k);
+	}
+	for (auto &keys : fresh) { // the same prefix twice in one request is one insert
+		auto less = [](const LpmKey &x, const LpmKey &y) { return std::memcmp(&x, &y, sizeof(x)) < 0; };
+		auto same = [](const LpmKey &x, const LpmKey &y) { return std::memcmp(&x, &y, sizeof(x)) == 0; };
+		std::sort(keys.begin(), keys.end(), less);
+		keys.erase(std::unique(keys.begin(), keys.end(), same), keys.end());
+	}
+	size_t done[2] = {0, 0};
+	auto rollback = [&] {
+		for (int fam = 0; fam < 2; fam++)
+			for (size_t i = 0; i < done[fam]; i++)
+				bpf_map_delete_elem(fd_for(list, fam ? Family::v6 : Family::v4), &fresh[fam][i]);
+	};
+	for (int fam = 0; fam < 2; fam++) {
+		if (fresh[fam].empty())
+			continue;
+		int fd = fd_for(list, fam ? Family::v6 : Family::v4);
+		size_t key_size = fam ? sizeof(sluice_lpm_v6) : sizeof(sluice_lpm_v4);
+		// The kernel's batch takes packed keys of the map's own key size.
+		std::vector<uint8_t> keys(fresh[fam].size() * key_size);
+		for (size_t i = 0; i < fresh[fam].size(); i++)
+			std::memcpy(keys.data() + i * key_size, &fresh[fam][i], key_size);
+		std::vector<uint8_t> values(fresh[fam].size(), 1);
+		uint32_t count = static_cast<uint32_t>(fresh[fam].size());
+		LIBBPF_OPTS(bpf_map_batch_opts, opts);
+		int err = bpf_map_update_batch(fd, keys.data(), values.data(), &count, &opts);
+		if (err == -EINVAL || err == -EOPNOTSUPP || err == -524 /* ENOTSUPP */) {
+			// A kernel without batch updates for LPM tries: one at a time.
+			err = 0;
+			for (count = 0; count < fresh[fam].size(); count++) {
+				if ((err = bpf_map_update_elem(fd, &fresh[fam][count], &values[count], BPF_ANY)))
+					break;
 			}
-			std::string why = err == -ENOSPC ? " (the list holds at most " +
-								   std::to_string(SLUICE_LIST_MAX_ENTRIES) + " prefixes per family)"
-							 : "";
-			return fail_bpf(err, std::string("adding ") + c.str() + " to the " + to_string(list) +
-						     " list" + why + "; nothing was added");
 		}
-		if (!existed)
-			added.push_back(&c);
+		done[fam] = count;
+		if (err) {
+			rollback();
+			std::string why = err == -ENOSPC || err == -E2BIG
+						  ? " (a list holds at most " + std::to_string(SLUICE_LIST_MAX_ENTRIES) +
+							    " prefixes per family)"
+						  : "";
+			return fail_bpf(err, std::string("adding ") + std::to_string(cidrs.size()) + " prefixes to the " +
+						     to_string(list) + " list" + why + "; nothing was added");
+		}
 	}
 	return sync_flags();
 }

@@ -37,7 +37,7 @@ Result<Request> parse_request(std::string_view line)
 	std::string cmd = it->get<std::string>();
 	if (!known_command(cmd))
 		return invalid("unknown command '" + cmd + "'");
-	return Request{cmd, std::move(j)};
+	return Request{cmd, std::move(j), nullptr};
 }
 
 Result<std::string> Request::str(const char *name) const

@@ -19,7 +19,11 @@
 //   bucket      iface, addr, [set: int]     -> {"iface", "addr", "source", "slots": [a, b],
 //                                               "tokens": [ta, tb], "tokens_left", "burst"}
 //   refill      iface, addr, n: int         -> same as bucket
-//   list_add    iface, list: allow|deny, cidrs: [str...]   (all or nothing)
+//   list_add    iface, list: allow|deny, cidrs: [str...], [from_fd: true]
+//               (all or nothing; with from_fd the request carries an open
+//               list file as SCM_RIGHTS ancillary data, one CIDR a line: how
+//               sluicectl --from sends lists larger than one request line,
+//               read with the client's own access to the file)
 //   list_del    iface, list, cidrs
 //   list_show   iface, list                 -> {"iface", "list", "cidrs": [...]}
 //   attach      iface, [mode: native|skb|auto] -> {"iface", "mode"}
@@ -44,11 +48,13 @@
 // malformed, would_drop (outcome_name() in maps.h).
 #pragma once
 
+#include "fd.h"
 #include "result.h"
 
 #include <nlohmann/json.hpp>
 
 #include <cstddef>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -62,6 +68,8 @@ inline constexpr size_t kMaxLineBytes = 64 * 1024;
 struct Request {
 	std::string cmd;
 	json args; // the whole object; typed access through the getters below
+	// A file descriptor passed with the request ("from_fd": true), or none.
+	std::shared_ptr<UniqueFd> passed_fd;
 
 	// Typed argument access: missing required or wrong-typed arguments are
 	// input errors naming the argument and the type wanted.

@@ -86,7 +86,29 @@ bool Client::daemon_not_running() const
 	return connect_errno_ == ENOENT || connect_errno_ == ECONNREFUSED;
 }
 
-sluice::Result<json> Client::call(const json &request)
+namespace {
+
+// The first bytes of a request, with a descriptor as ancillary data.
+ssize_t send_with_fd(int sock, const std::string &line, int fd)
+{
+	iovec iov{const_cast<char *>(line.data()), line.size()};
+	alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int))] = {};
+	msghdr msg{};
+	msg.msg_iov = &iov;
+	msg.msg_iovlen = 1;
+	msg.msg_control = control;
+	msg.msg_controllen = sizeof(control);
+	cmsghdr *cm = CMSG_FIRSTHDR(&msg);
+	cm->cmsg_level = SOL_SOCKET;
+	cm->cmsg_type = SCM_RIGHTS;
+	cm->cmsg_len = CMSG_LEN(sizeof(int));
+	std::memcpy(CMSG_DATA(cm), &fd, sizeof(int));
+	return ::sendmsg(sock, &msg, MSG_NOSIGNAL);
+}
+
+} // namespace
+
+sluice::Result<json> Client::call(const json &request, int pass_fd)
 {
 	// Replace rather than throw on bytes that are not UTF-8 (in an interface
 	// name, say): the daemon then refuses the name with a message.
@@ -99,7 +121,9 @@ sluice::Result<json> Client::call(const json &request)
 	if (auto ok = connect(); !ok)
 		return std::unexpected(ok.error());
 	for (size_t sent = 0; sent < line.size();) {
-		ssize_t n = ::send(fd_.get(), line.data() + sent, line.size() - sent, MSG_NOSIGNAL);
+		ssize_t n = sent == 0 && pass_fd >= 0
+				    ? send_with_fd(fd_.get(), line, pass_fd)
+				    : ::send(fd_.get(), line.data() + sent, line.size() - sent, MSG_NOSIGNAL);
 		if (n < 0 && errno == EINTR)
 			continue;
 		if (n < 0 && (errno == EPIPE || errno == ECONNRESET)) {

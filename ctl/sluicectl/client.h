@@ -23,7 +23,8 @@ public:
 
 	// Send one request; the body of an ok reply (without "ok"), or the
 	// daemon's error with the kind it gave (which picks the exit code).
-	sluice::Result<sluice::json> call(const sluice::json &request);
+	// With pass_fd >= 0 the descriptor travels with the request (SCM_RIGHTS).
+	sluice::Result<sluice::json> call(const sluice::json &request, int pass_fd = -1);
 
 	const std::string &path() const { return path_; }
 

@@ -6,7 +6,9 @@
 #include "output.h"
 #include "table.h"
 
+#include <fcntl.h>
 #include <fstream>
+#include <sstream>
 
 namespace sluicectl {
 
@@ -18,29 +20,24 @@ void list_options(po::options_description &options)
 
 namespace {
 
-// The file's CIDRs in canonical form, or the first bad line as FILE:LINE.
-Result<std::vector<std::string>> read_cidr_file(const std::string &path)
+// The file checked here first (a typo in line 900 sends nothing), then sent
+// to the daemon as an open descriptor: a list of any length in one request,
+// read with the caller's own access to the file.
+Result<sluice::UniqueFd> open_cidr_file(const std::string &path, size_t &count)
 {
 	std::ifstream in(path);
 	if (!in)
 		return sluice::fail(sluice::ErrorKind::invalid, "cannot read --from " + path, errno);
-	std::vector<std::string> cidrs;
-	std::string line;
-	for (size_t number = 1; std::getline(in, line); number++) {
-		std::string text = line.substr(0, line.find('#'));
-		text.erase(0, text.find_first_not_of(" \t\r"));
-		text.erase(text.find_last_not_of(" \t\r") + 1);
-		if (text.empty())
-			continue;
-		auto cidr = sluice::parse_cidr(text);
-		if (!cidr)
-			return sluice::invalid("nothing was sent: " + path + ":" + std::to_string(number) + ": " +
-					       cidr.error().message);
-		cidrs.push_back(cidr->str());
-	}
-	if (in.bad())
-		return sluice::fail(sluice::ErrorKind::invalid, "cannot read --from " + path, errno);
-	return cidrs;
+	std::stringstream text;
+	text << in.rdbuf();
+	auto cidrs = sluice::parse_cidr_lines(text.str(), path);
+	if (!cidrs)
+		return sluice::invalid("nothing was sent: " + cidrs.error().message);
+	count = cidrs->size();
+	sluice::UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
+	if (!fd)
+		return sluice::fail(sluice::ErrorKind::invalid, "cannot open --from " + path, errno);
+	return fd;
 }
 
 Status show(Context &ctx, const Invocation &inv, const std::string &iface)
@@ -91,27 +88,29 @@ Status do_list(Context &ctx, const Invocation &inv)
 			return std::unexpected(cidr.error());
 		cidrs.push_back(cidr->str());
 	}
+	sluice::UniqueFd file_fd;
+	size_t from_file = 0;
 	if (auto file = inv.option("from")) {
-		auto from_file = read_cidr_file(*file);
-		if (!from_file)
-			return std::unexpected(from_file.error());
-		if (from_file->empty())
+		auto fd = open_cidr_file(*file, from_file);
+		if (!fd)
+			return std::unexpected(fd.error());
+		if (from_file == 0)
 			return sluice::invalid("--from " + *file + " holds no CIDRs");
-		cidrs.insert(cidrs.end(), from_file->begin(), from_file->end());
+		file_fd = std::move(*fd);
 	}
-	if (cidrs.empty())
+	if (cidrs.empty() && !file_fd)
 		return std::unexpected(inv.usage_error("missing CIDR (or --from FILE)"));
 
 	bool add = *action == "add";
-	auto reply = Client(ctx.socket).call({{"cmd", add ? "list_add" : "list_del"},
-					      {"iface", *iface},
-					      {"list", inv.command},
-					      {"cidrs", cidrs}});
+	json request{{"cmd", add ? "list_add" : "list_del"}, {"iface", *iface}, {"list", inv.command}, {"cidrs", cidrs}};
+	if (file_fd)
+		request["from_fd"] = true;
+	auto reply = Client(ctx.socket).call(request, file_fd.get());
 	if (!reply)
 		return std::unexpected(reply.error());
-	ctx.out << *iface << ": " << (add ? "added " : "removed ") << cidrs.size()
-		<< (cidrs.size() == 1 ? " prefix" : " prefixes") << (add ? " to" : " from") << " the "
-		<< inv.command << " list\n";
+	size_t total = cidrs.size() + from_file;
+	ctx.out << *iface << ": " << (add ? "added " : "removed ") << total << (total == 1 ? " prefix" : " prefixes")
+		<< (add ? " to" : " from") << " the " << inv.command << " list\n";
 	return {};
 }
 

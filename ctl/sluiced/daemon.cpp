@@ -8,6 +8,7 @@
 #include <ctime>
 #include <grp.h>
 #include <sys/signalfd.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 namespace sluice {
@@ -28,6 +29,34 @@ Result<std::optional<gid_t>> group_id(const std::string &name)
 	if (group *g = getgrnam(name.c_str()))
 		return std::optional<gid_t>{g->gr_gid};
 	return invalid("--socket-group '" + name + "' is not a group on this host");
+}
+
+// A list file passed by sluicectl --from: read with the client's access,
+// bounded, a regular file only (a pipe could stall the control loop).
+Result<std::vector<Cidr>> read_list_file(int fd)
+{
+	constexpr size_t max_bytes = 16u << 20;
+	struct stat st {};
+	if (fstat(fd, &st) != 0)
+		return fail_errno("reading the passed list file");
+	if (!S_ISREG(st.st_mode))
+		return invalid("the passed list file is not a regular file");
+	if (static_cast<size_t>(st.st_size) > max_bytes)
+		return invalid("the passed list file is over " + std::to_string(max_bytes >> 20) + " MiB");
+	std::string text(static_cast<size_t>(st.st_size), '\0');
+	size_t got = 0;
+	while (got < text.size()) {
+		ssize_t n = pread(fd, text.data() + got, text.size() - got, static_cast<off_t>(got));
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0)
+			return fail_errno("reading the passed list file");
+		if (n == 0)
+			break;
+		got += static_cast<size_t>(n);
+	}
+	text.resize(got);
+	return parse_cidr_lines(text, "list file");
 }
 
 template <class T>
@@ -185,10 +214,21 @@ json Daemon::handle(const Request &req)
 		ListKind kind = *list == "allow" ? ListKind::allow : ListKind::deny;
 		if (cmd == "list_show")
 			return reply_of(mi.list_show(kind));
-		auto cidrs = req.str_list("cidrs");
-		if (!cidrs)
-			return error_reply(cidrs.error());
-		return reply_of(mi.list_change(kind, *cidrs, cmd == "list_add"));
+		std::vector<std::string> cidrs;
+		if (req.args.contains("cidrs")) {
+			auto inline_cidrs = req.str_list("cidrs");
+			if (!inline_cidrs)
+				return error_reply(inline_cidrs.error());
+			cidrs = std::move(*inline_cidrs);
+		}
+		if (req.passed_fd) {
+			auto from_file = read_list_file(req.passed_fd->get());
+			if (!from_file)
+				return error_reply(from_file.error());
+			for (const auto &c : *from_file)
+				cidrs.push_back(c.str());
+		}
+		return reply_of(mi.list_change(kind, cidrs, cmd == "list_add"));
 	}
 	if (cmd == "audit")
 		return reply_of(mi.audit_now());

@@ -95,6 +95,15 @@ class ControlPlane(unittest.TestCase):
             ctl(tb, "allow", "add", tb.host_if, "--from", good, check=True)
             self.assertEqual(sorted(ctl_json(tb, "allow", "list", tb.host_if)["cidrs"]),
                              ["198.18.9.0/24", "2001:2:0:9::/64"])
+            # thousands of prefixes in one request, all or nothing
+            big = os.path.join(tb.rundir, "big.txt")
+            with open(big, "w") as f:
+                for i in range(6000):
+                    f.write(f"10.{i // 256}.{i % 256}.0/24\n")
+            ctl(tb, "deny", "add", tb.host_if, "--from", big, check=True)
+            self.assertEqual(len(ctl_json(tb, "deny", "list", tb.host_if)["cidrs"]), 6000)
+            ctl(tb, "deny", "del", tb.host_if, "--from", big, check=True)
+            self.assertEqual(ctl_json(tb, "deny", "list", tb.host_if)["cidrs"], [])
             bad = os.path.join(tb.rundir, "bad.txt")
             with open(bad, "w") as f:
                 f.write("198.18.10.0/24\n198.18.11.1/24\n")
