@@ -211,5 +211,221 @@ def xdp_prog_id(tb, role="host", iface=None):
     return xdp.get("prog", {}).get("id") or next((p["id"] for p in xdp.get("attached", []) if "id" in p), None)
 
 
+
+# ---------------------------------------------------------------- end-to-end helpers
+# (used by test_e2e.py; nothing above depends on them)
+
+def wait_until(pred, timeout, interval=0.05, what="condition"):
+    """Call pred() until it returns something truthy; return that, or fail
+    after `timeout` seconds naming `what`."""
+    deadline = time.monotonic() + timeout
+    last = None
+    while True:
+        last = pred()
+        if last:
+            return last
+        if time.monotonic() >= deadline:
+            raise AssertionError(f"timed out after {timeout} s waiting for {what} (last: {last!r})")
+        time.sleep(interval)
+
+
+class Traffic:
+    """`sluice-traffic MODE ARGS...` in a namespace, in the background, by pid.
+    `ip netns exec` execs the tool, so the pid is the tool's own (checked by
+    its name). result() waits for it and returns its JSON line; stop() ends
+    it early with SIGTERM (the tool still prints its result).
+
+    realtime=True runs it under SCHED_FIFO (chrt -f 10; chrt execs the tool,
+    so the pid stays the tool's): a paced generator whose own start/end times
+    a test uses must not sit in a run queue behind other work on a loaded
+    machine, or its "seconds" overstate the time it actually sent. Only for
+    paced floods (--pps): an unpaced one would hold a CPU."""
+
+    def __init__(self, ns, mode, *args, realtime=False):
+        prio = ["chrt", "-f", "10"] if realtime else []
+        self.cmd = ["ip", "netns", "exec", ns] + prio + [TRAFFIC, mode] + [str(a) for a in args]
+        self.proc = subprocess.Popen(self.cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        self.started = time.monotonic()
+        self.ended = None
+        self._result = None
+
+    def running(self):
+        return self.proc.poll() is None
+
+    def stop(self, sig=signal.SIGTERM):
+        if self.proc.poll() is None:
+            self.proc.send_signal(sig)
+
+    def result(self, timeout=120):
+        if self._result is None:
+            out, err = self.proc.communicate(timeout=timeout)
+            self.ended = time.monotonic()
+            lines = out.strip().splitlines()
+            if self.proc.returncode != 0 or not lines:
+                raise AssertionError(f"{' '.join(self.cmd)} exited {self.proc.returncode}\n"
+                                     f"stdout: {out[-2000:]}\nstderr: {err[-2000:]}")
+            self._result = json.loads(lines[-1])
+        return self._result
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        if self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait(timeout=20)
+        return False
+
+
+def start_sink(tb, port, duration=120, extra=()):
+    """A sink on the host (every address), counting per source; returns once
+    its socket is bound. End it with .stop() and read .result()."""
+    ready = os.path.join(tb.rundir, f"sink-{port}-{os.urandom(3).hex()}.ready")
+    s = Traffic(tb.ns_host, "sink", "--port", port, "--duration", duration, "--ready-file", ready, *extra)
+    wait_until(lambda: os.path.exists(ready) or not s.running(), 20, what="the sink's ready file")
+    if not s.running():
+        s.result()  # raises with its output
+    return s
+
+
+def stop_sink(sink, settle=0.3):
+    """Let what is in flight reach the socket, then end the sink; its result."""
+    time.sleep(settle)
+    sink.stop()
+    return sink.result()
+
+
+def real_pid(pid, comm):
+    """The pid of the process named `comm`: `pid` itself when `ip netns exec`
+    exec'ed it, else its descendant of that name."""
+    def name(p):
+        try:
+            with open(f"/proc/{p}/comm") as f:
+                return f.read().strip()
+        except OSError:
+            return None
+
+    todo = [pid]
+    while todo:
+        p = todo.pop(0)
+        if name(p) == comm:
+            return p
+        try:
+            with open(f"/proc/{p}/task/{p}/children") as f:
+                todo += [int(c) for c in f.read().split()]
+        except OSError:
+            pass
+    raise AssertionError(f"no process named {comm} at or below pid {pid}")
+
+
+def vm_rss_kib(pid):
+    """VmRSS of a process, in KiB (/proc/PID/status)."""
+    with open(f"/proc/{pid}/status") as f:
+        for line in f:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1])
+    raise AssertionError(f"no VmRSS in /proc/{pid}/status")
+
+
+def prog_maps_memlock(prog_id):
+    """{map id: (name, bytes_memlock)} for every map the program uses, as
+    `bpftool -j map show` reports them."""
+    prog = bpftool_json("prog", "show", "id", str(prog_id))
+    out = {}
+    for mid in prog["map_ids"]:
+        m = bpftool_json("map", "show", "id", str(mid))
+        out[mid] = (m["name"], int(m["bytes_memlock"]))
+    return out
+
+
+class XdpSampler:
+    """Samples the XDP program id on an interface every `interval` seconds in
+    a thread, with one long-lived `ip -j -batch -` (line-buffered) in the
+    namespace: a fresh `ip` per sample costs ~30 ms on a loaded machine, a
+    batch command ~3 ms. samples: [(monotonic time, prog id or None)]."""
+
+    def __init__(self, tb, role="host", iface=None, interval=0.01):
+        import threading
+        self.iface = iface or tb.host_if
+        self.interval = interval
+        self.samples = []
+        self._stop = threading.Event()
+        self._ip = subprocess.Popen(["stdbuf", "-oL", "ip", "-n", tb.ns(role), "-j", "-force", "-batch", "-"],
+                                    stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+                                    text=True, bufsize=1)
+        self._thread = threading.Thread(target=self._run, daemon=True)
+        self.error = None
+
+    def _one(self):
+        self._ip.stdin.write(f"link show dev {self.iface}\n")
+        self._ip.stdin.flush()
+        line = self._ip.stdout.readline()
+        if not line:
+            raise AssertionError("ip -batch ended")
+        links = json.loads(line)
+        xdp = links[0].get("xdp") if links else None
+        if not xdp:
+            return None
+        return xdp.get("prog", {}).get("id") or next((a["prog"]["id"] for a in xdp.get("attached", [])
+                                                     if "prog" in a), None)
+
+    def _run(self):
+        try:
+            while not self._stop.is_set():
+                t = time.monotonic()
+                self.samples.append((t, self._one()))
+                rest = self.interval - (time.monotonic() - t)
+                if rest > 0:
+                    time.sleep(rest)
+        except Exception as e:  # reported by stop()
+            self.error = e
+
+    def start(self):
+        self._thread.start()
+        return self
+
+    def stop(self):
+        self._stop.set()
+        self._thread.join(timeout=20)
+        try:
+            self._ip.stdin.close()
+        except OSError:
+            pass
+        try:
+            self._ip.wait(timeout=5)
+        except subprocess.TimeoutExpired:
+            self._ip.kill()
+            self._ip.wait(timeout=5)
+        self._ip.stdout.close()
+        if self.error:
+            raise AssertionError(f"XDP sampler failed: {self.error!r}")
+        return self.samples
+
+    def __enter__(self):
+        return self.start()
+
+    def __exit__(self, *exc):
+        if self._thread.is_alive() or self._ip.poll() is None:
+            self._stop.set()
+            self._thread.join(timeout=20)
+            if self._ip.poll() is None:
+                self._ip.kill()
+                self._ip.wait(timeout=5)
+        for f in (self._ip.stdin, self._ip.stdout):
+            try:
+                f.close()
+            except OSError:
+                pass
+        return False
+
+
+def rebuild_host_link(tb):
+    """Create the host's veth pair (veth-host in the host namespace, r-host in
+    the router's) again after it was deleted: the same names, MACs,
+    addresses, neighbours and routes, by scripts/testbed.sh's own tb__link."""
+    run(["bash", "-c", '. "$1" && tb__set_vars "$2" && tb__link "$2" host "$3" "$4" "$5" "$6" 1',
+         "rebuild_host_link", TESTBED, tb.name, tb.host_if, tb.host_mac, tb.router_host_if, tb.router_host_mac])
+
+
 def main():
     unittest.main(verbosity=2)
