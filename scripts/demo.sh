@@ -1,2 +1,712 @@
 #!/usr/bin/env bash
-echo "demo: not yet (the end-to-end issue builds it)"
+# demo.sh - sluice holding floods, end to end: about half a minute once built.
+#
+# On a fresh Debian 12 machine, as root: installs what is missing
+# (scripts/setup.sh), builds (scripts/build.sh, into ${BUILD_DIR:-build}),
+# builds a throwaway testbed of namespaces (scripts/testbed.sh), starts
+# sluiced on the protected host's interface with demo-sized settings, and
+# runs five phases:
+#   1. a legitimate client alone: served, no loss;
+#   2. one source floods at 20x the limit: held to the limit, the client
+#      loses nothing;
+#   3. spoofed random sources flood: the breaker trips by itself and sheds
+#      everything but the allowlisted client, which loses nothing;
+#   4. the flood stops: admission ramps back and the breaker closes;
+#   5. summary.
+# Every number printed comes from this run: sluice's counters
+# (`sluicectl -j status`), the generator's, the probe's and the sink's JSON.
+# Exit 0 when every phase behaved as stated, 1 otherwise (a line says which),
+# 2 when not run as root. Everything it makes is removed on every exit path,
+# Ctrl-C included.
+set -Eeuo pipefail
+export LC_ALL=C # "." in $EPOCHREALTIME and in printf's numbers
+
+root=$(cd "$(dirname "$0")/.." && pwd)
+build=${BUILD_DIR:-$root/build}
+[[ $build == /* ]] || build=$PWD/$build # as build.sh sees it: relative to here
+
+# ------------------------------------------------------------- settings
+# Small enough that every phase shows its effect within seconds; the flood
+# rates are modest so two shared CPUs keep up (the generator paces itself).
+RATE=1000          # tokens/s per source
+BURST=1000         # bucket size
+PERIOD=0.5         # sluiced control period, s
+TRIP_PPS=5000      # admitted pps that trips the breaker: far above one held
+                   # source (RATE) plus the client, far below the spoofed flood
+TRIP_PERIODS=2
+HOLD=3             # least seconds in shedding
+RECOVERY=5         # seconds of the admission ramp
+RECOVERY_START=10  # percent the ramp starts at
+CLIENT_PPS=50      # the legitimate client; under RATE even at RECOVERY_START
+FLOOD_PPS=20000    # phase 2, one source: 20x RATE
+SPOOF_PPS=20000    # phase 3, random sources: 4x TRIP_PPS
+PORT=5001          # the sink's UDP port (the floods go to port 9: nobody
+                   # listens, so the sink counts the client only)
+HOLD_TOLERANCE=10  # percent: phase 2 passes if the flood gets RATE +- this
+P1_SECS=4 P2_SECS=4 P3_SECS=3 # measurement windows
+
+# ------------------------------------------------------------- state
+DAEMON_PID='' SINK_PID='' PROBE_PID='' FLOOD_PID=''
+T_FLOOD_STOPPED=0 TRIPPED=0
+WORK=''            # scratch directory for the build log (before the testbed)
+PROGRESS_SHOWN=0 PROGRESS_LAST=0
+FAILURES=()        # "phase N: why"
+SUMMARY=()         # table rows for phase 5
+[ -t 1 ] && IS_TTY=1 || IS_TTY=0
+COLUMNS=$( (stty size </dev/tty | cut -d' ' -f2) 2>/dev/null || true)
+[[ $COLUMNS =~ ^[0-9]+$ ]] && ((COLUMNS >= 40)) || COLUMNS=80
+
+# ------------------------------------------------------------- output
+
+# A progress line: rewritten in place on a terminal; otherwise a plain line,
+# at most one a second.
+progress() {
+	if ((IS_TTY)); then
+		printf '\r\033[K%s' "${1:0:COLUMNS-1}" # one line: \r cannot go back over a wrap
+		PROGRESS_SHOWN=1
+	elif ((${EPOCHREALTIME/./} - PROGRESS_LAST >= 1000000)); then
+		printf '  ... %s\n' "$1"
+		PROGRESS_LAST=${EPOCHREALTIME/./}
+	fi
+}
+
+progress_clear() {
+	if ((PROGRESS_SHOWN)); then
+		printf '\r\033[K'
+		PROGRESS_SHOWN=0
+	fi
+}
+
+say() {
+	progress_clear
+	printf '%s\n' "$*"
+}
+
+die() {
+	say "demo: $*" >&2
+	exit 1
+}
+
+# fmt_s MICROSECONDS: "4.0"
+fmt_s() {
+	printf '%d.%d' $(($1 / 1000000)) $(($1 / 100000 % 10))
+}
+
+# fmt_ppm PPM: "10.0%"
+fmt_ppm() {
+	printf '%d.%d%%' $(($1 / 10000)) $(($1 / 1000 % 10))
+}
+
+TABLE_FMT='  %-24s %11s %12s %11s  %-10s %s'
+# row FORMAT ARGS...: one table line, without trailing blanks.
+row() {
+	local line fmt=$1
+	shift
+	# shellcheck disable=SC2059
+	printf -v line "$fmt" "$@"
+	say "${line%"${line##*[! ]}"}"
+}
+
+table_header() {
+	row "$TABLE_FMT" window "offered pps" "admitted pps" "dropped pps" breaker "client loss"
+}
+
+# table_row LABEL LOSS: the last window() and the last sample's breaker state.
+table_row() {
+	row "$TABLE_FMT" "$1" "$W_OFFERED" "$W_ADMITTED" "$W_DROPPED" "$W_STATE" "$2"
+}
+
+fail_phase() {
+	FAILURES+=("phase $1: $2")
+	say "  FAILED: $2"
+}
+
+# ------------------------------------------------------------- JSON
+
+# All JSON goes through one python3 (stdlib only), started once and fed
+# requests as a coprocess: starting python takes a noticeable part of a
+# second on a busy machine, and the demo reads a reply several times a second.
+# A request is two lines, "MODE ARGS..." and the JSON document; the answer is
+# one line (ERROR: ... if the document is not what was expected).
+read -r -d '' PYPROG <<'PY' || true
+import json, signal, sys
+
+signal.signal(signal.SIGINT, signal.SIG_IGN)  # a Ctrl-C is the demo's to handle
+
+ADMITTED = ("passed", "allowlisted")
+DROPPED = ("drop_rate", "drop_shed", "drop_deny")
+
+def interface(doc, name):
+    for e in doc.get("interfaces", []):
+        if e.get("iface") == name:
+            if "error" in e:
+                raise ValueError("status of %s: %s" % (name, e["error"]))
+            return e
+    raise ValueError("status has no interface %s" % name)
+
+def total(d, keys):
+    return int(sum(d.get(k, 0) for k in keys))
+
+def answer(mode, args, doc):
+    if mode == "sample":  # a status reply
+        # cumulative frames: incoming admitted passed allowlisted dropped;
+        # breaker state, admission ppm, manual; the daemon's pps over its
+        # last period: incoming admitted dropped
+        e = interface(doc, args[0])
+        c = {k: v["packets"] for k, v in e["counters"].items()}
+        r = {k: v.get("pps", 0) for k, v in (e.get("rates") or {}).items()}
+        return [total(c, ADMITTED + DROPPED), total(c, ADMITTED), c["passed"], c["allowlisted"],
+                total(c, DROPPED), e["breaker"]["state"], e["admission_ppm"], int(e["breaker"]["manual"]),
+                total(r, ADMITTED + DROPPED), total(r, ADMITTED), total(r, DROPPED)]
+    if mode == "config":  # a status reply
+        e, d = interface(doc, args[0]), doc["daemon"]
+        p = d["policy"]
+        return [e["rate_pps"], e["burst"], e["attach_mode"], d["period_s"], p["trip_pps"], p["trip_periods"],
+                p["hold_s"], p["recovery_s"], p["recovery_start_ppm"], e["table_slots"]]
+    if mode == "get":  # top-level fields of a tool's result; "-" if missing ("" for error)
+        return [doc.get(k, "" if k == "error" else "-") for k in args]
+    if mode == "from":  # the sink's count for one source, and its total
+        return [doc.get("by_source", {}).get(args[0], 0), doc.get("received", 0)]
+    raise ValueError("unknown mode " + mode)
+
+for request in sys.stdin:
+    text = sys.stdin.readline().strip()
+    try:
+        mode, *args = request.split()
+        out = "\t".join(str(v) for v in answer(mode, args, json.loads(text or "{}")))
+    except Exception as e:
+        out = "ERROR: %s: %r" % (request.strip(), e)
+    print(out, flush=True)
+PY
+
+# start_json: the coprocess. Debian's python3 (setup.sh installs it) rather
+# than the first in PATH, which may be a version manager's slow shim.
+start_json() {
+	local python=/usr/bin/python3
+	[ -x "$python" ] || python=python3
+	coproc JSONPY { exec "$python" -c "$PYPROG"; }
+}
+
+# json MODE ARGS... <DOCUMENT: the answer's tab-separated fields in REPLY.
+# (In this shell, not in $(...): the coprocess's pipes are this shell's.)
+json() {
+	local doc=''
+	IFS= read -r -d '' doc || true
+	printf '%s\n%s\n' "$*" "${doc//$'\n'/ }" >&"${JSONPY[1]}"
+	IFS= read -r REPLY <&"${JSONPY[0]}" || die "the JSON reader (python3) is gone"
+	[[ $REPLY != ERROR:* ]] || die "unexpected JSON: $REPLY"
+}
+
+# ------------------------------------------------------------- sluice
+
+ctl() {
+	tb_exec host "$SLUICECTL" --socket "$SOCK" --pin-dir "$PINS" "$@"
+}
+
+# sample: one `sluicectl -j status`, timed (the midpoint of the call). Sets
+# S_T (us) S_IN S_ADM S_PASS S_ALLOW S_DROP (cumulative frames) S_STATE S_PPM
+# S_MANUAL, and R_IN R_ADM R_DROP (the daemon's pps over its last period).
+sample() {
+	local t0 t1 out
+	t0=${EPOCHREALTIME/./}
+	out=$(ctl -j status "$IFACE")
+	t1=${EPOCHREALTIME/./}
+	json sample "$IFACE" <<<"$out"
+	IFS=$'\t' read -r S_IN S_ADM S_PASS S_ALLOW S_DROP S_STATE S_PPM S_MANUAL R_IN R_ADM R_DROP <<<"$REPLY"
+	S_T=$(((t0 + t1) / 2))
+}
+
+# snap: the last sample as one word list, to keep and hand to window().
+snap() {
+	echo "$S_T $S_IN $S_ADM $S_PASS $S_ALLOW $S_DROP $S_STATE"
+}
+
+# window A B: rates between two snaps. Sets W_US W_OFFERED W_ADMITTED
+# W_DROPPED W_ALLOWED (allowlisted) (pps); W_IN_N W_ADM_N W_PASSED_N (frames
+# offered, admitted, passed by the buckets); W_STATE (at B).
+window() {
+	local -a a b
+	read -r -a a <<<"$1"
+	read -r -a b <<<"$2"
+	W_US=$((b[0] - a[0]))
+	((W_US > 0)) || W_US=1
+	W_OFFERED=$((((b[1] - a[1]) * 1000000 + W_US / 2) / W_US))
+	W_ADMITTED=$((((b[2] - a[2]) * 1000000 + W_US / 2) / W_US))
+	W_DROPPED=$((((b[5] - a[5]) * 1000000 + W_US / 2) / W_US))
+	W_ALLOWED=$((((b[4] - a[4]) * 1000000 + W_US / 2) / W_US))
+	W_PASSED_N=$((b[3] - a[3]))
+	W_IN_N=$((b[1] - a[1]))
+	W_ADM_N=$((b[2] - a[2]))
+	W_STATE=${b[6]}
+}
+
+start_daemon() {
+	# In a session of its own (setsid execs it, same pid): a Ctrl-C at the
+	# terminal goes to the demo's process group, and sluiced must still be
+	# there for the cleanup to detach through it.
+	tb_bg host setsid "$SLUICED" -i "$IFACE" --pin-dir "$PINS" --socket "$SOCK" \
+		--rate "$RATE" --burst "$BURST" --period "$PERIOD" \
+		--trip-pps "$TRIP_PPS" --trip-periods "$TRIP_PERIODS" \
+		--hold "$HOLD" --recovery "$RECOVERY" --recovery-start "$RECOVERY_START" \
+		>"$DAEMON_LOG" 2>&1
+	DAEMON_PID=$TB_BG_PID
+	# Ready when it answers on its socket: it attaches, then serves. (Until
+	# the socket exists, sluicectl status would read the pins instead.)
+	local i
+	for ((i = 0; i < 200; i++)); do
+		kill -0 "$DAEMON_PID" 2>/dev/null || { cat "$DAEMON_LOG" >&2; DAEMON_PID=''; die "sluiced exited"; }
+		if [ -S "$SOCK" ] && ctl -j status "$IFACE" >/dev/null 2>&1; then
+			return 0
+		fi
+		sleep 0.05
+	done
+	die "sluiced did not answer on $SOCK in 10 s"
+}
+
+# The daemon's own words for a breaker transition, from its log.
+daemon_said() {
+	grep -m1 "breaker $1 -> $2" "$DAEMON_LOG" | sed 's/^[a-z]*: /  sluiced: /' || true
+}
+
+# ------------------------------------------------------------- traffic
+
+# start_client: a sink on the host, then the probe from the client (the sink
+# first, so the first datagram is counted). Both run until stop_client.
+start_client() {
+	rm -f "$TB_RUNDIR/sink.ready"
+	tb_bg host "$TRAFFIC" sink --port "$PORT" --bind "$TB_HOST_IP4" --duration 300 \
+		--ready-file "$TB_RUNDIR/sink.ready" >"$TB_RUNDIR/sink.json" 2>"$TB_RUNDIR/sink.err"
+	# shellcheck disable=SC2034 # read by name, in stop
+	SINK_PID=$TB_BG_PID
+	local i
+	for ((i = 0; i < 100; i++)); do
+		[ -e "$TB_RUNDIR/sink.ready" ] && break
+		sleep 0.05
+	done
+	[ -e "$TB_RUNDIR/sink.ready" ] || die "the sink did not start: $(cat "$TB_RUNDIR/sink.err")"
+	tb_bg client "$TRAFFIC" probe --dst "$TB_HOST_IP4" --port "$PORT" --pps "$CLIENT_PPS" --duration 300 \
+		>"$TB_RUNDIR/probe.json" 2>"$TB_RUNDIR/probe.err"
+	# shellcheck disable=SC2034 # read by name, in stop
+	PROBE_PID=$TB_BG_PID
+}
+
+# stop PIDVAR: SIGTERM, wait (the tools print their JSON as they stop).
+stop() {
+	local pid=${!1}
+	[ -n "$pid" ] || return 0
+	kill -TERM "$pid" 2>/dev/null || true
+	wait "$pid" 2>/dev/null || true
+	printf -v "$1" '%s' ''
+}
+
+# stop_client: the probe, then (after the last datagram's way) the sink.
+# Sets C_SENT C_RECV C_LOST, LOSS ("0.00% (0 of 200)") and C_PPS (the
+# probe's own rate).
+stop_client() {
+	stop PROBE_PID
+	sleep 0.2
+	stop SINK_PID
+	local perr
+	json get sent errors pps <"$TB_RUNDIR/probe.json"
+	IFS=$'\t' read -r C_SENT perr C_PPS <<<"$REPLY"
+	json from "$TB_CLIENT_IP4" <"$TB_RUNDIR/sink.json"
+	IFS=$'\t' read -r C_RECV _ <<<"$REPLY"
+	if ! [[ $C_SENT =~ ^[0-9]+$ ]] || ((C_SENT == 0)); then
+		die "the probe sent nothing: $(cat "$TB_RUNDIR/probe.err")"
+	fi
+	# Lost = sent but not received (errors on send count as lost too: sent
+	# excludes them, so add them back).
+	C_SENT=$((C_SENT + perr))
+	C_LOST=$((C_SENT - C_RECV))
+	((C_LOST >= 0)) || C_LOST=0 # a spoofed frame can carry the client's address
+	local x=$(((C_LOST * 10000 + C_SENT - 1) / C_SENT)) # 0.01%, rounded up: never 0.00% if any was lost
+	printf -v LOSS '%d.%02d%% (%d of %d)' $((x / 100)) $((x % 100)) "$C_LOST" "$C_SENT"
+}
+
+# start_flood ARGS...: sluice-traffic flood from the attacker, routed through
+# the router like a real attack, paced (--pps), small batches so a late
+# generator catches up smoothly. Runs until stop_flood (300 s at most).
+start_flood() {
+	tb_bg attacker "$TRAFFIC" flood --iface "$TB_ATTACKER_IF" --dst-mac "$TB_ATTACKER_GW_MAC" \
+		--dst "$TB_HOST_IP4" --duration 300 --batch 16 "$@" \
+		>"$TB_RUNDIR/flood.json" 2>"$TB_RUNDIR/flood.err"
+	# shellcheck disable=SC2034 # read by name, in stop
+	FLOOD_PID=$TB_BG_PID
+}
+
+# stop_flood: stop the generator; T_FLOOD_STOPPED (us).
+stop_flood() {
+	stop FLOOD_PID
+	T_FLOOD_STOPPED=${EPOCHREALTIME/./}
+}
+
+# flood_figures: the stopped generator's own count and rate: F_SENT F_PPS.
+flood_figures() {
+	local err
+	json get sent pps error <"$TB_RUNDIR/flood.json"
+	IFS=$'\t' read -r F_SENT F_PPS err <<<"$REPLY"
+	[ -z "$err" ] || say "  (the generator reported: $err)"
+	[[ $F_SENT =~ ^[0-9]+$ ]] || die "the flood generator failed: $(cat "$TB_RUNDIR/flood.err")"
+}
+
+# run_for SECONDS PHASE TEXT: wait, with a progress line of the live rates.
+run_for() {
+	local end=$((${EPOCHREALTIME/./} + $1 * 1000000)) left
+	while :; do
+		left=$((end - ${EPOCHREALTIME/./}))
+		((left > 0)) || break
+		sample
+		progress "phase $2/5 $3 ... $(((left + 999999) / 1000000)) s left: offered $R_IN, admitted $R_ADM pps"
+		left=$((end - ${EPOCHREALTIME/./}))
+		((left > 0)) || break
+		if ((left < 1000000)); then sleep "$(fmt_s "$left")"; else sleep 1; fi
+	done
+}
+
+# ------------------------------------------------------------- the phases
+
+phase_title() {
+	say ""
+	say "phase $1/5: $2"
+}
+
+# record N LABEL RESULT: the phase's row (the last window) for the summary.
+record() {
+	SUMMARY+=("$1|$2|$W_OFFERED|$W_ADMITTED|$W_DROPPED|$W_STATE|$LOSS|$3")
+}
+
+phase1_client_alone() {
+	phase_title 1 "a legitimate client is served"
+	say "  The client ($TB_CLIENT_IP4) sends $CLIENT_PPS UDP datagrams/s to a sink on the host; nobody else sends."
+	local a b label
+	start_client
+	sample; a=$(snap)
+	run_for "$P1_SECS" 1 "client alone"
+	sample; b=$(snap)
+	stop_client
+	window "$a" "$b"
+	label="client alone ($(fmt_s "$W_US") s)"
+	table_header
+	table_row "$label" "$LOSS"
+	if ((C_LOST == 0)); then
+		record 1 "client alone" ok
+	else
+		fail_phase 1 "the client lost $C_LOST of $C_SENT datagrams with nothing else on the wire"
+		record 1 "client alone" FAILED
+	fi
+}
+
+phase2_single_source() {
+	phase_title 2 "a single-source flood is held to its limit"
+	say "  $TB_ATTACKER_IP4 floods at $FLOOD_PPS pps ($((FLOOD_PPS / RATE))x the $RATE pps limit) while the client keeps sending."
+	local a b label flood_adm tol=$((RATE * HOLD_TOLERANCE / 100)) result=ok
+	start_client
+	start_flood --src "$TB_ATTACKER_IP4" --pps "$FLOOD_PPS"
+	# The source starts with a full bucket: let it spend its burst first,
+	# so the window shows the steady state.
+	run_for 1 2 "the flood spends its burst"
+	sample; a=$(snap)
+	run_for "$P2_SECS" 2 "single-source flood"
+	sample; b=$(snap)
+	stop_flood
+	flood_figures
+	stop_client
+	window "$a" "$b"
+	label="flooding ($(fmt_s "$W_US") s)"
+	table_header
+	table_row "$label" "$LOSS"
+	# What the flood got, by counting frames rather than timing samples (a
+	# status call can take a while on a busy machine): its share of the
+	# frames offered in the window that sluice admitted, the client's taken
+	# out (all admitted), times the rate the generator sent at.
+	local client_n=$((C_PPS * W_US / 1000000)) share=0
+	flood_adm=0
+	if ((W_IN_N > client_n)); then
+		flood_adm=$(((W_ADM_N - client_n) * F_PPS / (W_IN_N - client_n)))
+		share=$(((W_ADM_N - client_n) * 1000 / (W_IN_N - client_n)))
+	fi
+	say "  The generator sent $F_PPS pps; sluice admitted $((share / 10)).$((share % 10))% of its frames: $flood_adm pps"
+	say "  (the limit is $RATE pps; +-$HOLD_TOLERANCE% passes)."
+	if ((F_PPS < 10 * RATE)); then
+		fail_phase 2 "the generator reached only $F_PPS pps, under 10x the limit (is the machine too busy?)"
+		result=FAILED
+	fi
+	if ((flood_adm < RATE - tol || flood_adm > RATE + tol)); then
+		fail_phase 2 "the flood source got $flood_adm pps, outside $RATE +- $tol pps"
+		result=FAILED
+	fi
+	if ((C_LOST != 0)); then
+		fail_phase 2 "the client lost $C_LOST of $C_SENT datagrams"
+		result=FAILED
+	fi
+	[ "$result" = FAILED ] || result="ok: held at $flood_adm pps"
+	record 2 "one source" "$result"
+}
+
+phase3_spoofed() {
+	phase_title 3 "a spoofed multi-source flood trips the breaker; the allowlisted client survives"
+	say "  $SPOOF_PPS pps, each frame from a random source in $TB_SPOOF_NET4: every source is under its limit, so"
+	say "  the buckets admit them all, and the breaker trips above $TRIP_PPS admitted pps. First, the allowlist:"
+	say "  # sluicectl allow add $IFACE $TB_CLIENT_IP4/32"
+	ctl allow add "$IFACE" "$TB_CLIENT_IP4/32" | sed 's/^/  /'
+	local before='' before_row shed end t_flood deadline trip_us manual result
+	start_client
+	t_flood=${EPOCHREALTIME/./}
+	start_flood --random-src --pps "$SPOOF_PPS"
+	# Wait for the trip. Before it, the daemon's rates of its busiest
+	# control period while still serving: what the breaker judged.
+	deadline=$((t_flood + (HOLD + 10) * 1000000))
+	while sample; [ "$S_STATE" != shedding ]; do
+		if [ "$S_STATE" = serving ] && ((R_ADM > ${before:-0})); then
+			before=$R_ADM before_row="$R_IN $R_ADM $R_DROP"
+		fi
+		((${EPOCHREALTIME/./} < deadline)) || break
+		progress "phase 3/5 waiting for the trip ... admitted $R_ADM pps (trips above $TRIP_PPS)"
+		sleep 0.1
+	done
+	if [ "$S_STATE" != shedding ]; then
+		stop_flood
+		stop_client
+		W_OFFERED=- W_ADMITTED=- W_DROPPED=- W_STATE=$S_STATE
+		fail_phase 3 "the breaker did not trip in $(fmt_s $((deadline - t_flood))) s (it is $S_STATE)"
+		record 3 "random sources" FAILED
+		return 0
+	fi
+	shed=$(snap) TRIPPED=1
+	trip_us=$((S_T - t_flood)) manual=$S_MANUAL
+	run_for "$P3_SECS" 3 "shedding"
+	sample; end=$(snap)
+	# The flood goes on into phase 4, which stops it.
+	stop_client
+
+	table_header
+	# (no row when no sample fell in a flooded period before the trip)
+	if [ -n "$before" ]; then
+		read -r W_OFFERED W_ADMITTED W_DROPPED <<<"$before_row"
+		W_STATE=serving
+		table_row "before the trip ($PERIOD s)" ""
+	fi
+	window "$shed" "$end"
+	table_row "shedding ($(fmt_s "$W_US") s)" "$LOSS"
+	daemon_said serving shedding
+	say "  The breaker tripped $(fmt_s "$trip_us") s after the generator started. While shedding, $W_PASSED_N frames"
+	say "  passed the buckets and the allowlist passed $W_ALLOWED pps: the client's."
+	result=ok
+	if [ "$W_STATE" != shedding ] || ((manual)); then
+		fail_phase 3 "the breaker was not shedding on its own at the end (state $W_STATE, manual $manual)"
+		result=FAILED
+	fi
+	if ((W_PASSED_N != 0)); then
+		fail_phase 3 "$W_PASSED_N frames from sources not on the allowlist were admitted while shedding"
+		result=FAILED
+	fi
+	if ((C_LOST != 0)); then
+		fail_phase 3 "the allowlisted client lost $C_LOST of $C_SENT datagrams"
+		result=FAILED
+	fi
+	[ "$result" = FAILED ] || result="ok: tripped in $(fmt_s "$trip_us") s, others all dropped"
+	record 3 "random sources" "$result"
+}
+
+phase4_recovery() {
+	phase_title 4 "the flood stops; admission ramps back and the breaker closes"
+	say "  Shedding lasts at least $HOLD s; after $TRIP_PERIODS quiet periods the breaker recovers, admitting from"
+	say "  $RECOVERY_START% of the refill rate up to 100% over $RECOVERY s, then serves again."
+	local a b deadline state='' ppm=-1 printed=0 now since=0 saw_recovering=0 left span result line
+	if ((!TRIPPED)); then
+		say "  Skipped: the breaker never tripped in phase 3, so there is nothing to recover from."
+		W_OFFERED=- W_ADMITTED=- W_DROPPED=- W_STATE=- LOSS=-
+		record 4 "flood stopped" skipped
+		return 0
+	fi
+	start_client # (while the flood still runs: the client is allowlisted)
+	stop_flood
+	sample; a=$(snap) # first, to catch the breaker still shedding
+	flood_figures
+	say "  The flood stops (the generator sent $F_SENT frames at $F_PPS pps)."
+	# The longest it can take: the rest of the hold, the quiet periods, the ramp.
+	deadline=$((T_FLOOD_STOPPED + (HOLD + RECOVERY + 10) * 1000000))
+	while :; do
+		now=$S_T
+		since=$((now - T_FLOOD_STOPPED))
+		# A line per state change, and while recovering one a second as the
+		# fraction rises.
+		if [ "$S_STATE" != "$state" ] || { [ "$S_STATE" = recovering ] && ((S_PPM != ppm && now - printed >= 900000)); }; then
+			case $S_STATE in
+			shedding) line="allowlist only" ;;
+			recovering) line="admission $(fmt_ppm "$S_PPM")" saw_recovering=1 ;;
+			*) line="admission $(fmt_ppm "$S_PPM")" ;;
+			esac
+			say "$(printf '  %5s s  %-10s  %s' "+$(fmt_s "$since")" "$S_STATE" "$line")"
+			state=$S_STATE ppm=$S_PPM printed=$now
+		fi
+		[ "$S_STATE" != serving ] || break
+		((now < deadline)) || break
+		case $S_STATE in
+		shedding) progress "phase 4/5 shedding until the hold ends and $TRIP_PERIODS periods are quiet ..." ;;
+		recovering)
+			# (the rest of the ramp, rounded up)
+			span=$(((100 - RECOVERY_START) * 10000))
+			left=$((((1000000 - S_PPM) * RECOVERY + span - 1) / span))
+			progress "phase 4/5 recovering, admission $(fmt_ppm "$S_PPM") ... about $left s left" ;;
+		esac
+		sleep 0.2
+		sample
+	done
+	b=$(snap)
+	stop_client
+	window "$a" "$b"
+	table_header
+	table_row "recovery ($(fmt_s "$W_US") s)" "$LOSS"
+	daemon_said shedding recovering
+	daemon_said recovering serving
+	result="ok: serving again in $(fmt_s "$since") s"
+	if [ "$S_STATE" != serving ] || ((!saw_recovering)); then
+		fail_phase 4 "the breaker is $S_STATE $(fmt_s "$since") s after the flood stopped, not back to serving by way of recovering"
+		result=FAILED
+	fi
+	record 4 "flood stopped" "$result"
+}
+
+phase5_summary() {
+	phase_title 5 "summary"
+	local fmt='  %-18s %11s %12s %11s  %-10s %-11s %s' entry n what off adm drop state loss result
+	row "$fmt" phase "offered pps" "admitted pps" "dropped pps" breaker "client loss" result
+	for entry in "${SUMMARY[@]}"; do
+		IFS='|' read -r n what off adm drop state loss result <<<"$entry"
+		row "$fmt" "$n $what" "$off" "$adm" "$drop" "$state" "${loss%% *}" "$result"
+	done
+}
+
+# ------------------------------------------------------------- setup, teardown
+
+# cleanup: the EXIT trap, on every way out: stops what runs, detaches,
+# removes the testbed.
+# shellcheck disable=SC2317 # (reached through the trap)
+cleanup() {
+	local rc=$?
+	trap - EXIT INT TERM ERR
+	progress_clear
+	stop FLOOD_PID
+	stop PROBE_PID
+	stop SINK_PID
+	if [ -n "$DAEMON_PID" ]; then
+		# Detach first: enforcement is fail-static, stopping the daemon
+		# alone would leave the program attached.
+		ctl detach "$IFACE" >/dev/null 2>&1 || say "demo: sluicectl detach $IFACE failed (the testbed goes anyway)" >&2
+		kill -TERM "$DAEMON_PID" 2>/dev/null || true
+		local i
+		for ((i = 0; i < 100; i++)); do
+			kill -0 "$DAEMON_PID" 2>/dev/null || break
+			sleep 0.05
+		done
+		kill -KILL "$DAEMON_PID" 2>/dev/null || true
+		wait "$DAEMON_PID" 2>/dev/null || true
+		if ((rc == 1)) && [ -s "${DAEMON_LOG:-}" ]; then
+			say "demo: the last lines sluiced logged:" >&2
+			tail -n 8 "$DAEMON_LOG" | sed 's/^/  /' >&2
+		fi
+	fi
+	if [ -n "${TB_NAME:-}" ]; then
+		tb_down || { say "demo: the testbed $TB_NAME was not fully removed" >&2; rc=1; }
+	fi
+	if [ -n "${JSONPY_PID:-}" ]; then
+		kill -TERM "$JSONPY_PID" 2>/dev/null || true
+		wait "$JSONPY_PID" 2>/dev/null || true
+	fi
+	[ -z "$WORK" ] || rm -rf "$WORK"
+	exit "$rc"
+}
+
+require_root() {
+	if [ "$(id -u)" -ne 0 ]; then
+		echo "demo: run as root (it installs packages, makes network namespaces, loads BPF)" >&2
+		exit 2
+	fi
+}
+
+# build_quietly: setup.sh and build.sh, with a progress line instead of the
+# compiler's output, which is kept in a log and shown only if the build fails.
+# In the foreground, so Ctrl-C reaches the compilers too.
+build_quietly() {
+	local log=$WORK/build.log start=${EPOCHREALTIME/./} rc=0
+	"$root/scripts/setup.sh"
+	BUILD_DIR=$build "$root/scripts/build.sh" 2>&1 | {
+		local line last=0 now every=$((IS_TTY ? 1000000 : 15000000))
+		while IFS= read -r line; do
+			printf '%s\n' "$line" >>"$log"
+			now=${EPOCHREALTIME/./}
+			if ((now - last >= every)); then
+				progress "building ... $(((now - start) / 1000000)) s: $line"
+				last=$now
+			fi
+		done
+		((!IS_TTY)) || printf '\r\033[K'
+	} || rc=$?
+	if ((rc != 0)); then
+		tail -n 40 "$log" >&2
+		die "the build failed (scripts/build.sh exited $rc)"
+	fi
+	say "built in $(fmt_s $((${EPOCHREALTIME/./} - start))) s: ${build#"$root"/}"
+}
+
+main() {
+	require_root
+	local t_start=${EPOCHREALTIME/./} t_ready
+	trap cleanup EXIT
+	trap 'say "demo: interrupted; removing what it made" >&2; exit 130' INT
+	trap 'say "demo: terminated; removing what it made" >&2; exit 143' TERM
+	trap 'say "demo: failed: $BASH_COMMAND (line $LINENO)" >&2' ERR
+	WORK=$(mktemp -d /tmp/sluice-demo.XXXXXX)
+
+	say "sluice demo: installs what is missing, builds, and shows sluice holding floods in a testbed."
+	build_quietly
+	SLUICED=$build/ctl/sluiced/sluiced
+	SLUICECTL=$build/ctl/sluicectl/sluicectl
+	TRAFFIC=$build/tests/tools/sluice-traffic
+	local f
+	for f in "$SLUICED" "$SLUICECTL" "$TRAFFIC"; do
+		[ -x "$f" ] || die "$f is missing after the build"
+	done
+
+	start_json
+	# shellcheck source=scripts/testbed.sh
+	. "$root/scripts/testbed.sh"
+	tb_up demo || die "could not build the testbed"
+	IFACE=$TB_HOST_IF
+	PINS=$TB_BPFFS/sluice
+	SOCK=$TB_RUNDIR/sluiced.sock
+	DAEMON_LOG=$TB_RUNDIR/sluiced.log
+	start_daemon
+	t_ready=${EPOCHREALTIME/./}
+
+	local rate burst mode period trip periods hold recovery start_ppm slots
+	json config "$IFACE" <<<"$(ctl -j status "$IFACE")"
+	IFS=$'\t' read -r rate burst mode period trip periods hold recovery start_ppm slots <<<"$REPLY"
+	say ""
+	say "testbed $TB_NAME: a client ($TB_CLIENT_IP4) and an attacker ($TB_ATTACKER_IP4) reach"
+	say "the protected host ($TB_HOST_IP4) through a router. sluiced protects $IFACE ($mode XDP):"
+	say "  $rate pps per source, burst $burst, $slots slots; control period $period s;"
+	say "  breaker: trips above $trip admitted pps for $periods periods, sheds at least $hold s, then"
+	say "  ramps admission from $(fmt_ppm "$start_ppm") to 100% over $recovery s."
+
+	phase1_client_alone
+	phase2_single_source
+	phase3_spoofed
+	phase4_recovery
+	phase5_summary
+
+	local t_end=${EPOCHREALTIME/./}
+	say ""
+	say "demo took $(fmt_s $((t_end - t_start))) s ($(fmt_s $((t_end - t_ready))) s of it on the testbed)."
+	if ((${#FAILURES[@]})); then
+		for f in "${FAILURES[@]}"; do
+			say "demo FAILED: $f"
+		done
+		exit 1
+	fi
+	say "demo passed: every phase behaved as stated."
+}
+
+# (exit on the same line: bash reads a script as it runs it)
+main "$@"; exit
