@@ -248,7 +248,13 @@ int Daemon::run()
 	sigset_t mask;
 	sigemptyset(&mask);
 	sigaddset(&mask, SIGTERM);
-	sigaddset(&mask, SIGINT);
+	// A signal blocked for the signalfd still queues even when it is ignored:
+	// a daemon started with SIGINT ignored (a script's background job) must
+	// not stop on the Ctrl-C meant for the script.
+	struct sigaction int_action {};
+	sigaction(SIGINT, nullptr, &int_action);
+	if (int_action.sa_handler != SIG_IGN)
+		sigaddset(&mask, SIGINT);
 	sigaddset(&mask, SIGHUP);
 	sigprocmask(SIG_BLOCK, &mask, nullptr);
 	signal(SIGPIPE, SIG_IGN);

@@ -249,7 +249,7 @@ void ManagedInterface::tick(double now_s)
 			    cfg->breaker_manual != 0};
 	PolicyDecision d = policy_->step(sample);
 	if (d.move) {
-		if (auto ok = transition(*d.move, false, d.reason); !ok)
+		if (auto ok = transition(*d.move, false, d.reason, now_s); !ok)
 			log_error(name_ + ": " + ok.error().describe());
 	} else if (breaker_.state() == BreakerState::recovering && d.admission_ppm != cfg->admission_ppm) {
 		cfg->admission_ppm = d.admission_ppm;
@@ -267,7 +267,7 @@ void ManagedInterface::tick(double now_s)
 			 " slots outside 0 <= tokens <= burst");
 }
 
-Status ManagedInterface::transition(BreakerState to, bool manual, const std::string &why)
+Status ManagedInterface::transition(BreakerState to, bool manual, const std::string &why, double now_s)
 {
 	BreakerState from = breaker_.state();
 	if (auto ok = breaker_.transition(to); !ok)
@@ -285,7 +285,7 @@ Status ManagedInterface::transition(BreakerState to, bool manual, const std::str
 		breaker_ = Breaker(from);
 		return ok;
 	}
-	since_mono_s_ = mono_s();
+	since_mono_s_ = now_s;
 	policy_->reset_streaks();
 	auto msg = name_ + ": breaker " + std::string(to_string(from)) + " -> " + std::string(to_string(to)) + " (" +
 		   (manual ? "operator" : why) + ")";
@@ -320,7 +320,7 @@ json ManagedInterface::stats() const
 Result<json> ManagedInterface::move_breaker(BreakerState to)
 {
 	BreakerState from = breaker_.state();
-	if (auto ok = transition(to, true, "operator"); !ok)
+	if (auto ok = transition(to, true, "operator", mono_s()); !ok)
 		return std::unexpected(ok.error());
 	return json{{"iface", name_},
 		    {"from", std::string(to_string(from))},

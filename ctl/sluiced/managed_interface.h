@@ -45,7 +45,9 @@ public:
 
 private:
 	ManagedInterface() = default;
-	Status transition(BreakerState to, bool manual, const std::string &why);
+	// now_s: the monotonic time the move happens at (the tick's, for automatic
+	// moves), so the recovery ramp starts exactly at the trip into recovering.
+	Status transition(BreakerState to, bool manual, const std::string &why, double now_s);
 	void watch_link();
 	Result<json> bucket_reply(const std::string &addr) const;
 
