@@ -189,6 +189,18 @@ def counters(tb, iface=None):
     return out
 
 
+def counters_after(tb, before, frames, iface=None, timeout=10):
+    """The counters once `frames` more frames than in `before` have been
+    counted. A frame injected into a veth is processed in the receiver's
+    NAPI poll, which a loaded machine defers to ksoftirqd: the sender can
+    return before the XDP program has seen its frame, so reading the
+    counters right after sending races with the data plane."""
+    def settled():
+        now = counters(tb, iface)
+        return now if sum(now.values()) - sum(before.values()) >= frames else None
+    return wait_until(settled, timeout, interval=0.01, what=f"{frames} frames to be counted")
+
+
 def slot_values(tb, indices, iface=None):
     """The raw empty_at of slots, from the pinned table."""
     path = os.path.join(tb.pin_dir, iface or tb.host_if, "slots")

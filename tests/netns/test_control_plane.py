@@ -10,7 +10,7 @@ import struct
 import time
 import unittest
 
-from sluice_netns import (Daemon, Testbed, counters, ctl, ctl_json, main, pinned_config, pinned_settings,
+from sluice_netns import (Daemon, Testbed, counters, counters_after, ctl, ctl_json, main, pinned_config, pinned_settings,
                           require_root, run, send, slot_values, xdp_prog_id)
 
 SRC = "198.18.7.7"
@@ -65,7 +65,7 @@ class ControlPlane(unittest.TestCase):
             ctl(tb, "bucket", tb.host_if, SRC, "--set", "5", check=True)
             before = counters(tb)
             send(tb, 12, SRC)
-            after = counters(tb)
+            after = counters_after(tb, before, 12)
             self.assertEqual(after["passed"] - before["passed"], 5)
             self.assertEqual(after["drop_rate"] - before["drop_rate"], 7)
 
@@ -81,7 +81,7 @@ class ControlPlane(unittest.TestCase):
             self.assertTrue(pinned_config(tb)["list_flags"] & 4)
             before = counters(tb)
             send(tb, 4, "198.18.7.9")
-            self.assertEqual(counters(tb)["drop_deny"] - before["drop_deny"], 4)
+            self.assertEqual(counters_after(tb, before, 4)["drop_deny"] - before["drop_deny"], 4)
             p = ctl(tb, "deny", "add", tb.host_if, "198.18.7.1/24")
             self.assertEqual(p.returncode, 2)
             self.assertIn("did you mean 198.18.7.0/24", p.stderr)
@@ -122,7 +122,7 @@ class ControlPlane(unittest.TestCase):
             before = counters(tb)
             send(tb, 3, "198.18.9.5")   # allowlisted
             send(tb, 3, "198.18.12.5")  # not
-            after = counters(tb)
+            after = counters_after(tb, before, 6)
             self.assertEqual(after["allowlisted"] - before["allowlisted"], 3)
             self.assertEqual(after["drop_shed"] - before["drop_shed"], 3)
             p = ctl(tb, "breaker", "close", tb.host_if)
@@ -169,7 +169,7 @@ class ControlPlane(unittest.TestCase):
                 self.assertEqual(xdp_prog_id(tb), prog)
                 before = counters(tb)
                 send(tb, 20, "198.18.8.8")
-                self.assertEqual(counters(tb)["drop_shed"] - before["drop_shed"], 20)
+                self.assertEqual(counters_after(tb, before, 20)["drop_shed"] - before["drop_shed"], 20)
                 p = ctl(tb, "status", check=True)
                 self.assertIn("not running", p.stdout)
                 st = json.loads(ctl(tb, "-j", "status", check=True).stdout)
@@ -240,7 +240,7 @@ class ControlPlane(unittest.TestCase):
 
             def admit():
                 send(tb, 1, SRC)
-                now = counters(tb)
+                now = counters_after(tb, state["counters"], 1)
                 ok = now["passed"] - state["counters"]["passed"] == 1
                 state["counters"] = now
                 return ok
