@@ -10,8 +10,8 @@ import struct
 import time
 import unittest
 
-from sluice_netns import (Daemon, Testbed, counters, counters_after, ctl, ctl_json, main, pinned_config, pinned_settings,
-                          require_root, run, send, slot_values, xdp_prog_id)
+from sluice_netns import (Daemon, Testbed, counters, counters_after, ctl, ctl_json, main, pinned_config,
+                          pinned_settings, require_root, run, send, settle, slot_values, xdp_prog_id)
 
 SRC = "198.18.7.7"
 
@@ -62,6 +62,7 @@ class ControlPlane(unittest.TestCase):
             self.assertEqual(ctl_json(tb, "bucket", tb.host_if, SRC)["tokens"], [5, 5])
 
             # real frames spend those tokens: 5 pass, the rest drop
+            settle(tb)
             ctl(tb, "bucket", tb.host_if, SRC, "--set", "5", check=True)
             before = counters(tb)
             send(tb, 12, SRC)
@@ -167,6 +168,7 @@ class ControlPlane(unittest.TestCase):
                 d.kill(signal.SIGKILL)
                 # still attached, still enforcing (shedding), status from the pins
                 self.assertEqual(xdp_prog_id(tb), prog)
+                settle(tb)
                 before = counters(tb)
                 send(tb, 20, "198.18.8.8")
                 self.assertEqual(counters_after(tb, before, 20)["drop_shed"] - before["drop_shed"], 20)
@@ -235,7 +237,7 @@ class ControlPlane(unittest.TestCase):
         writes through sluicectl, admit() as one real frame from the source."""
         with Testbed("seed") as tb, Daemon(tb, "--rate", "1", "--burst", "10", "--period", "0.2"):
             ifc = tb.host_if
-
+            settle(tb)
             state = {"counters": counters(tb)}
 
             def admit():

@@ -25,7 +25,7 @@ import time
 import unittest
 
 from sluice_netns import (Daemon, Testbed, Traffic, XdpSampler, counters, ctl, ctl_json, main, prog_maps_memlock,
-                          real_pid, rebuild_host_link, require_root, run, start_sink, stop_sink, vm_rss_kib,
+                          real_pid, rebuild_host_link, settle, require_root, run, start_sink, stop_sink, vm_rss_kib,
                           wait_until, xdp_prog_id)
 
 PORT = 5001          # the sink's UDP port on the host
@@ -64,18 +64,6 @@ def probe_bg(tb, pps, duration, dst=None):
     """The legitimate client: UDP from the client namespace to the sink."""
     return Traffic(tb.ns_client, "probe", "--dst", dst or tb.host_ip4, "--port", PORT, "--pps", pps,
                    "--duration", duration)
-
-
-def settle(tb, age=1.5):
-    """Wait until the testbed's links are `age` seconds old: a veth that just
-    came up sends MLDv2 reports for about a second (4 frames of 150 bytes from
-    r-host, seen here), and they would count in veth-host's outcomes. Tests
-    that count frames exactly start after that. (testbed.env is the last thing
-    scripts/testbed.sh writes.)"""
-    made = os.path.getmtime(os.path.join(tb.rundir, "testbed.env"))
-    rest = age - (time.time() - made)
-    if rest > 0:
-        time.sleep(rest)
 
 
 def iface_status(tb):
