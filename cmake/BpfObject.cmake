@@ -21,6 +21,11 @@ endif()
 execute_process(COMMAND ${CMAKE_C_COMPILER} -print-multiarch
                 OUTPUT_VARIABLE BPF_MULTIARCH OUTPUT_STRIP_TRAILING_WHITESPACE
                 ERROR_QUIET)
+if(NOT BPF_MULTIARCH)
+  # clang has no -print-multiarch (the fuzz build's C compiler): CMake's own
+  # detection gives the same triplet on Debian.
+  set(BPF_MULTIARCH ${CMAKE_LIBRARY_ARCHITECTURE})
+endif()
 
 function(sluice_bpf_object name source)
   cmake_parse_arguments(ARG "" "" "DEFINES" ${ARGN})

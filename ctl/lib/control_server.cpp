@@ -5,7 +5,9 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <ctime>
 #include <filesystem>
+#include <sys/eventfd.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
@@ -42,6 +44,13 @@ bool peer_in_group(int fd, const ucred &cred, gid_t group)
 	return std::find(groups.begin(), groups.end(), group) != groups.end();
 }
 
+long now_ns()
+{
+	timespec ts{};
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return long(ts.tv_sec) * 1'000'000'000L + ts.tv_nsec;
+}
+
 // Is a daemon answering at path?
 bool live_socket(const std::string &path)
 {
@@ -68,6 +77,9 @@ Result<ControlServer> ControlServer::listen(const std::string &path, std::option
 	::unlink(path.c_str());
 
 	ControlServer s;
+	s.wake_fd_.reset(eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK));
+	if (!s.wake_fd_)
+		return fail_errno("creating the control loop's eventfd");
 	s.path_ = path;
 	s.group_ = group;
 	s.max_clients_ = max_clients;
@@ -101,8 +113,11 @@ ControlServer::~ControlServer()
 void ControlServer::poll_fds(std::vector<pollfd> &fds) const
 {
 	fds.push_back({listen_fd_.get(), POLLIN, 0});
+	fds.push_back({wake_fd_.get(), POLLIN, 0});
 	for (const auto &c : clients_) {
-		short ev = c->closing ? 0 : POLLIN;
+		// Not read from while it has requests waiting: what it sends meanwhile
+		// stays in the kernel's buffer, and its sender blocks.
+		short ev = c->closing || has_backlog(*c) ? 0 : POLLIN;
 		if (!c->out.empty())
 			ev |= POLLOUT;
 		fds.push_back({c->fd.get(), ev, 0});
@@ -170,68 +185,117 @@ ssize_t ControlServer::receive(Client &c, char *buf, size_t len)
 	return n;
 }
 
-void ControlServer::read_client(Client &c, const Handler &handler)
+void ControlServer::read_client(Client &c)
 {
-	char buf[16384];
-	// A bounded read per round: a client writing as fast as we read must not
-	// hold the loop here (poll reports the rest next round).
-	for (int chunk = 0; chunk < 8; chunk++) {
-		ssize_t n = receive(c, buf, sizeof(buf));
-		if (n == 0) {
-			c.closing = true; // peer closed: flush what we owe, then go
-			return;
-		}
-		if (n < 0) {
-			if (errno != EAGAIN && errno != EINTR)
-				c.fd.reset();
-			return;
-		}
-		for (ssize_t i = 0; i < n; i++) {
-			char ch = buf[i];
-			if (ch != '\n') {
-				if (c.skipping)
-					continue;
-				if (c.in.size() >= kMaxLineBytes) {
-					c.skipping = true;
-					c.in.clear();
-					c.out += error_reply(Error{ErrorKind::invalid, 0,
-							"request line over " + std::to_string(kMaxLineBytes) + " bytes"}).dump() + "\n";
-					continue;
-				}
-				c.in.push_back(ch);
-				continue;
-			}
-			if (c.skipping) {
-				c.skipping = false;
-				continue;
-			}
-			std::string line = std::move(c.in);
-			c.in.clear();
-			if (line.find_first_not_of(" \t\r") == std::string::npos)
-				continue; // blank line: nothing asked
-			auto req = parse_request(line);
-			json reply;
-			if (!req) {
-				reply = error_reply(req.error());
-			} else if (req->args.value("from_fd", false) == true) {
-				if (c.fds.empty()) {
-					reply = error_reply(Error{ErrorKind::invalid, 0,
-								  "\"from_fd\" is set but no file descriptor came with the request"});
-				} else {
-					req->passed_fd = c.fds.front();
-					c.fds.erase(c.fds.begin());
-					reply = handler(*req);
-				}
-			} else {
-				reply = handler(*req);
-			}
-			c.out += reply.dump(-1, ' ', false, json::error_handler_t::replace) + "\n";
-		}
-		if (c.out.size() > kMaxPendingReply) {
-			log_warn("control: a client stopped reading its replies; disconnected");
+	char buf[kReadPerRound];
+	ssize_t n = receive(c, buf, sizeof(buf));
+	if (n == 0) {
+		c.closing = true; // peer closed: answer what came, flush, then go
+		return;
+	}
+	if (n < 0) {
+		if (errno != EAGAIN && errno != EINTR)
 			c.fd.reset();
+		return;
+	}
+	if (c.head > 0) { // drop what was answered before appending
+		c.in.erase(0, c.head);
+		c.head = 0;
+	}
+	c.in.append(buf, static_cast<size_t>(n));
+	// Bounded here, not only when the line's turn comes: while skipping,
+	// nothing is kept; a partial line is never kept past kMaxLineBytes.
+	size_t nl = c.in.find('\n');
+	if (c.skipping) {
+		if (nl == std::string::npos) {
+			c.in.clear();
 			return;
 		}
+		c.head = nl + 1;
+		c.skipping = false;
+		nl = c.in.find('\n', c.head);
+	}
+	if (nl == std::string::npos && c.in.size() - c.head > kMaxLineBytes) {
+		c.out += error_reply(Error{ErrorKind::invalid, 0,
+					  "request line over " + std::to_string(kMaxLineBytes) + " bytes"}).dump() + "\n";
+		c.in.clear();
+		c.head = 0;
+		c.skipping = true;
+	}
+}
+
+bool ControlServer::has_backlog(const Client &c)
+{
+	return c.in.find('\n', c.head) != std::string::npos;
+}
+
+bool ControlServer::next_line(Client &c, std::string &line)
+{
+	for (;;) {
+		size_t nl = c.in.find('\n', c.head);
+		if (c.skipping) { // inside an over-long line: drop up to its newline
+			if (nl == std::string::npos) {
+				c.in.clear();
+				c.head = 0;
+				return false;
+			}
+			c.head = nl + 1;
+			c.skipping = false;
+			continue;
+		}
+		if (nl == std::string::npos) {
+			if (c.in.size() - c.head > kMaxLineBytes) { // over-long and still coming
+				c.out += error_reply(Error{ErrorKind::invalid, 0,
+							  "request line over " + std::to_string(kMaxLineBytes) + " bytes"}).dump() + "\n";
+				c.in.clear();
+				c.head = 0;
+				c.skipping = true;
+			}
+			return false;
+		}
+		size_t len = nl - c.head;
+		if (len > kMaxLineBytes) { // over-long, and complete already
+			c.out += error_reply(Error{ErrorKind::invalid, 0,
+						  "request line over " + std::to_string(kMaxLineBytes) + " bytes"}).dump() + "\n";
+			c.head = nl + 1;
+			continue;
+		}
+		line.assign(c.in, c.head, len);
+		c.head = nl + 1;
+		if (line.find_first_not_of(" \t\r") == std::string::npos)
+			continue; // blank line: nothing asked
+		return true;
+	}
+}
+
+void ControlServer::answer(Client &c, const std::string &line, const Handler &handler)
+{
+	auto req = parse_request(line);
+	json reply;
+	// Not args.value("from_fd", false): that throws for a value that is not
+	// a boolean, and the exception took the daemon down (found by
+	// tests/fuzz/control_server_fuzz.cpp).
+	const json *from_fd = req && req->args.contains("from_fd") ? &req->args["from_fd"] : nullptr;
+	if (!req) {
+		reply = error_reply(req.error());
+	} else if (from_fd && !from_fd->is_boolean()) {
+		reply = error_reply(Error{ErrorKind::invalid, 0, "\"from_fd\" must be true or false"});
+	} else if (from_fd && from_fd->get<bool>()) {
+		if (c.fds.empty()) {
+			reply = error_reply(Error{ErrorKind::invalid, 0,
+						  "\"from_fd\" is set but no file descriptor came with the request"});
+		} else {
+			req->passed_fd = c.fds.front();
+			c.fds.erase(c.fds.begin());
+			reply = handler(*req);
+		}
+	} else {
+		reply = handler(*req);
+	}
+	c.out += reply.dump(-1, ' ', false, json::error_handler_t::replace) + "\n";
+	if (c.out.size() > kMaxPendingReply) {
+		log_warn("control: a client stopped reading its replies; disconnected");
+		c.fd.reset();
 	}
 }
 
@@ -250,23 +314,56 @@ void ControlServer::write_client(Client &c)
 
 void ControlServer::serve(const std::vector<pollfd> &fds, const Handler &handler)
 {
-	// fds[0] is the listener, then one per client in clients_ order (poll_fds).
-	for (size_t i = 1; i < fds.size() && i - 1 < clients_.size(); i++) {
-		Client &c = *clients_[i - 1];
+	// fds[0] is the listener, fds[1] the wake-up eventfd, then one per client
+	// in clients_ order (poll_fds).
+	if (fds.size() > 1 && (fds[1].revents & POLLIN)) {
+		uint64_t v;
+		(void)!::read(wake_fd_.get(), &v, sizeof(v));
+	}
+	for (size_t i = 2; i < fds.size() && i - 2 < clients_.size(); i++) {
+		Client &c = *clients_[i - 2];
 		if (fds[i].fd != c.fd.get())
 			continue;
 		if (fds[i].revents & (POLLERR | POLLNVAL)) {
 			c.fd.reset();
 			continue;
 		}
-		if (fds[i].revents & (POLLIN | POLLHUP))
-			read_client(c, handler);
-		if (c.fd && !c.out.empty())
-			write_client(c);
+		if ((fds[i].revents & (POLLIN | POLLHUP)) && !c.closing && !has_backlog(c))
+			read_client(c);
 	}
-	std::erase_if(clients_, [](const auto &c) { return !c->fd || (c->closing && c->out.empty()); });
+	// Answer, one request per client in turn, within the round's budget.
+	size_t n = clients_.size(), budget = kRequestsPerRound;
+	long deadline = now_ns() + kServeBudgetNs;
+	std::string line;
+	for (bool progress = true; progress && budget > 0 && n > 0;) {
+		progress = false;
+		for (size_t k = 0; k < n && budget > 0; k++) {
+			Client &c = *clients_[(next_first_ + k) % n];
+			if (!c.fd || !next_line(c, line))
+				continue;
+			answer(c, line, handler);
+			progress = true;
+			if (--budget > 0 && now_ns() >= deadline)
+				budget = 0;
+		}
+	}
+	next_first_ = n ? (next_first_ + 1) % n : 0;
+	bool backlog = false;
+	for (auto &c : clients_) {
+		if (c->fd && !c->out.empty())
+			write_client(*c);
+		if (c->fd && has_backlog(*c))
+			backlog = true;
+	}
+	std::erase_if(clients_, [](const auto &c) {
+		return !c->fd || (c->closing && c->out.empty() && !has_backlog(*c));
+	});
 	if (!fds.empty() && (fds[0].revents & POLLIN))
 		accept_clients();
+	if (backlog) { // requests wait: the next poll must not sleep
+		uint64_t one = 1;
+		(void)!::write(wake_fd_.get(), &one, sizeof(one));
+	}
 }
 
 } // namespace sluice

@@ -1,0 +1,605 @@
+// xdp_fuzz.cpp - libFuzzer harness for the real, loaded XDP program.
+//
+// Every input is run through sluice_xdp with BPF_PROG_TEST_RUN
+// (bpf_prog_test_run_opts), and after every run the harness checks, from the
+// maps:
+//   - the verdict is XDP_PASS or XDP_DROP (never XDP_ABORTED or anything else),
+//     and the one the outcome calls for;
+//   - the counters add up: every repetition counted under exactly one outcome
+//     (packets and bytes), the outcome the host's own parse of the frame
+//     (bpf/parse.h) and the lists call for; would_drop only in dry-run, and
+//     there exactly once per drop verdict;
+//   - the bucket did what bpf/bucket.h says: the frame's two slots (computed
+//     with bpf/source_key.h) are the only slots of the table that changed, a
+//     changed slot holds between 0 and burst tokens of credit at the time of
+//     the run, and the number admitted is what the fuller slot held;
+//   - every slot of the (small) table is swept after every run and compared
+//     with the harness's copy.
+// The program is the production object (the skeleton embeds it); three
+// instances are loaded with different load-time settings (two choices; dry run
+// with /24 and /48 prefixes; one choice), chosen per input.
+//
+// Input: [scenario][tuning][frame...]
+//   scenario bits 0-1: instance (0 two-choice, 1 dry-run, 2 one-choice; 3 = 0)
+//            bits 2-3: breaker state (0 serving, 1 shedding, 2 recovering, 3 serving)
+//            bit 4: the deny lists are flagged non-empty, bit 5: the allow lists
+//            bits 6-7: repetitions - 1 (BPF_PROG_TEST_RUN repeat, 1..4)
+//   tuning   bits 0-2: burst - 1 (1..8), bits 3-7: admission while recovering
+//   frame    at most kMaxFrame bytes (longer inputs are cut there); shorter
+//            than an Ethernet header is run as a truncated frame.
+// The lists hold deny 10.66.0.0/16, 2001:db8:66::/48 and allow 10.77.0.0/16,
+// 10.66.77.0/24 (deny wins), 2001:db8:77::/48.
+//
+// Extra flags (libFuzzer ignores flags that start with "--"):
+//   --write-corpus=DIR   write the seed corpus (valid IPv4/IPv6/VLAN/QinQ/ARP/
+//                        LLDP frames and malformed ones, per scenario) and exit
+// Needs root (BPF); exits 125 (ctest: skipped; libFuzzer itself exits 77 on a crash unless told otherwise) without it, or fails in CI (CI=true).
+#include "frames.h"
+#include "fuzz_support.h"
+#include "sluice_abi.h"
+#include "bucket.h"
+#include "parse.h"
+#include "source_key.h"
+#include "sluice_bpf.skel.h"
+
+#include <bpf/bpf.h>
+#include <bpf/libbpf.h>
+#include <linux/bpf.h>
+#include <linux/if_link.h>
+#include <net/if.h>
+#include <sched.h>
+#include <signal.h>
+
+#include <algorithm>
+#include <array>
+#include <cerrno>
+#include <cstdarg>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <string>
+#include <time.h>
+#include <unistd.h>
+#include <vector>
+
+namespace {
+
+using namespace sluice::frames;
+
+constexpr std::size_t kMaxFrame = 1600;
+constexpr std::uint64_t kRate = 1000; // tokens/s: cost 1 ms, nothing refills within one run
+constexpr __u64 kKey[2] = {0x0123456789abcdefull, 0xfedcba9876543210ull};
+
+[[noreturn]] void die(const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	std::fputs("xdp_fuzz: ", stderr);
+	std::vfprintf(stderr, fmt, ap);
+	std::fputc('\n', stderr);
+	va_end(ap);
+	std::fflush(stderr);
+	std::abort(); // libFuzzer saves the input as a crash
+}
+
+std::uint64_t coarse_ns()
+{
+	timespec ts{};
+	clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
+	return std::uint64_t(ts.tv_sec) * 1'000'000'000ull + std::uint64_t(ts.tv_nsec);
+}
+
+struct Prefix {
+	bool v6;
+	std::array<std::uint8_t, 16> addr;
+	std::uint32_t len;
+};
+
+const Prefix kDeny[] = {
+	{false, {10, 66}, 16},
+	{true, {0x20, 0x01, 0x0d, 0xb8, 0x00, 0x66}, 48},
+};
+const Prefix kAllow[] = {
+	{false, {10, 77}, 16},
+	{false, {10, 66, 77}, 24},
+	{true, {0x20, 0x01, 0x0d, 0xb8, 0x00, 0x77}, 48},
+};
+
+// Does the (unmasked) source fall in one of the prefixes? The program looks
+// the address up before masking it to the bucket prefix.
+template <std::size_t N>
+bool in_list(const Prefix (&list)[N], const sluice_source &src, bool v6)
+{
+	std::uint8_t bytes[16];
+	std::memcpy(bytes, src.w, 16);
+	for (const Prefix &p : list) {
+		if (p.v6 != v6)
+			continue;
+		bool match = true;
+		for (std::uint32_t bit = 0; bit < p.len && match; bit++) {
+			std::uint8_t m = std::uint8_t(0x80u >> (bit % 8));
+			match = (bytes[bit / 8] & m) == (p.addr[bit / 8] & m);
+		}
+		if (match)
+			return true;
+	}
+	return false;
+}
+
+struct Instance {
+	Instance(const char *n, std::uint32_t s, std::uint32_t v4, std::uint32_t v6, std::uint32_t dry,
+		 std::uint32_t one)
+	    : name(n), slots(s), v4_prefix(v4), v6_prefix(v6), dry_run(dry), one_choice(one)
+	{
+	}
+	const char *name;
+	std::uint32_t slots, v4_prefix, v6_prefix, dry_run, one_choice;
+	sluice_bpf *skel = nullptr;
+	int prog = -1, slots_fd = -1, config_fd = -1, counters_fd = -1;
+	sluice_config cfg{};
+	std::vector<std::uint64_t> shadow; // every slot's empty_at as last read
+	std::array<sluice_counter, SLUICE_OUTCOMES> counters{};
+};
+
+Instance g_inst[3] = {
+	{"two-choice", 64, 32, 64, 0, 0},
+	{"dry-run", 16, 24, 48, 1, 0},
+	{"one-choice", 16, 32, 128, 0, 1},
+};
+int g_ncpu = 1;
+bool g_batch = true;
+
+void read_slots(Instance &in, std::vector<std::uint64_t> &out)
+{
+	out.assign(in.slots, 0);
+	if (g_batch) {
+		std::vector<__u32> keys(in.slots);
+		__u32 count = in.slots, out_batch = 0;
+		LIBBPF_OPTS(bpf_map_batch_opts, opts);
+		int err = bpf_map_lookup_batch(in.slots_fd, nullptr, &out_batch, keys.data(), out.data(), &count, &opts);
+		if ((err == 0 || err == -ENOENT) && count == in.slots) {
+			for (__u32 i = 0; i < in.slots; i++)
+				if (keys[i] != i)
+					die("batch lookup of slots returned key %u at %u", keys[i], i);
+			return;
+		}
+		g_batch = false; // an older kernel: one lookup per slot from now on
+	}
+	for (__u32 i = 0; i < in.slots; i++)
+		if (bpf_map_lookup_elem(in.slots_fd, &i, &out[i]))
+			die("slot %u lookup: %s", i, std::strerror(errno));
+}
+
+std::array<sluice_counter, SLUICE_OUTCOMES> read_counters(const Instance &in)
+{
+	std::array<sluice_counter, SLUICE_OUTCOMES> sum{};
+	if (g_batch) {
+		std::vector<sluice_counter> all(static_cast<std::size_t>(g_ncpu) * SLUICE_OUTCOMES);
+		__u32 keys[SLUICE_OUTCOMES], count = SLUICE_OUTCOMES, out_batch = 0;
+		LIBBPF_OPTS(bpf_map_batch_opts, opts);
+		int err = bpf_map_lookup_batch(in.counters_fd, nullptr, &out_batch, keys, all.data(), &count, &opts);
+		if ((err == 0 || err == -ENOENT) && count == SLUICE_OUTCOMES) {
+			for (__u32 i = 0; i < SLUICE_OUTCOMES; i++) {
+				if (keys[i] >= SLUICE_OUTCOMES)
+					die("batch lookup of counters returned key %u", keys[i]);
+				for (int cpu = 0; cpu < g_ncpu; cpu++) {
+					sum[keys[i]].packets += all[std::size_t(i) * std::size_t(g_ncpu) + std::size_t(cpu)].packets;
+					sum[keys[i]].bytes += all[std::size_t(i) * std::size_t(g_ncpu) + std::size_t(cpu)].bytes;
+				}
+			}
+			return sum;
+		}
+		g_batch = false;
+	}
+	std::vector<sluice_counter> per(static_cast<std::size_t>(g_ncpu));
+	for (__u32 o = 0; o < SLUICE_OUTCOMES; o++) {
+		if (bpf_map_lookup_elem(in.counters_fd, &o, per.data()))
+			die("counter %u lookup: %s", o, std::strerror(errno));
+		for (const auto &c : per) {
+			sum[o].packets += c.packets;
+			sum[o].bytes += c.bytes;
+		}
+	}
+	return sum;
+}
+
+void add_prefix(int fd, const Prefix &p)
+{
+	std::uint8_t one = 1;
+	if (p.v6) {
+		sluice_lpm_v6 k{};
+		k.prefixlen = p.len;
+		std::memcpy(k.addr, p.addr.data(), 16);
+		if (bpf_map_update_elem(fd, &k, &one, BPF_ANY))
+			die("list update: %s", std::strerror(errno));
+	} else {
+		sluice_lpm_v4 k{};
+		k.prefixlen = p.len;
+		std::memcpy(k.addr, p.addr.data(), 4);
+		if (bpf_map_update_elem(fd, &k, &one, BPF_ANY))
+			die("list update: %s", std::strerror(errno));
+	}
+}
+
+void load(Instance &in)
+{
+	in.skel = sluice_bpf::open();
+	if (!in.skel)
+		die("open: %s", std::strerror(errno));
+	auto &s = in.skel->rodata->settings;
+	s.hash_key[0] = kKey[0];
+	s.hash_key[1] = kKey[1];
+	s.layout_version = SLUICE_LAYOUT_VERSION;
+	s.slot_mask = in.slots - 1;
+	s.v4_prefix = in.v4_prefix;
+	s.v6_prefix = in.v6_prefix;
+	s.dry_run = in.dry_run;
+	s.one_choice = in.one_choice;
+	if (int e = bpf_map__set_max_entries(in.skel->maps.slots, in.slots))
+		die("set_max_entries: %s", std::strerror(-e));
+	if (int e = sluice_bpf::load(in.skel))
+		die("load %s: %s", in.name, std::strerror(-e));
+	in.prog = bpf_program__fd(in.skel->progs.sluice_xdp);
+	in.slots_fd = bpf_map__fd(in.skel->maps.slots);
+	in.config_fd = bpf_map__fd(in.skel->maps.config);
+	in.counters_fd = bpf_map__fd(in.skel->maps.counters);
+	for (const Prefix &p : kDeny)
+		add_prefix(bpf_map__fd(p.v6 ? in.skel->maps.deny_v6 : in.skel->maps.deny_v4), p);
+	for (const Prefix &p : kAllow)
+		add_prefix(bpf_map__fd(p.v6 ? in.skel->maps.allow_v6 : in.skel->maps.allow_v4), p);
+	read_slots(in, in.shadow);
+	in.counters = read_counters(in);
+}
+
+// BPF_PROG_TEST_RUN of an XDP program adds it to the kernel's XDP dispatcher
+// and removes it again, on every run: each time the kernel patches the
+// dispatcher's code, with IPIs to every CPU, which on a loaded VM costs
+// hundreds of microseconds. A program the dispatcher already holds (one
+// attached in native mode somewhere) skips that. So each instance is attached
+// to a veth of its own, in a network namespace private to this process (gone
+// with it), never brought up: no frame ever reaches it there. If that cannot
+// be done the harness runs as is, only slower. SLUICE_FUZZ_NO_DISPATCH_PIN=1
+// skips it.
+void pin_in_dispatcher()
+{
+	if (std::getenv("SLUICE_FUZZ_NO_DISPATCH_PIN"))
+		return;
+	if (unshare(CLONE_NEWNET) != 0) {
+		std::fprintf(stderr, "xdp_fuzz: unshare(CLONE_NEWNET): %s; running unpinned\n", std::strerror(errno));
+		return;
+	}
+	for (int i = 0; i < 3; i++) {
+		std::string a = "fz" + std::to_string(i), b = "fzp" + std::to_string(i);
+		std::string cmd = "ip link add " + a + " type veth peer name " + b + " >/dev/null 2>&1";
+		unsigned idx = 0;
+		if (std::system(cmd.c_str()) != 0 || (idx = if_nametoindex(a.c_str())) == 0 ||
+		    bpf_xdp_attach(int(idx), g_inst[i].prog, XDP_FLAGS_DRV_MODE, nullptr) != 0) {
+			std::fprintf(stderr, "xdp_fuzz: cannot attach %s to a private veth; running unpinned\n",
+				     g_inst[i].name);
+			return;
+		}
+	}
+}
+
+sluice_config config_for(std::uint8_t scenario, std::uint8_t tuning)
+{
+	sluice_config c{};
+	c.rate_pps = kRate;
+	c.cost_ns = SLUICE_NSEC_PER_SEC / kRate;
+	c.burst = 1 + (tuning & 7);
+	std::uint32_t state = (scenario >> 2) & 3;
+	c.breaker_state = state == 3 ? SLUICE_SERVING : state;
+	c.admission_ppm = c.breaker_state == SLUICE_RECOVERING
+				  ? SLUICE_PPM_MIN + (tuning >> 3) * ((SLUICE_PPM_FULL - SLUICE_PPM_MIN) / 31)
+				  : SLUICE_PPM_FULL;
+	if (scenario & 0x10)
+		c.list_flags |= SLUICE_LIST_DENY_V4 | SLUICE_LIST_DENY_V6;
+	if (scenario & 0x20)
+		c.list_flags |= SLUICE_LIST_ALLOW_V4 | SLUICE_LIST_ALLOW_V6;
+	return c;
+}
+
+// What the program must count a frame as, from the host's parse. For frames
+// that reach the buckets, PASSED or DROP_RATE (returned as PASSED here).
+std::uint32_t expected_outcome(const sluice_config &c, int kind, const sluice_source &src)
+{
+	if (kind == SLUICE_PARSE_NON_IP)
+		return SLUICE_NON_IP;
+	if (kind == SLUICE_PARSE_MALFORMED)
+		return SLUICE_MALFORMED;
+	bool v6 = kind == SLUICE_PARSE_IPV6;
+	if ((c.list_flags & (v6 ? SLUICE_LIST_DENY_V6 : SLUICE_LIST_DENY_V4)) && in_list(kDeny, src, v6))
+		return SLUICE_DROP_DENY;
+	if (c.breaker_state == SLUICE_SHEDDING)
+		return (c.list_flags & (v6 ? SLUICE_LIST_ALLOW_V6 : SLUICE_LIST_ALLOW_V4)) && in_list(kAllow, src, v6)
+			       ? SLUICE_ALLOWLISTED
+			       : SLUICE_DROP_SHED;
+	return SLUICE_PASSED;
+}
+
+bool drop_outcome(std::uint32_t o)
+{
+	return o == SLUICE_DROP_RATE || o == SLUICE_DROP_SHED || o == SLUICE_DROP_DENY || o == SLUICE_MALFORMED;
+}
+
+std::string hex(const std::uint8_t *p, std::size_t n)
+{
+	std::string s;
+	char b[4];
+	for (std::size_t i = 0; i < n && i < 96; i++) {
+		std::snprintf(b, sizeof(b), "%02x", p[i]);
+		s += b;
+	}
+	return n > 96 ? s + "..." : s;
+}
+
+// ------------------------------------------------------------- seed corpus
+
+void write_file(const std::filesystem::path &p, std::uint8_t scenario, std::uint8_t tuning, const Bytes &frame)
+{
+	std::ofstream f(p, std::ios::binary);
+	f.put(char(scenario));
+	f.put(char(tuning));
+	f.write(reinterpret_cast<const char *>(frame.data()), std::streamsize(frame.size()));
+	if (!f)
+		die("cannot write %s", p.c_str());
+}
+
+void write_corpus(const std::string &dir)
+{
+	std::filesystem::create_directories(dir);
+	Ipv4 v4{};
+	v4.src = ip4("198.18.0.7");
+	Ipv6 v6{};
+	v6.src = ip6("2001:2::7");
+	Ipv4 deny4 = v4, allow4 = v4, both4 = v4;
+	deny4.src = ip4("10.66.1.2");
+	allow4.src = ip4("10.77.3.4");
+	both4.src = ip4("10.66.77.1");
+	Ipv6 deny6 = v6, allow6 = v6;
+	deny6.src = ip6("2001:db8:66::9");
+	allow6.src = ip6("2001:db8:77::9");
+	Ipv4 opts = v4;
+	opts.options = {0x01, 0x01, 0x01, 0x00}; // NOPs, EOL: IHL 6
+	Ipv4 ihl4 = v4;
+	ihl4.ihl = 4;
+	Ipv4 ver6 = v4;
+	ver6.version = 6;
+	Ipv6 ver4 = v6;
+	ver4.version = 4;
+	Eth one_tag{}, qinq{}, three{};
+	one_tag.tags = {vlan(10)};
+	qinq.tags = {svlan(100), vlan(10)};
+	three.tags = {svlan(100), vlan(10), vlan(20)};
+
+	struct Seed {
+		const char *name;
+		std::uint8_t scenario, tuning;
+		Bytes frame;
+	};
+	std::vector<Seed> seeds = {
+		{"ipv4-udp", 0x00, 0x03, udp4({}, v4)},
+		{"ipv4-udp-64", 0x40, 0x01, udp4_sized(64, {}, v4)},
+		{"ipv4-udp-1514", 0x00, 0x07, udp4_sized(1514, {}, v4)},
+		{"ipv4-options", 0x00, 0x02, udp4({}, opts)},
+		{"ipv6-udp", 0x00, 0x03, udp6({}, v6)},
+		{"ipv6-udp-dry-run", 0x01, 0x00, udp6({}, v6)},
+		{"ipv4-vlan", 0x00, 0x02, udp4(one_tag, v4)},
+		{"ipv6-vlan", 0x02, 0x02, udp6(one_tag, v6)},
+		{"ipv4-qinq", 0x80, 0x01, udp4(qinq, v4)},
+		{"ipv6-qinq", 0x01, 0x01, udp6(qinq, v6)},
+		{"arp", 0x00, 0x00, arp_request(ip4("198.18.0.7"), ip4("198.18.0.1"))},
+		{"arp-vlan", 0x04, 0x00, arp_request(ip4("198.18.0.7"), ip4("198.18.0.1"), [] {
+			 Eth e = eth_to(kBroadcast);
+			 e.tags = {vlan(7)};
+			 return e;
+		 }())},
+		{"lldp", 0x00, 0x00, lldp()},
+		{"ipv4-deny", 0x10, 0x01, udp4({}, deny4)},
+		{"ipv6-deny", 0x11, 0x01, udp6({}, deny6)},
+		{"ipv4-allow-shedding", 0x24, 0x01, udp4({}, allow4)},
+		{"ipv6-allow-shedding", 0x26, 0x01, udp6({}, allow6)},
+		{"ipv4-deny-and-allow-shedding", 0x34, 0x01, udp4({}, both4)},
+		{"ipv4-shedding", 0x04, 0x00, udp4({}, v4)},
+		{"ipv4-recovering", 0xc8, 0x0f, udp4({}, v4)},
+		{"ipv6-recovering-one-choice", 0x4a, 0x81, udp6({}, v6)},
+		{"ipv4-drain", 0xc0, 0x00, udp4({}, v4)},
+		{"ipv4-ihl4", 0x00, 0x00, udp4({}, ihl4)},
+		{"ipv4-version6", 0x00, 0x00, udp4({}, ver6)},
+		{"ipv6-version4", 0x01, 0x00, udp6({}, ver4)},
+		{"ipv4-truncated", 0x00, 0x00, truncated(udp4({}, v4), 30)},
+		{"ipv4-options-truncated", 0x00, 0x00, truncated(udp4({}, opts), 35)},
+		{"ipv6-truncated", 0x00, 0x00, truncated(udp6({}, v6), 50)},
+		{"vlan-truncated", 0x00, 0x00, truncated(udp4(one_tag, v4), 16)},
+		{"three-tags", 0x00, 0x00, udp4(three, v4)},
+		{"eth-only", 0x00, 0x00, raw({}, kEthIpv4)},
+		{"runt-10", 0x00, 0x00, truncated(udp4({}, v4), 10)},
+		{"empty", 0x00, 0x00, {}},
+	};
+	for (const auto &s : seeds)
+		write_file(std::filesystem::path(dir) / s.name, s.scenario, s.tuning, s.frame);
+	std::printf("wrote %zu seeds to %s\n", seeds.size(), dir.c_str());
+}
+
+} // namespace
+
+extern "C" int LLVMFuzzerInitialize(int *argc, char ***argv)
+{
+	sluice::fuzz::write_corpus_if_asked(*argc, *argv, write_corpus);
+	if (geteuid() != 0) {
+		const char *ci = std::getenv("CI");
+		if (ci && (std::strcmp(ci, "true") == 0 || std::strcmp(ci, "1") == 0))
+			die("cannot run in CI: needs root (BPF)");
+		std::fprintf(stderr, "xdp_fuzz: skipped: needs root (BPF)\n");
+		std::exit(125);
+	}
+	g_ncpu = libbpf_num_possible_cpus();
+	if (g_ncpu < 1)
+		die("libbpf_num_possible_cpus: %d", g_ncpu);
+	for (Instance &in : g_inst)
+		load(in);
+	pin_in_dispatcher();
+	return 0;
+}
+
+extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t *data, std::size_t size)
+{
+	std::uint8_t scenario = size > 0 ? data[0] : 0;
+	std::uint8_t tuning = size > 1 ? data[1] : 0;
+	const std::uint8_t *fp = size > 2 ? data + 2 : data;
+	std::size_t flen = size > 2 ? std::min(size - 2, kMaxFrame) : 0;
+	Instance &in = g_inst[(scenario & 3) % 3];
+	int repeat = 1 + (scenario >> 6);
+
+	sluice_config cfg = config_for(scenario, tuning);
+	if (std::memcmp(&cfg, &in.cfg, sizeof(cfg)) != 0) {
+		__u32 zero = 0;
+		if (bpf_map_update_elem(in.config_fd, &zero, &cfg, BPF_ANY))
+			die("config update: %s", std::strerror(errno));
+		in.cfg = cfg;
+	}
+
+	// The host's view of the frame: its outcome class and its two slots.
+	sluice_source src{};
+	int kind = sluice_parse(fp, fp + flen, &src);
+	std::uint32_t want = expected_outcome(cfg, kind, src);
+	sluice_slot_pair pair{0, 0};
+	bool bucket_path = want == SLUICE_PASSED;
+	if (bucket_path) {
+		bool v6 = kind == SLUICE_PARSE_IPV6;
+		sluice_source m = src;
+		if (v6)
+			sluice_mask_v6(&m, in.v6_prefix);
+		else
+			m.w[0] = sluice_mask_v4(std::uint32_t(m.w[0]), in.v4_prefix);
+		pair = sluice_slots_of(sluice_source_hash(kKey, &m, v6), in.slots - 1, in.one_choice);
+		if (pair.a >= in.slots || pair.b >= in.slots || (!in.one_choice && pair.a == pair.b))
+			die("sluice_slots_of gave slots %u, %u of %u", pair.a, pair.b, in.slots);
+	}
+	std::uint64_t cost = sluice_effective_cost(cfg.cost_ns, cfg.breaker_state, cfg.admission_ppm);
+	std::uint64_t burst_ns = cfg.burst * cost;
+
+	// Run it. Frames shorter than an Ethernet header: BPF_PROG_TEST_RUN
+	// wants at least ETH_HLEN of data_in, so the frame is padded and
+	// xdp_md.data_end says where it ends (see tests/bpf/fixture.h).
+	std::uint8_t in_buf[kMaxFrame + kEthHeaderLen];
+	std::memcpy(in_buf, fp, flen);
+	std::size_t in_len = flen;
+	xdp_md ctx{};
+	LIBBPF_OPTS(bpf_test_run_opts, opts);
+	if (flen < kEthHeaderLen) {
+		std::memset(in_buf + flen, 0, kEthHeaderLen - flen);
+		in_len = kEthHeaderLen;
+		ctx.data = 0;
+		ctx.data_end = std::uint32_t(flen);
+		opts.ctx_in = &ctx;
+		opts.ctx_size_in = sizeof(ctx);
+	}
+	opts.data_in = in_buf;
+	opts.data_size_in = std::uint32_t(in_len);
+	opts.repeat = repeat;
+	// Signals blocked: a signal pending during a run of several repetitions
+	// ends it early with EINTR, after some of them (libFuzzer's timer is
+	// one); it is delivered right after.
+	sigset_t all, old;
+	sigfillset(&all);
+	pthread_sigmask(SIG_BLOCK, &all, &old);
+	std::uint64_t c0 = coarse_ns();
+	int err = bpf_prog_test_run_opts(in.prog, &opts);
+	int run_errno = errno;
+	std::uint64_t c1 = coarse_ns();
+	pthread_sigmask(SIG_SETMASK, &old, nullptr);
+	if (err)
+		die("bpf_prog_test_run_opts (%zu bytes): %s", flen, std::strerror(run_errno));
+
+	// Counters: exactly one outcome per repetition.
+	auto now_counters = read_counters(in);
+	std::array<std::uint64_t, SLUICE_OUTCOMES> dp{}, db{};
+	std::uint64_t seen = 0, seen_bytes = 0, drops = 0;
+	for (unsigned o = 0; o < SLUICE_OUTCOMES; o++) {
+		dp[o] = now_counters[o].packets - in.counters[o].packets;
+		db[o] = now_counters[o].bytes - in.counters[o].bytes;
+		if (o != SLUICE_WOULD_DROP) {
+			seen += dp[o];
+			seen_bytes += db[o];
+			if (drop_outcome(o))
+				drops += dp[o];
+		}
+	}
+	in.counters = now_counters;
+	std::string what = std::string(in.name) + " scenario " + std::to_string(scenario) + " tuning " +
+			   std::to_string(tuning) + " frame " + hex(fp, flen);
+	if (seen != std::uint64_t(repeat))
+		die("%d repetitions counted %llu times: %s", repeat, (unsigned long long)seen, what.c_str());
+	if (seen_bytes != std::uint64_t(repeat) * flen)
+		die("bytes counted %llu, want %d x %zu: %s", (unsigned long long)seen_bytes, repeat, flen, what.c_str());
+	if (in.dry_run ? dp[SLUICE_WOULD_DROP] != drops : dp[SLUICE_WOULD_DROP] != 0)
+		die("would_drop %llu with %llu drops (dry run %u): %s", (unsigned long long)dp[SLUICE_WOULD_DROP],
+		    (unsigned long long)drops, in.dry_run, what.c_str());
+	if (bucket_path) {
+		if (dp[SLUICE_PASSED] + dp[SLUICE_DROP_RATE] != std::uint64_t(repeat))
+			die("a bucket frame counted outside passed/drop_rate: %s", what.c_str());
+	} else if (dp[want] != std::uint64_t(repeat)) {
+		die("want outcome %u x %d, got %llu: %s", want, repeat, (unsigned long long)dp[want], what.c_str());
+	}
+
+	// The verdict.
+	if (opts.retval != XDP_PASS && opts.retval != XDP_DROP)
+		die("verdict %u (not XDP_PASS or XDP_DROP): %s", opts.retval, what.c_str());
+	bool last_drop;
+	if (!bucket_path)
+		last_drop = drop_outcome(want);
+	else if (dp[SLUICE_DROP_RATE] == 0 || dp[SLUICE_PASSED] == 0)
+		last_drop = dp[SLUICE_DROP_RATE] != 0;
+	else
+		last_drop = opts.retval == XDP_DROP; // mixed: either may be last
+	std::uint32_t want_verdict = last_drop && !in.dry_run ? XDP_DROP : XDP_PASS;
+	if (opts.retval != want_verdict)
+		die("verdict %u, want %u: %s", opts.retval, want_verdict, what.c_str());
+
+	// The table: only the frame's slots changed, and what they changed to.
+	static std::vector<std::uint64_t> table;
+	read_slots(in, table);
+	for (std::uint32_t i = 0; i < in.slots; i++) {
+		if (table[i] == in.shadow[i])
+			continue;
+		if (!bucket_path || (i != pair.a && i != pair.b))
+			die("slot %u changed (%llu -> %llu), not one of the frame's (%s): %s", i,
+			    (unsigned long long)in.shadow[i], (unsigned long long)table[i],
+			    bucket_path ? "bucket frame" : "no bucket", what.c_str());
+		// Written during the run: the credit left at the program's clock
+		// (in [c0, c1]) is within [0, burst x cost].
+		std::uint64_t lo = c0 + SLUICE_TIME_BIAS - burst_ns, hi = c1 + SLUICE_TIME_BIAS;
+		if (table[i] < lo || table[i] > hi)
+			die("slot %u written as %llu, outside [%llu, %llu] (credit over burst or in the future): %s", i,
+			    (unsigned long long)table[i], (unsigned long long)lo, (unsigned long long)hi, what.c_str());
+	}
+	for (std::uint32_t i = 0; i < in.slots; i++) {
+		std::uint64_t t = sluice_tokens(table[i], c1 + SLUICE_TIME_BIAS, cost, cfg.burst);
+		if (t > cfg.burst)
+			die("slot %u holds %llu tokens, burst %llu", i, (unsigned long long)t,
+			    (unsigned long long)cfg.burst);
+	}
+	if (bucket_path) {
+		// Admitted = what the fuller slot held, up to the repetitions: at
+		// least what it held at c0, at most what it held at c1 plus what
+		// can refill during the run (nothing when the clock did not move:
+		// then exactly what it held).
+		auto held = [&](std::uint64_t now) {
+			std::uint64_t ca = sluice_credit(in.shadow[pair.a], now + SLUICE_TIME_BIAS, burst_ns);
+			std::uint64_t cb = sluice_credit(in.shadow[pair.b], now + SLUICE_TIME_BIAS, burst_ns);
+			return std::max(ca, cb) / cost;
+		};
+		std::uint64_t lo = std::min<std::uint64_t>(repeat, held(c0));
+		std::uint64_t hi = std::min<std::uint64_t>(repeat, held(c1) + (c1 - c0 + cost - 1) / cost);
+		if (dp[SLUICE_PASSED] < lo || dp[SLUICE_PASSED] > hi)
+			die("admitted %llu of %d, want [%llu, %llu] (slots %u %u held %llu tokens at c0): %s",
+			    (unsigned long long)dp[SLUICE_PASSED], repeat, (unsigned long long)lo,
+			    (unsigned long long)hi, pair.a, pair.b, (unsigned long long)held(c0), what.c_str());
+	}
+	in.shadow.swap(table);
+	return 0;
+}
