@@ -26,12 +26,41 @@
 
 char LICENSE[] SEC("license") = "Dual BSD/GPL";
 
+/* For libxdp's multiprog dispatcher (sluiced --multiprog; xdp_helpers.h's
+ * XDP_RUN_CONFIG, spelled out): run at priority 20, after static filters such
+ * as xdp-filter (10) and before programs at libxdp's default (50); a frame
+ * sluice passes goes on to the next program, one it drops ends there. BTF
+ * only: libbpf skips the section, the bpf_link path never reads it. */
+struct {
+	__uint(priority, 20);
+	__uint(XDP_PASS, 1);
+} _sluice_xdp SEC(".xdp_run_config");
+
 /* The clock: coarse by default (see judge()); the fine clock is a build
  * variant that exists only so bench.sh can show what it would cost. */
 #ifdef SLUICE_FINE_CLOCK
 #define SLUICE_CLOCK() bpf_ktime_get_ns()
 #else
 #define SLUICE_CLOCK() bpf_ktime_get_coarse_ns()
+#endif
+
+/* Cut points for bench.sh's cost breakdown only (scripts/bench.sh builds one
+ * object per define; the default build defines none of them, and then none of
+ * this exists). Each variant stops the frame at that point with XDP_DROP and
+ * counts nothing; SLUICE_BENCH_KEEP makes the work before the cut observable
+ * so that the compiler cannot remove it. Stages, cumulative:
+ *   PARSE   Ethernet/VLAN/IP parse
+ *   HASH    + config lookup, breaker/list checks, prefix mask, SipHash, slot indices
+ *   LOOKUP  + the two slot lookups
+ *   CLOCK   + the clock read
+ *   BUCKET  + the two-choice bucket update (everything but the counters) */
+#if defined(SLUICE_BENCH_STOP_AFTER_PARSE) || defined(SLUICE_BENCH_STOP_AFTER_HASH) ||             \
+	defined(SLUICE_BENCH_STOP_AFTER_LOOKUP) || defined(SLUICE_BENCH_STOP_AFTER_CLOCK) ||       \
+	defined(SLUICE_BENCH_STOP_AFTER_BUCKET)
+#define SLUICE_BENCH_CUT 1
+#define SLUICE_BENCH_KEEP(x) asm volatile("" : : "r"(x))
+/* judge() returns this to sluice_xdp, which returns XDP_DROP at once. */
+#define SLUICE_BENCH_STOPPED 0xff
 #endif
 
 /* Load-time settings (read-only once loaded; the verifier folds the branches
@@ -41,6 +70,7 @@ const volatile struct sluice_settings settings = {
 	.slot_mask = SLUICE_SLOTS_DEFAULT - 1,
 	.v4_prefix = 32,
 	.v6_prefix = 64,
+	.sample_every = SLUICE_SAMPLE_EVERY_DEFAULT,
 };
 
 /* max_entries is replaced at load by the configured table size. */
@@ -79,6 +109,12 @@ SLUICE_LPM_MAP(allow_v6, struct sluice_lpm_v6);
 SLUICE_LPM_MAP(deny_v4, struct sluice_lpm_v4);
 SLUICE_LPM_MAP(deny_v6, struct sluice_lpm_v6);
 
+/* Sampled drops for `sluicectl top` (sluice_abi.h, struct sluice_drop_sample). */
+struct {
+	__uint(type, BPF_MAP_TYPE_RINGBUF);
+	__uint(max_entries, SLUICE_SAMPLE_RING_BYTES);
+} drop_samples SEC(".maps");
+
 static __always_inline void count(__u32 outcome, __u64 bytes)
 {
 	struct sluice_counter *c = bpf_map_lookup_elem(&counters, &outcome);
@@ -87,6 +123,28 @@ static __always_inline void count(__u32 outcome, __u64 bytes)
 		c->packets++;
 		c->bytes += bytes;
 	}
+}
+
+/* A drop verdict, sampled: 1 in settings.sample_every of them send the source
+ * to the ring, without a wakeup (the daemon drains it each period). judge()
+ * calls this only on its drop returns, so the pass path pays nothing; the
+ * drop path pays one bpf_get_prandom_u32() (measured: +3 ns a drop), and
+ * the ring only for a sampled frame. Sampling off (sample_every 0) leaves a
+ * load and a test. */
+static __always_inline __u32 sampled_drop(const struct sluice_source *src, int is_v6, __u32 outcome)
+{
+	if (!settings.sample_every || (bpf_get_prandom_u32() & (settings.sample_every - 1)))
+		return outcome;
+	struct sluice_drop_sample *s = bpf_ringbuf_reserve(&drop_samples, sizeof(*s), 0);
+
+	if (!s)
+		return outcome; /* ring full: the daemon is behind or down; the sample is lost */
+	s->w[0] = src->w[0];
+	s->w[1] = src->w[1];
+	s->family = is_v6 ? 6 : 4;
+	s->outcome = outcome;
+	bpf_ringbuf_submit(s, BPF_RB_NO_WAKEUP);
+	return outcome;
 }
 
 /* Is the source in the v4 or v6 LPM list? */
@@ -114,12 +172,12 @@ static __always_inline __u32 judge(const struct sluice_config *cfg, struct sluic
 	__u32 state = cfg->breaker_state;
 
 	if ((cfg->list_flags & deny_bit) && listed(&deny_v4, &deny_v6, src, is_v6))
-		return SLUICE_DROP_DENY;
+		return sampled_drop(src, is_v6, SLUICE_DROP_DENY);
 
 	if (state == SLUICE_SHEDDING) {
 		if ((cfg->list_flags & allow_bit) && listed(&allow_v4, &allow_v6, src, is_v6))
 			return SLUICE_ALLOWLISTED;
-		return SLUICE_DROP_SHED;
+		return sampled_drop(src, is_v6, SLUICE_DROP_SHED);
 	}
 
 	if (cfg->cost_ns == 0)
@@ -133,11 +191,21 @@ static __always_inline __u32 judge(const struct sluice_config *cfg, struct sluic
 	__u64 key[2] = { settings.hash_key[0], settings.hash_key[1] };
 	struct sluice_slot_pair idx = sluice_slots_of(sluice_source_hash(key, src, is_v6),
 						      settings.slot_mask, settings.one_choice);
+#ifdef SLUICE_BENCH_STOP_AFTER_HASH
+	SLUICE_BENCH_KEEP(idx.a);
+	SLUICE_BENCH_KEEP(idx.b);
+	return SLUICE_BENCH_STOPPED;
+#endif
 	struct sluice_slot *a = bpf_map_lookup_elem(&slots, &idx.a);
 	struct sluice_slot *b = bpf_map_lookup_elem(&slots, &idx.b);
 
 	if (!a || !b)
 		return SLUICE_DROP_RATE; /* cannot happen: slot_mask < max_entries */
+#ifdef SLUICE_BENCH_STOP_AFTER_LOOKUP
+	SLUICE_BENCH_KEEP(a);
+	SLUICE_BENCH_KEEP(b);
+	return SLUICE_BENCH_STOPPED;
+#endif
 
 	__u64 cost = sluice_effective_cost(cfg->cost_ns, state, cfg->admission_ppm);
 	/* The coarse clock (CLOCK_MONOTONIC_COARSE): about a quarter of the
@@ -149,8 +217,20 @@ static __always_inline __u32 judge(const struct sluice_config *cfg, struct sluic
 	 * and the error never accumulates. */
 	__u64 now = SLUICE_CLOCK() + SLUICE_TIME_BIAS;
 
-	return sluice_admit2(a, b, now, cost, cfg->burst * cost) ? SLUICE_PASSED
-								 : SLUICE_DROP_RATE;
+#ifdef SLUICE_BENCH_STOP_AFTER_CLOCK
+	SLUICE_BENCH_KEEP(a);
+	SLUICE_BENCH_KEEP(b);
+	SLUICE_BENCH_KEEP(now);
+	SLUICE_BENCH_KEEP(cost);
+	return SLUICE_BENCH_STOPPED;
+#endif
+#ifdef SLUICE_BENCH_STOP_AFTER_BUCKET
+	SLUICE_BENCH_KEEP(sluice_admit2(a, b, now, cost, cfg->burst * cost));
+	return SLUICE_BENCH_STOPPED;
+#endif
+	if (sluice_admit2(a, b, now, cost, cfg->burst * cost))
+		return SLUICE_PASSED;
+	return sampled_drop(src, is_v6, SLUICE_DROP_RATE);
 }
 
 SEC("xdp")
@@ -163,6 +243,12 @@ int sluice_xdp(struct xdp_md *ctx)
 	__u32 zero = 0, outcome;
 	int kind = sluice_parse(data, data_end, &src);
 
+#ifdef SLUICE_BENCH_STOP_AFTER_PARSE
+	SLUICE_BENCH_KEEP(kind);
+	SLUICE_BENCH_KEEP(src.w[0]);
+	SLUICE_BENCH_KEEP(src.w[1]);
+	return XDP_DROP;
+#endif
 	if (kind == SLUICE_PARSE_NON_IP) {
 		count(SLUICE_NON_IP, bytes);
 		return XDP_PASS;
@@ -175,6 +261,10 @@ int sluice_xdp(struct xdp_md *ctx)
 		if (!cfg)
 			return XDP_PASS; /* cannot happen: a one-element array */
 		outcome = judge(cfg, &src, kind == SLUICE_PARSE_IPV6);
+#ifdef SLUICE_BENCH_CUT
+		if (outcome == SLUICE_BENCH_STOPPED)
+			return XDP_DROP;
+#endif
 	}
 	count(outcome, bytes);
 	if (outcome == SLUICE_PASSED || outcome == SLUICE_ALLOWLISTED)

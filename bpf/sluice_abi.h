@@ -11,8 +11,9 @@
 
 #include <linux/types.h>
 
-/* Bumped on any change to a map's key/value layout or to the meaning of a field. */
-#define SLUICE_LAYOUT_VERSION 1
+/* Bumped on any change to a map's key/value layout or to the meaning of a field.
+ * 2: the drop_samples ring buffer, settings.sample_every. */
+#define SLUICE_LAYOUT_VERSION 2
 
 /* Table size bounds. The slot table is a BPF_MAP_TYPE_ARRAY whose size is a
  * power of two fixed at load: the index is (hash & (slots - 1)). */
@@ -125,7 +126,32 @@ struct sluice_settings {
 	__u32 v6_prefix;     /* 0..128 */
 	__u32 dry_run;       /* 1: count would-drops, pass everything */
 	__u32 one_choice;    /* 1: one slot per source (benchmarks only) */
+	__u32 sample_every;  /* 0: off; else a power of two: 1 in this many drops is sampled */
+	__u32 _pad0;
 };
+
+/*
+ * Sampled drops, for `sluicectl top` ("who is flooding me"). The program
+ * draws bpf_get_prandom_u32() only for a frame it drops and sends 1 in
+ * settings.sample_every of them (the source as the frame carried it; the
+ * daemon masks it to the configured prefix) to the drop_samples ring buffer,
+ * without a wakeup: the daemon drains it once per control period. A full ring
+ * loses samples (the daemon is behind or not running), never frames. No
+ * per-source state is kept in the kernel; the daemon keeps a bounded
+ * heavy-hitters summary (ctl/lib/heavy_hitters.h).
+ */
+struct sluice_drop_sample {
+	__u64 w[2];     /* the source address as struct sluice_source holds it (parse.h) */
+	__u8 family;    /* 4 or 6 */
+	__u8 outcome;   /* SLUICE_DROP_RATE, SLUICE_DROP_SHED or SLUICE_DROP_DENY */
+	__u8 _pad[6];
+};
+
+/* 8192 records of 32 bytes (the ring's 8-byte header + the sample): what one
+ * period holds at 1 in 1024 of 8 Mpps of drops. */
+#define SLUICE_SAMPLE_RING_BYTES (256u * 1024)
+#define SLUICE_SAMPLE_EVERY_DEFAULT 1024u
+#define SLUICE_SAMPLE_EVERY_MAX (1u << 24)
 
 /* Pin names under <pin-dir>/<ifname>/ */
 #define SLUICE_PIN_LINK "link"
@@ -137,5 +163,9 @@ struct sluice_settings {
 #define SLUICE_PIN_ALLOW_V6 "allow_v6"
 #define SLUICE_PIN_DENY_V4 "deny_v4"
 #define SLUICE_PIN_DENY_V6 "deny_v6"
+#define SLUICE_PIN_DROP_SAMPLES "drop_samples"
+/* Instead of "link" when the program runs under libxdp's dispatcher
+ * (sluiced --multiprog): the program itself; libxdp holds its link. */
+#define SLUICE_PIN_MULTIPROG "multiprog_prog"
 
 #endif /* SLUICE_ABI_H */

@@ -7,11 +7,18 @@ set -euo pipefail
 packages=(
   # build
   cmake make g++ clang llvm pkg-config
-  libbpf-dev bpftool libelf-dev zlib1g-dev
-  libboost-program-options-dev nlohmann-json3-dev libcpp-httplib-dev
+  # the sanitized fuzz build (scripts/test.sh): libFuzzer and a clang whose
+  # std::expected works with libstdc++ 12 (CMakeLists.txt)
+  clang-16 libclang-rt-16-dev
+  libbpf-dev libxdp-dev bpftool libelf-dev zlib1g-dev
+  libboost-program-options-dev nlohmann-json3-dev libcpp-httplib-dev libsystemd-dev
   libgtest-dev libgmock-dev
   # run and test: namespaces, veth, traffic, lists
   iproute2 procps iputils-ping netsniff-ng xdp-tools nftables iptables curl python3
+  # packaging and deployment tests: cpack's .deb (dpkg-deb, dpkg-shlibdeps),
+  # the unit file (systemd-analyze), man pages (groff), capability sets
+  # (setpriv), the Kubernetes manifests (python3-yaml)
+  dpkg-dev systemd groff-base util-linux python3-yaml
 )
 
 missing=()

@@ -18,8 +18,11 @@
 
 #include <array>
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
+
+struct sluice_bpf; // the generated skeleton (sluice_bpf.skel.h)
 
 namespace sluice {
 
@@ -33,6 +36,12 @@ struct LoadOptions {
 	uint32_t v6_prefix = 64;
 	bool dry_run = false;
 	bool one_choice = false;
+	// Drop sampling for `sluicectl top`: 1 in sample_every drops (a power of
+	// two up to SLUICE_SAMPLE_EVERY_MAX), 0 off.
+	uint32_t sample_every = SLUICE_SAMPLE_EVERY_DEFAULT;
+	// Load and attach through libxdp's multiprog dispatcher (sluiced
+	// --multiprog) instead of a bpf_link of our own; see attach().
+	bool multiprog = false;
 	std::optional<std::array<uint64_t, 2>> hash_key; // getrandom() when empty
 };
 
@@ -61,11 +70,23 @@ public:
 	// Attach to ifindex with a bpf_link; returns the mode in force. native
 	// fails naming --mode skb when the driver has no native XDP; automatic
 	// falls back to skb and says so through the returned mode.
+	//
+	// Multiprog (LoadOptions::multiprog): libxdp loads the program as an
+	// extension of its dispatcher and attaches that (xdp-loader status lists
+	// sluice_xdp beside the interface's other programs); libxdp pins the
+	// dispatcher and its links under <bpffs>/xdp/ ($LIBXDP_BPFFS or
+	// /sys/fs/bpf). If libxdp cannot use its dispatcher on this kernel it
+	// falls back to attaching the program alone; that is refused here (and
+	// undone), since it would not share the interface.
 	Result<AttachMode> attach(int ifindex, AttachMode mode);
-	// Pin the link and every map under dir (created if needed).
+	// Pin every map under dir (created if needed), then the link, or, for
+	// multiprog, the program itself (SLUICE_PIN_MULTIPROG): libxdp replaces
+	// its dispatcher and links whenever a program joins or leaves.
 	Status pin(const std::string &dir) const;
-	// Remove the pins under dir and drop the link: the program is detached.
+	// Remove the pins under dir and drop the link (multiprog: remove the
+	// program from libxdp's dispatcher): the program is detached.
 	Status detach(const std::string &dir);
+	bool multiprog() const { return multiprog_; }
 
 	const sluice_settings &settings() const { return settings_; }
 	bool attached() const { return static_cast<bool>(link_); }
@@ -78,6 +99,8 @@ public:
 	ConfigMap config() const { return ConfigMap(config_.get()); }
 	SlotTable slots() const { return SlotTable(slots_.get(), settings_.slot_mask + 1); }
 	Counters counters() const { return Counters(counters_.get()); }
+	// The ring buffer of sampled drops (struct sluice_drop_sample).
+	int drop_samples_fd() const { return drop_samples_.get(); }
 	PrefixLists lists() const
 	{
 		return PrefixLists({allow_v4_.get(), allow_v6_.get(), deny_v4_.get(), deny_v6_.get()}, config());
@@ -89,8 +112,17 @@ private:
 	Status read_settings();
 
 	UniqueFd prog_, link_, slots_, config_, counters_, settings_map_;
-	UniqueFd allow_v4_, allow_v6_, deny_v4_, deny_v6_;
+	UniqueFd allow_v4_, allow_v6_, deny_v4_, deny_v6_, drop_samples_;
 	sluice_settings settings_{};
+	// Multiprog: the opened skeleton until libxdp loads it in attach(); the
+	// interface, by name (its dispatcher is found by ifindex each time).
+	std::shared_ptr<sluice_bpf> pending_;
+	bool multiprog_ = false;
+	std::string ifname_;
+	void take_fds(sluice_bpf *skel);
+	Result<AttachMode> attach_multiprog(int ifindex, AttachMode mode);
+	Status detach_multiprog();
+	Result<uint32_t> multiprog_ifindex() const;
 };
 
 // The mode an interface's XDP program runs in now, from the kernel.

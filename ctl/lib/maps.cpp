@@ -126,7 +126,7 @@ Status SlotTable::refill(std::span<const uint32_t> indices, int64_t n, const slu
 		auto t = tokens(idx, cfg);
 		if (!t)
 			return std::unexpected(t.error());
-		if ((n > 0 && static_cast<uint64_t>(n) > SLUICE_BURST_MAX) || (n < 0 && -n > INT64_MAX / 2))
+		if ((n > 0 && static_cast<uint64_t>(n) > SLUICE_BURST_MAX) || (n < 0 && n < -(INT64_MAX / 2)) /* not -n: -INT64_MIN overflows */)
 			return refused("invariant 0 <= tokens <= burst violated: rejected refill of " + std::to_string(n) +
 				       "; the slots are unchanged");
 		values.push_back(static_cast<int64_t>(*t) + n);

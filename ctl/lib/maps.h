@@ -98,10 +98,13 @@ public:
 	Status add(ListKind list, std::span<const Cidr> cidrs) const;
 	Status remove(ListKind list, std::span<const Cidr> cidrs) const;
 	Result<std::vector<Cidr>> entries(ListKind list) const;
+	// Set config.list_flags from what the lists hold. add/remove call it
+	// last; a daemon adopting pins calls it too, since a daemon killed
+	// between a list write and this left the flags behind the lists.
+	Status sync_flags() const;
 
 private:
 	int fd_for(ListKind list, Family f) const;
-	Status sync_flags() const;
 	Fds fds_;
 	ConfigMap config_;
 };

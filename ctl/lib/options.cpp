@@ -5,6 +5,7 @@
 #include <boost/program_options.hpp>
 
 #include <charconv>
+#include <filesystem>
 #include <fstream>
 #include <net/if.h>
 #include <sstream>
@@ -55,17 +56,51 @@ Status validate_interface(const std::string &name)
 	return {};
 }
 
+// The config file's text: a regular file of at most 1 MiB (a FIFO would
+// block, /dev/zero would fill memory).
+Result<std::string> read_config_file(const std::string &path)
+{
+	constexpr std::uintmax_t max_bytes = 1 << 20;
+	std::error_code ec;
+	auto st = std::filesystem::status(path, ec);
+	if (ec || !std::filesystem::exists(st))
+		return invalid("cannot read config file " + path);
+	if (!std::filesystem::is_regular_file(st))
+		return invalid("config file " + path + " is not a regular file");
+	std::ifstream f(path, std::ios::binary);
+	if (!f)
+		return invalid("cannot read config file " + path);
+	std::string text;
+	char buf[4096];
+	while (f.read(buf, sizeof(buf)) || f.gcount() > 0) {
+		text.append(buf, static_cast<size_t>(f.gcount()));
+		if (text.size() > max_bytes)
+			return invalid("config file " + path + " is over 1 MiB");
+	}
+	return text;
+}
+
 } // namespace
+
+Status refuse_option_placeholders(std::string_view text, const std::string &what)
+{
+	for (const char *p : {"%option%", "%canonical_option%", "%original_token%", "%value%", "%prefix%",
+			      "%invalid_line%"})
+		if (text.find(p) != std::string_view::npos)
+			return invalid(what + " holds '" + p + "', which no option or value takes");
+	return {};
+}
 
 Result<ParsedOptions> parse_daemon_options(int argc, const char *const *argv)
 {
 	ParsedOptions out;
 	DaemonOptions &o = out.options;
-	std::string mode = "native", level = "info", key_hex;
+	std::string mode = "native", level = "info", key_hex, metrics_listen;
 	int64_t rate = static_cast<int64_t>(o.rate_pps), burst = static_cast<int64_t>(o.burst);
 	int64_t slots = o.load.slots, v4 = o.load.v4_prefix, v6 = o.load.v6_prefix;
 	int64_t trip = static_cast<int64_t>(o.policy.trip_pps), clear = -1, periods = o.policy.trip_periods;
 	int64_t audit = o.audit_per_period, clients = o.max_clients;
+	int64_t sample_every = o.load.sample_every, top_capacity = static_cast<int64_t>(o.top_capacity);
 	double start_pct = o.policy.start_ppm / 10000.0;
 
 	po::options_description desc("sluiced options");
@@ -80,6 +115,10 @@ Result<ParsedOptions> parse_daemon_options(int argc, const char *const *argv)
 		("ipv4-prefix", po::value(&v4)->default_value(v4), "IPv4 source prefix length (0..32)")
 		("ipv6-prefix", po::value(&v6)->default_value(v6), "IPv6 source prefix length (0..128)")
 		("dry-run", po::bool_switch(&o.load.dry_run), "compute verdicts, count would-drops, pass everything")
+		("multiprog", po::bool_switch(&o.load.multiprog), "attach through libxdp's dispatcher, beside other XDP programs (xdp-loader status lists it)")
+		("sample-every", po::value(&sample_every)->default_value(sample_every), "sample 1 in N dropped frames for `sluicectl top` (a power of two; 0: off)")
+		("top-capacity", po::value(&top_capacity)->default_value(top_capacity), "sources the `sluicectl top` summary tracks (its memory is fixed by this)")
+		("top-window", po::value(&o.top_window_s)->default_value(o.top_window_s), "seconds each `sluicectl top` summary covers")
 		("hash-key", po::value(&key_hex), "SipHash key as 32 hex digits (tests only; default from getrandom)")
 		("socket", po::value(&o.socket_path)->default_value(o.socket_path), "control socket path")
 		("socket-group", po::value(&o.socket_group), "group allowed on the control socket (mode 0660)")
@@ -94,20 +133,27 @@ Result<ParsedOptions> parse_daemon_options(int argc, const char *const *argv)
 		("audit-slots", po::value(&audit)->default_value(audit), "slots audited per period")
 		("max-clients", po::value(&clients)->default_value(clients), "concurrent control clients")
 		("log-level", po::value(&level)->default_value(level), "debug, info, warn, error")
+		("metrics-listen", po::value(&metrics_listen), "serve Prometheus /metrics and /healthz on ADDRESS:PORT (e.g. 127.0.0.1:9464; default: off)")
 		("detach-on-exit", po::bool_switch(&o.detach_on_exit), "detach the program when sluiced exits (default: enforcement stays)");
 
 	std::ostringstream usage;
 	usage << "usage: sluiced -i IFACE [-i IFACE...] [options]\n" << desc;
 	out.usage = usage.str();
 
+	for (int i = 1; i < argc && argv[i]; i++)
+		if (auto ok = refuse_option_placeholders(argv[i], "argument '" + std::string(argv[i]) + "'"); !ok)
+			return std::unexpected(ok.error());
 	po::variables_map vm;
 	try {
 		po::store(po::command_line_parser(argc, argv).options(desc).run(), vm);
 		if (vm.count("config")) {
 			std::string path = vm["config"].as<std::string>();
-			std::ifstream f(path);
-			if (!f)
-				return invalid("cannot read config file " + path);
+			auto text = read_config_file(path);
+			if (!text)
+				return std::unexpected(text.error());
+			if (auto ok = refuse_option_placeholders(*text, "config file " + path); !ok)
+				return std::unexpected(ok.error());
+			std::istringstream f(*text);
 			po::store(po::parse_config_file(f, desc), vm); // earlier store wins: the command line
 		}
 		po::notify(vm);
@@ -181,10 +227,25 @@ Result<ParsedOptions> parse_daemon_options(int argc, const char *const *argv)
 	if (clients < 1 || clients > 1024)
 		return invalid("--max-clients must be 1..1024");
 	o.max_clients = static_cast<uint32_t>(clients);
+	if (sample_every < 0 || sample_every > SLUICE_SAMPLE_EVERY_MAX || (sample_every & (sample_every - 1)) != 0)
+		return invalid("--sample-every " + std::to_string(sample_every) + " must be 0 (off) or a power of two up to " +
+			       std::to_string(SLUICE_SAMPLE_EVERY_MAX));
+	o.load.sample_every = static_cast<uint32_t>(sample_every);
+	if (top_capacity < 1 || top_capacity > (1 << 20))
+		return invalid("--top-capacity must be 1..1048576");
+	o.top_capacity = static_cast<size_t>(top_capacity);
+	if (!(o.top_window_s >= 0.1 && o.top_window_s <= 3600))
+		return invalid("--top-window must be between 0.1 and 3600 seconds");
 	auto lvl = parse_level(level);
 	if (!lvl)
 		return std::unexpected(lvl.error());
 	o.log_level = *lvl;
+	if (vm.count("metrics-listen")) {
+		auto addr = parse_listen_address(metrics_listen);
+		if (!addr)
+			return std::unexpected(addr.error());
+		o.metrics_listen = *addr;
+	}
 	return out;
 }
 

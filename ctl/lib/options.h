@@ -4,11 +4,13 @@
 #pragma once
 
 #include "dataplane.h"
+#include "metrics.h"
 #include "policy.h"
 #include "result.h"
 
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace sluice {
@@ -33,6 +35,11 @@ struct DaemonOptions {
 	LogLevel log_level = LogLevel::info;
 	bool detach_on_exit = false;
 	std::string config_file;  // empty: none
+	// `sluicectl top`: the heavy-hitters summary of sampled drops (the
+	// sampling rate itself is load.sample_every).
+	size_t top_capacity = 1024;  // sources the summary tracks
+	double top_window_s = 2.0;   // seconds one summary covers
+	std::optional<ListenAddress> metrics_listen; // --metrics-listen: /metrics and /healthz; none: off
 };
 
 struct ParsedOptions {
@@ -43,5 +50,12 @@ struct ParsedOptions {
 
 // argv as main() gets it. Errors are ErrorKind::invalid (exit 2).
 Result<ParsedOptions> parse_daemon_options(int argc, const char *const *argv);
+
+// Boost.Program_options (1.74) words its errors by replacing placeholders such
+// as %original_token% with what was typed, in a loop that never ends when the
+// typed text holds the placeholder itself: `sluiced --x%original_token%` hung,
+// its memory growing without bound (found by tests/fuzz/options_fuzz.cpp).
+// Text that holds one is refused before Boost sees it; `what` names it.
+Status refuse_option_placeholders(std::string_view text, const std::string &what);
 
 } // namespace sluice

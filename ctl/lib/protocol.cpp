@@ -5,9 +5,9 @@
 namespace sluice {
 
 namespace {
-constexpr std::array<std::string_view, 12> kCommands = {
+constexpr std::array<std::string_view, 13> kCommands = {
 	"status", "stats", "breaker", "set", "bucket", "refill", "list_add", "list_del", "list_show",
-	"attach", "detach", "audit",
+	"attach", "detach", "audit", "top",
 };
 } // namespace
 

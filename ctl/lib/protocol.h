@@ -29,6 +29,15 @@
 //   attach      iface, [mode: native|skb|auto] -> {"iface", "mode"}
 //   detach      iface                       -> {"iface"}
 //   audit       iface                       -> {"iface", "audit": {...}} (a full sweep now)
+//   top         iface, [n: int 1..2^20, default 10]
+//                                           -> {"iface", "dropped_pps", "sample_every", "window_s",
+//                                               "window_complete", "samples", "capacity",
+//                                               "summary_size", "sources": [{"source",
+//                                               "est_dropped_pps", "samples", "error",
+//                                               "tokens"}...]}
+//               (the heaviest dropped sources of the last complete sampling
+//               window, or of the current one until one completes; refused
+//               when the program was loaded with --sample-every 0)
 //
 // Shapes of the larger replies:
 //   status.daemon:      {running, pid, uptime_s, socket, pin_dir, period_s,
@@ -44,6 +53,16 @@
 //   audit.audit:        {slots, swept, violations, last_sweep_violations,
 //                        full_sweeps, last_sweep}
 //   list_add/list_del:  {iface, list, changed: number of prefixes in the request}
+//   top:                dropped_pps: rate, shed and deny drops per second over the
+//                        last control period, from the counters;
+//                        samples: sampled drops in the window (1 in sample_every
+//                        drops of IP frames: rate, shed and deny drops);
+//                        capacity: sources the summary can track (--top-capacity),
+//                        summary_size: sources it tracks now (<= capacity);
+//                        sources[], heaviest first: source (the prefix sluice
+//                        limits), samples (Space-Saving count, an overestimate by
+//                        at most error), est_dropped_pps = samples x sample_every /
+//                        window_s, tokens (the fuller of its two slots, now)
 // Outcomes: passed, drop_rate, drop_shed, drop_deny, allowlisted, non_ip,
 // malformed, would_drop (outcome_name() in maps.h).
 #pragma once

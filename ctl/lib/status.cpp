@@ -45,6 +45,8 @@ Result<json> interface_status(const Dataplane &dp, const std::string &iface)
 		{"v4_prefix", s.v4_prefix},
 		{"v6_prefix", s.v6_prefix},
 		{"dry_run", s.dry_run != 0},
+		{"sample_every", s.sample_every},
+		{"multiprog", dp.multiprog()},
 		{"rate_pps", cfg->rate_pps},
 		{"burst", cfg->burst},
 		{"admission_ppm", cfg->admission_ppm},

@@ -120,6 +120,7 @@ sluice::Result<json> Client::call(const json &request, int pass_fd)
 	line += '\n';
 	if (auto ok = connect(); !ok)
 		return std::unexpected(ok.error());
+	bool closed = false;
 	for (size_t sent = 0; sent < line.size();) {
 		ssize_t n = sent == 0 && pass_fd >= 0
 				    ? send_with_fd(fd_.get(), line, pass_fd)
@@ -127,8 +128,10 @@ sluice::Result<json> Client::call(const json &request, int pass_fd)
 		if (n < 0 && errno == EINTR)
 			continue;
 		if (n < 0 && (errno == EPIPE || errno == ECONNRESET)) {
-			fd_.reset();
-			return sluice::fail(ErrorKind::system, "sluiced at " + path_ + " closed the connection");
+			// It may have said why before it closed (a peer it refuses,
+			// too many clients): that line is read below.
+			closed = true;
+			break;
 		}
 		if (n < 0) {
 			fd_.reset();
@@ -138,8 +141,12 @@ sluice::Result<json> Client::call(const json &request, int pass_fd)
 	}
 
 	auto reply_line = read_line();
+	if (closed)
+		fd_.reset();
 	if (!reply_line) {
 		fd_.reset();
+		if (closed)
+			return sluice::fail(ErrorKind::system, "sluiced at " + path_ + " closed the connection");
 		return std::unexpected(reply_line.error());
 	}
 	json reply = json::parse(*reply_line, nullptr, /*allow_exceptions=*/false);

@@ -1,11 +1,7 @@
 // cmd_stats.cpp - `stats [IFACE] [--watch] [--interval SEC]`: counters and
 // the daemon's per-second rates, once or refreshed in place.
-#include "client.h"
 #include "command.h"
 #include "output.h"
-
-#include <chrono>
-#include <thread>
 
 namespace sluicectl {
 
@@ -27,38 +23,12 @@ Status do_stats(Context &ctx, const Invocation &inv)
 			return std::unexpected(iface.error());
 		request["iface"] = *iface;
 	}
-	bool watch = inv.flag("watch");
-	double interval = 1;
-	if (auto text = inv.option("interval")) {
-		if (!watch)
-			return std::unexpected(inv.usage_error("--interval needs --watch"));
-		auto seconds = parse_seconds(*text, "--interval");
-		if (!seconds)
-			return std::unexpected(seconds.error());
-		interval = *seconds;
-	}
-
-	// One connection for the whole watch; any error ends it.
-	Client client(ctx.socket);
-	for (;;) {
-		auto reply = client.call(request);
-		if (!reply)
-			return std::unexpected(reply.error());
-		if (ctx.json) {
-			print_json(ctx, *reply);
-		} else {
-			if (watch)
-				ctx.out << "\033[H\033[2J" << "every " << fixed(interval, 1) << " s; Ctrl-C to stop\n";
-			for (const auto &entry : reply->at("interfaces")) {
-				ctx.out << entry.at("iface").get<std::string>() << '\n';
-				print_counters(ctx.out, entry, 2);
-			}
+	return show_replies(ctx, inv, request, [](Context &c, const json &reply) {
+		for (const auto &entry : reply.at("interfaces")) {
+			c.out << entry.at("iface").get<std::string>() << '\n';
+			print_counters(c.out, entry, 2);
 		}
-		if (!watch)
-			return {};
-		ctx.out.flush();
-		std::this_thread::sleep_for(std::chrono::duration<double>(interval));
-	}
+	});
 }
 
 } // namespace sluicectl

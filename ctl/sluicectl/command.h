@@ -64,6 +64,9 @@ struct Cmd {
 	const char *help;
 	const char *synopsis;                        // forms separated by '\n'
 	void (*options)(po::options_description &); // nullptr: no options
+	// Short options after the command (top's -n). Off for the others, so
+	// that "-5" stays a number there (refill ... -5, --set -1).
+	bool short_options = false;
 };
 
 // Input checks; the errors name the argument, the text, and what is wanted.
@@ -89,5 +92,7 @@ Status do_attach(Context &, const Invocation &);
 void attach_options(po::options_description &);
 Status do_detach(Context &, const Invocation &);
 Status do_audit(Context &, const Invocation &);
+Status do_top(Context &, const Invocation &);
+void top_options(po::options_description &);
 
 } // namespace sluicectl

@@ -3,6 +3,7 @@
 #include "sluicectl.h"
 
 #include "command.h"
+#include "options.h"
 
 #include <algorithm>
 #include <exception>
@@ -35,6 +36,8 @@ const Cmd kCommands[] = {
 	 nullptr},
 	{"audit", do_audit, "sweep an interface's table now and report invariant violations", "audit IFACE",
 	 nullptr},
+	{"top", do_top, "show the sources dropped the most (sampled) and their buckets' tokens",
+	 "top IFACE [-n N] [--watch] [--interval SEC]", top_options, true},
 };
 
 // Guessing is off: "--s" must not quietly mean --socket.
@@ -117,7 +120,11 @@ Result<Invocation> parse_invocation(const Cmd &cmd, const std::vector<std::strin
 	po::positional_options_description positional;
 	positional.add("args", -1);
 	try {
-		po::store(po::command_line_parser(tokens).options(options).positional(positional).style(kCommandStyle).run(),
+		po::store(po::command_line_parser(tokens)
+				  .options(options)
+				  .positional(positional)
+				  .style(cmd.short_options ? kGlobalStyle : kCommandStyle)
+				  .run(),
 			  inv.options);
 	} catch (const po::error &e) {
 		return std::unexpected(inv.usage_error(e.what()));
@@ -151,6 +158,9 @@ Status run(Context &ctx, const std::vector<std::string> &tokens)
 
 	// Global options are taken wherever they are; everything else, in order,
 	// is the subcommand's to parse.
+	for (const auto &t : tokens) // Boost would hang on these (options.h)
+		if (auto ok = sluice::refuse_option_placeholders(t, "argument '" + t + "'"); !ok)
+			return std::unexpected(ok.error());
 	std::string command;
 	std::vector<std::string> rest;
 	try {

@@ -1,10 +1,13 @@
 #include "output.h"
 
+#include "client.h"
 #include "maps.h"
 #include "table.h"
 
+#include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <thread>
 
 namespace sluicectl {
 
@@ -81,6 +84,40 @@ void print_bucket(const Context &ctx, const json &reply)
 	slots.print(ctx.out, 2);
 	ctx.out << "  tokens_left " << text_of(reply.at("tokens_left")) << " of burst "
 		<< text_of(reply.at("burst")) << '\n';
+}
+
+Status show_replies(Context &ctx, const Invocation &inv, const json &request,
+		    void (*print_text)(Context &, const json &reply))
+{
+	bool watch = inv.flag("watch");
+	double interval = 1;
+	if (auto text = inv.option("interval")) {
+		if (!watch)
+			return std::unexpected(inv.usage_error("--interval needs --watch"));
+		auto seconds = parse_seconds(*text, "--interval");
+		if (!seconds)
+			return std::unexpected(seconds.error());
+		interval = *seconds;
+	}
+
+	// One connection for the whole watch; any error ends it.
+	Client client(ctx.socket);
+	for (;;) {
+		auto reply = client.call(request);
+		if (!reply)
+			return std::unexpected(reply.error());
+		if (ctx.json) {
+			print_json(ctx, *reply);
+		} else {
+			if (watch)
+				ctx.out << "\033[H\033[2J" << "every " << fixed(interval, 1) << " s; Ctrl-C to stop\n";
+			print_text(ctx, *reply);
+		}
+		if (!watch)
+			return {};
+		ctx.out.flush();
+		std::this_thread::sleep_for(std::chrono::duration<double>(interval));
+	}
 }
 
 } // namespace sluicectl

@@ -24,4 +24,11 @@ void print_counters(std::ostream &out, const json &entry, size_t indent);
 // The reply of bucket and refill: the source's two slots and their tokens.
 void print_bucket(const Context &ctx, const json &reply);
 
+// What a read command with --watch [--interval S] does: send `request`,
+// show the reply (-j: one JSON line; else `print_text`), and with --watch
+// again every interval on one connection, redrawing in place, until an error
+// or Ctrl-C. --interval without --watch is an input error.
+Status show_replies(Context &ctx, const Invocation &inv, const json &request,
+		    void (*print_text)(Context &, const json &reply));
+
 } // namespace sluicectl

@@ -1,7 +1,9 @@
 #include "daemon.h"
 
+#include "clock.h"
 #include "log.h"
 
+#include <algorithm>
 #include <cerrno>
 #include <cmath>
 #include <csignal>
@@ -9,18 +11,12 @@
 #include <grp.h>
 #include <sys/signalfd.h>
 #include <sys/stat.h>
+#include <systemd/sd-daemon.h>
 #include <unistd.h>
 
 namespace sluice {
 
 namespace {
-
-double mono_s()
-{
-	timespec ts{};
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return double(ts.tv_sec) + double(ts.tv_nsec) / 1e9;
-}
 
 Result<std::optional<gid_t>> group_id(const std::string &name)
 {
@@ -71,7 +67,7 @@ Result<std::unique_ptr<Daemon>> Daemon::start(DaemonOptions opts)
 {
 	std::unique_ptr<Daemon> d(new Daemon());
 	d->opts_ = std::move(opts);
-	d->started_s_ = mono_s();
+	d->started_s_ = monotonic_seconds();
 	auto gid = group_id(d->opts_.socket_group);
 	if (!gid)
 		return std::unexpected(gid.error());
@@ -81,6 +77,13 @@ Result<std::unique_ptr<Daemon>> Daemon::start(DaemonOptions opts)
 	if (!server)
 		return std::unexpected(server.error());
 	d->server_.emplace(std::move(*server));
+	// Metrics next: a taken port also stops the start before any interface.
+	if (d->opts_.metrics_listen) {
+		auto metrics = MetricsServer::start(*d->opts_.metrics_listen, health_stale_after_s(d->opts_.period_s));
+		if (!metrics)
+			return std::unexpected(metrics.error());
+		d->metrics_ = std::move(*metrics);
+	}
 	for (const auto &name : d->opts_.interfaces) {
 		if (d->ifaces_.count(name))
 			continue;
@@ -89,9 +92,21 @@ Result<std::unique_ptr<Daemon>> Daemon::start(DaemonOptions opts)
 			return std::unexpected(m.error());
 		d->ifaces_.emplace(name, std::move(*m));
 	}
+	d->publish_metrics(monotonic_seconds());
 	log_info("sluiced " + std::to_string(getpid()) + ": control socket " + d->opts_.socket_path + ", " +
 		 std::to_string(d->ifaces_.size()) + " interface(s), period " + std::to_string(d->opts_.period_s) + " s");
 	return d;
+}
+
+void Daemon::publish_metrics(double tick_mono_s)
+{
+	if (!metrics_)
+		return;
+	MetricsSnapshot snap;
+	snap.tick_mono_s = tick_mono_s;
+	for (const auto &[_, m] : ifaces_)
+		snap.interfaces.push_back(m->metrics());
+	metrics_->publish(std::move(snap));
 }
 
 Result<ManagedInterface *> Daemon::find(const Request &req)
@@ -125,7 +140,7 @@ json Daemon::status(const Request &req)
 	if (req.cmd == "status")
 		body["daemon"] = {{"running", true},
 				  {"pid", getpid()},
-				  {"uptime_s", std::round(mono_s() - started_s_)},
+				  {"uptime_s", std::round(monotonic_seconds() - started_s_)},
 				  {"socket", opts_.socket_path},
 				  {"pin_dir", opts_.pin_dir},
 				  {"period_s", opts_.period_s},
@@ -232,6 +247,15 @@ json Daemon::handle(const Request &req)
 	}
 	if (cmd == "audit")
 		return reply_of(mi.audit_now());
+	if (cmd == "top") {
+		auto n = req.opt_integer("n");
+		if (!n)
+			return error_reply(n.error());
+		int64_t count = n->value_or(10);
+		if (count < 1 || count > (1 << 20))
+			return error_reply(Error{ErrorKind::invalid, 0, "\"n\" must be 1..1048576"});
+		return reply_of(mi.top(static_cast<size_t>(count), monotonic_seconds()));
+	}
 	if (cmd == "detach") {
 		std::string name = mi.name();
 		auto ok = mi.detach();
@@ -248,25 +272,34 @@ int Daemon::run()
 	sigset_t mask;
 	sigemptyset(&mask);
 	sigaddset(&mask, SIGTERM);
-	// A signal blocked for the signalfd still queues even when it is ignored:
-	// a daemon started with SIGINT ignored (a script's background job) must
-	// not stop on the Ctrl-C meant for the script.
-	struct sigaction int_action {};
-	sigaction(SIGINT, nullptr, &int_action);
-	if (int_action.sa_handler != SIG_IGN)
-		sigaddset(&mask, SIGINT);
+	sigaddset(&mask, SIGINT);
 	sigaddset(&mask, SIGHUP);
 	sigprocmask(SIG_BLOCK, &mask, nullptr);
 	signal(SIGPIPE, SIG_IGN);
 	UniqueFd sfd(signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK));
 
-	double next_tick = mono_s() + opts_.period_s;
+	// systemd (Type=notify): ready once every interface is attached, which
+	// start() did; WATCHDOG=1 from the loop itself, at half the interval, so
+	// a stalled loop is what the watchdog catches. No-ops without systemd.
+	uint64_t watchdog_us = 0;
+	double watchdog_every = 0, next_watchdog = 0;
+	if (sd_watchdog_enabled(0, &watchdog_us) > 0 && watchdog_us > 0) {
+		watchdog_every = double(watchdog_us) / 2e6;
+		next_watchdog = monotonic_seconds();
+	}
+	sd_notifyf(0, "READY=1\nSTATUS=protecting %zu interface(s)", ifaces_.size());
+
+	double next_tick = monotonic_seconds() + opts_.period_s;
 	std::vector<pollfd> fds;
 	for (;;) {
+		if (watchdog_every > 0 && monotonic_seconds() >= next_watchdog) {
+			sd_notify(0, "WATCHDOG=1");
+			next_watchdog = monotonic_seconds() + watchdog_every;
+		}
 		fds.clear();
 		server_->poll_fds(fds);
 		fds.push_back({sfd.get(), POLLIN, 0});
-		double wait = next_tick - mono_s();
+		double wait = std::min(next_tick, watchdog_every > 0 ? next_watchdog : next_tick) - monotonic_seconds();
 		int timeout = wait > 0 ? static_cast<int>(std::ceil(wait * 1000)) : 0;
 		int n = poll(fds.data(), fds.size(), timeout);
 		if (n < 0 && errno != EINTR) {
@@ -281,10 +314,11 @@ int Daemon::run()
 		fds.pop_back();
 		if (n > 0)
 			server_->serve(fds, [this](const Request &r) { return handle(r); });
-		double now = mono_s();
+		double now = monotonic_seconds();
 		if (now >= next_tick) {
 			for (auto &[_, m] : ifaces_)
 				m->tick(now);
+			publish_metrics(now);
 			// Keep the period's phase; after a long stall, skip ahead
 			// rather than tick in a burst.
 			next_tick += opts_.period_s;
@@ -292,6 +326,7 @@ int Daemon::run()
 				next_tick = now + opts_.period_s;
 		}
 	}
+	sd_notify(0, "STOPPING=1");
 	for (auto &[name, m] : ifaces_) {
 		if (opts_.detach_on_exit) {
 			if (auto ok = m->detach(); !ok)

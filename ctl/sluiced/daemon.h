@@ -3,6 +3,7 @@
 
 #include "control_server.h"
 #include "managed_interface.h"
+#include "metrics_server.h"
 #include "options.h"
 
 #include <map>
@@ -24,11 +25,13 @@ private:
 	Daemon() = default;
 	Result<ManagedInterface *> find(const Request &req);
 	json status(const Request &req);
+	void publish_metrics(double tick_mono_s);
 
 	DaemonOptions opts_;
 	std::map<std::string, std::unique_ptr<ManagedInterface>> ifaces_;
 	std::optional<ControlServer> server_;
 	double started_s_ = 0;
+	std::unique_ptr<MetricsServer> metrics_; // --metrics-listen; null when off
 };
 
 } // namespace sluice

@@ -1,5 +1,6 @@
 #include "managed_interface.h"
 
+#include "clock.h"
 #include "log.h"
 #include "maps.h"
 #include "source.h"
@@ -25,13 +26,6 @@ uint64_t realtime_ns()
 	timespec ts{};
 	clock_gettime(CLOCK_REALTIME, &ts);
 	return uint64_t(ts.tv_sec) * 1000000000ull + uint64_t(ts.tv_nsec);
-}
-
-double mono_s()
-{
-	timespec ts{};
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return double(ts.tv_sec) + double(ts.tv_nsec) / 1e9;
 }
 
 std::string read_oper_state(const std::string &iface)
@@ -97,11 +91,17 @@ Result<std::unique_ptr<ManagedInterface>> ManagedInterface::start(const DaemonOp
 		for (auto st : {mismatch("table size", s.slot_mask + 1, opts.load.slots),
 				mismatch("IPv4 prefix", s.v4_prefix, opts.load.v4_prefix),
 				mismatch("IPv6 prefix", s.v6_prefix, opts.load.v6_prefix),
-				mismatch("dry-run", s.dry_run, opts.load.dry_run)})
+				mismatch("dry-run", s.dry_run, opts.load.dry_run),
+				mismatch("--sample-every", s.sample_every, opts.load.sample_every),
+				mismatch("--multiprog", dp->multiprog(), opts.load.multiprog)})
 			if (!st)
 				return std::unexpected(st.error());
 		m->dp_.emplace(std::move(*dp));
 		m->oper_state_ = read_oper_state(name);
+		// A daemon killed between a list write and its flag left a list the
+		// program does not look up: the flags follow the lists again.
+		if (auto ok = m->dp_->lists().sync_flags(); !ok)
+			return std::unexpected(ok.error());
 		auto cfg = m->dp_->config().read();
 		if (!cfg)
 			return std::unexpected(cfg.error());
@@ -121,7 +121,7 @@ Result<std::unique_ptr<ManagedInterface>> ManagedInterface::start(const DaemonOp
 		double age = cfg->breaker_since_ns && cfg->breaker_since_ns < now_real
 				     ? double(now_real - cfg->breaker_since_ns) / 1e9
 				     : 0;
-		m->since_mono_s_ = mono_s() - age;
+		m->since_mono_s_ = monotonic_seconds() - age;
 		auto prog = m->dp_->prog_id();
 		log_info(name + ": adopted pins under " + m->dir_ + ": program " + (prog ? std::to_string(*prog) : "?") +
 			 " stayed attached, breaker " + std::string(to_string(m->breaker_.state())) + ", rate " +
@@ -157,7 +157,7 @@ Result<std::unique_ptr<ManagedInterface>> ManagedInterface::start(const DaemonOp
 			return std::unexpected(ok.error());
 		}
 		m->dp_.emplace(std::move(*dp));
-		m->since_mono_s_ = mono_s();
+		m->since_mono_s_ = monotonic_seconds();
 		auto prog = m->dp_->prog_id();
 		log_info(name + ": attached program " + (prog ? std::to_string(*prog) : "?") + " in " +
 			 std::string(to_string(*in_force)) + " mode, " + std::to_string(opts.load.slots) + " slots, rate " +
@@ -166,11 +166,18 @@ Result<std::unique_ptr<ManagedInterface>> ManagedInterface::start(const DaemonOp
 	}
 	m->policy_.emplace(opts.policy);
 	m->auditor_.emplace(opts.audit_per_period);
+	if (m->dp_->settings().sample_every) {
+		auto sampler = DropSampler::open(m->dp_->drop_samples_fd(), m->dp_->settings(), opts.top_capacity,
+						 opts.top_window_s, monotonic_seconds());
+		if (!sampler)
+			return std::unexpected(sampler.error());
+		m->sampler_ = std::move(*sampler);
+	}
 	m->oper_state_ = read_oper_state(name);
 	auto c = m->dp_->counters().read();
 	if (c)
 		m->last_counters_ = *c;
-	m->last_tick_s_ = mono_s();
+	m->last_tick_s_ = monotonic_seconds();
 	return m;
 }
 
@@ -217,6 +224,8 @@ void ManagedInterface::watch_link()
 void ManagedInterface::tick(double now_s)
 {
 	watch_link();
+	if (sampler_)
+		sampler_->tick(now_s);
 
 	auto counters = dp_->counters().read();
 	if (!counters) {
@@ -249,7 +258,7 @@ void ManagedInterface::tick(double now_s)
 			    cfg->breaker_manual != 0};
 	PolicyDecision d = policy_->step(sample);
 	if (d.move) {
-		if (auto ok = transition(*d.move, false, d.reason, now_s); !ok)
+		if (auto ok = transition(*d.move, false, d.reason); !ok)
 			log_error(name_ + ": " + ok.error().describe());
 	} else if (breaker_.state() == BreakerState::recovering && d.admission_ppm != cfg->admission_ppm) {
 		cfg->admission_ppm = d.admission_ppm;
@@ -267,7 +276,7 @@ void ManagedInterface::tick(double now_s)
 			 " slots outside 0 <= tokens <= burst");
 }
 
-Status ManagedInterface::transition(BreakerState to, bool manual, const std::string &why, double now_s)
+Status ManagedInterface::transition(BreakerState to, bool manual, const std::string &why)
 {
 	BreakerState from = breaker_.state();
 	if (auto ok = breaker_.transition(to); !ok)
@@ -285,7 +294,8 @@ Status ManagedInterface::transition(BreakerState to, bool manual, const std::str
 		breaker_ = Breaker(from);
 		return ok;
 	}
-	since_mono_s_ = now_s;
+	since_mono_s_ = monotonic_seconds();
+	transitions_[static_cast<uint32_t>(from)][static_cast<uint32_t>(to)]++;
 	policy_->reset_streaks();
 	auto msg = name_ + ": breaker " + std::string(to_string(from)) + " -> " + std::string(to_string(to)) + " (" +
 		   (manual ? "operator" : why) + ")";
@@ -317,10 +327,24 @@ json ManagedInterface::stats() const
 	return {{"iface", name_}, {"counters", counters_json(last_counters_)}, {"rates", rates_}};
 }
 
+InterfaceMetrics ManagedInterface::metrics() const
+{
+	InterfaceMetrics m;
+	m.iface = name_;
+	m.counters = last_counters_;
+	m.breaker = breaker_.state();
+	m.transitions = transitions_;
+	if (auto cfg = dp_->config().read())
+		m.admission_fraction = double(cfg->admission_ppm) / double(SLUICE_PPM_FULL);
+	m.audit_violations = auditor_->report().violations;
+	m.table_slots = dp_->slots().size();
+	return m;
+}
+
 Result<json> ManagedInterface::move_breaker(BreakerState to)
 {
 	BreakerState from = breaker_.state();
-	if (auto ok = transition(to, true, "operator", mono_s()); !ok)
+	if (auto ok = transition(to, true, "operator"); !ok)
 		return std::unexpected(ok.error());
 	return json{{"iface", name_},
 		    {"from", std::string(to_string(from))},
@@ -465,6 +489,50 @@ Result<json> ManagedInterface::audit_now()
 		      {"swept", a.swept},
 		      {"full_sweeps", a.full_sweeps},
 		      {"last_sweep", iso_time(a.last_sweep_unix_ns)}}}};
+}
+
+Result<json> ManagedInterface::top(size_t n, double now_s) const
+{
+	if (!sampler_)
+		return refused(name_ + ": drop sampling is off (the program was loaded with --sample-every 0); "
+			       "`sluicectl detach " + name_ + "` and start sluiced with --sample-every N to turn it on");
+	auto cfg = dp_->config().read();
+	if (!cfg)
+		return std::unexpected(cfg.error());
+	auto w = sampler_->window(now_s);
+	double every = sampler_->sample_every();
+	json sources = json::array();
+	for (const auto &it : w.summary->top(n)) {
+		Cidr source = key_cidr(it.key);
+		SourceSlots ss = source_slots(dp_->settings(), source.addr);
+		uint64_t tokens = 0;
+		for (uint32_t slot : ss.slots) {
+			auto t = dp_->slots().tokens(slot, *cfg);
+			if (!t)
+				return std::unexpected(t.error());
+			tokens = std::max(tokens, *t);
+		}
+		sources.push_back({{"source", source.str()},
+				   {"est_dropped_pps", w.seconds > 0 ? std::round(double(it.count) * every / w.seconds) : 0.0},
+				   {"samples", it.count},
+				   {"error", it.error},
+				   {"tokens", tokens}});
+	}
+	// What the counters say was dropped in the last period, for comparison
+	// (samples lost to a full ring make the estimates fall short of it).
+	double dropped_pps = 0;
+	for (const char *o : {"drop_rate", "drop_shed", "drop_deny"})
+		if (rates_.contains(o))
+			dropped_pps += rates_[o].value("pps", 0.0);
+	return json{{"iface", name_},
+		    {"dropped_pps", dropped_pps},
+		    {"sample_every", sampler_->sample_every()},
+		    {"window_s", std::round(w.seconds * 1000) / 1000},
+		    {"window_complete", w.complete},
+		    {"samples", w.summary->total()},
+		    {"capacity", w.summary->capacity()},
+		    {"summary_size", w.summary->size()},
+		    {"sources", sources}};
 }
 
 Status ManagedInterface::detach()

@@ -6,7 +6,9 @@
 #include "audit.h"
 #include "breaker.h"
 #include "dataplane.h"
+#include "drop_sampler.h"
 #include "fd.h"
+#include "metrics.h"
 #include "options.h"
 #include "policy.h"
 #include "protocol.h"
@@ -31,6 +33,8 @@ public:
 
 	json status() const;
 	json stats() const;
+	// For /metrics: counters as of the last tick, breaker, transitions made.
+	InterfaceMetrics metrics() const;
 
 	// Operator requests (the seed's signals).
 	Result<json> move_breaker(BreakerState to);
@@ -40,14 +44,15 @@ public:
 	Result<json> list_change(ListKind list, const std::vector<std::string> &cidrs, bool add);
 	Result<json> list_show(ListKind list) const;
 	Result<json> audit_now();
+	// The n heaviest dropped sources of the last complete sampling window
+	// (protocol.h, "top"), each with its bucket's tokens now.
+	Result<json> top(size_t n, double now_mono_s) const;
 	// Remove the program and the pins. The object is done afterwards.
 	Status detach();
 
 private:
 	ManagedInterface() = default;
-	// now_s: the monotonic time the move happens at (the tick's, for automatic
-	// moves), so the recovery ramp starts exactly at the trip into recovering.
-	Status transition(BreakerState to, bool manual, const std::string &why, double now_s);
+	Status transition(BreakerState to, bool manual, const std::string &why);
 	void watch_link();
 	Result<json> bucket_reply(const std::string &addr) const;
 
@@ -59,6 +64,7 @@ private:
 	Breaker breaker_;
 	std::optional<AutoPolicy> policy_;
 	std::optional<Auditor> auditor_;
+	std::unique_ptr<DropSampler> sampler_; // null when sampling is off
 	double since_mono_s_ = 0;  // when the breaker state in force began
 	uint32_t ifindex_ = 0;
 	bool gone_ = false;
@@ -68,6 +74,8 @@ private:
 	double last_tick_s_ = 0;
 	json rates_ = json::object();
 	std::string last_error_;
+	// Breaker transitions made by this daemon, [from][to] (for /metrics).
+	std::array<std::array<uint64_t, SLUICE_BREAKER_STATES>, SLUICE_BREAKER_STATES> transitions_{};
 };
 
 } // namespace sluice

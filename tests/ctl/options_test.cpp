@@ -418,5 +418,25 @@ TEST(Options, MissingConfigFileIsAnError)
 	expect_invalid({"-i", "eth0", "--config", dir.path() + "/nodir/x.conf"}, {"config file"});
 }
 
+TEST(Options, TopAndMultiprog)
+{
+	auto d = good();
+	EXPECT_EQ(d.load.sample_every, SLUICE_SAMPLE_EVERY_DEFAULT);
+	EXPECT_EQ(d.top_capacity, 1024u);
+	EXPECT_EQ(d.top_window_s, 2.0);
+	EXPECT_FALSE(d.load.multiprog);
+	auto o = good({"--sample-every", "64", "--top-capacity", "100", "--top-window", "5", "--multiprog"});
+	EXPECT_EQ(o.load.sample_every, 64u);
+	EXPECT_EQ(o.top_capacity, 100u);
+	EXPECT_EQ(o.top_window_s, 5.0);
+	EXPECT_TRUE(o.load.multiprog);
+	EXPECT_EQ(good({"--sample-every", "0"}).load.sample_every, 0u);
+	expect_bad_value("--sample-every", "1000", {"power of two"});
+	expect_bad_value("--sample-every", "-1");
+	expect_bad_value("--sample-every", std::to_string(2 * SLUICE_SAMPLE_EVERY_MAX));
+	expect_bad_value("--top-capacity", "0");
+	expect_bad_value("--top-window", "0.01");
+}
+
 } // namespace
 } // namespace sluice

@@ -50,7 +50,7 @@ TEST(Protocol, ParsesAGoodRequest)
 TEST(Protocol, EveryDocumentedCommandIsKnown)
 {
 	for (const char *c : {"status", "stats", "breaker", "set", "bucket", "refill", "list_add", "list_del",
-			      "list_show", "attach", "detach", "audit"}) {
+			      "list_show", "attach", "detach", "audit", "top"}) {
 		EXPECT_TRUE(known_command(c)) << c;
 		EXPECT_EQ(request(std::string(R"({"cmd":")") + c + "\"}").cmd, c);
 	}

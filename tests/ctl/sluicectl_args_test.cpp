@@ -619,4 +619,50 @@ TEST(sluicectlTable, ColumnsAreAsWideAsTheirWidestCell)
 			     " longer    7\n");
 }
 
+TEST(sluicectlDaemon, TopSendsNAndPrintsTheHeaviestSources)
+{
+	json reply{{"ok", true},
+		   {"iface", "eth0"},
+		   {"sample_every", 1024},
+		   {"window_s", 2.0},
+		   {"window_complete", true},
+		   {"samples", 300},
+		   {"capacity", 1024},
+		   {"summary_size", 2},
+		   {"sources",
+		    {{{"source", "198.18.3.7/32"}, {"est_dropped_pps", 102400.0}, {"samples", 200}, {"error", 0}, {"tokens", 0}},
+		     {{"source", "2001:2:0:3::/64"}, {"est_dropped_pps", 51200.0}, {"samples", 100}, {"error", 3}, {"tokens", 17}}}}};
+	for (auto args : std::vector<std::vector<std::string>>{{"top", "eth0", "-n", "2"}, {"top", "-n", "2", "eth0"},
+								{"top", "eth0", "--count", "2"}, {"top", "eth0", "-n2"}}) {
+		FakeDaemon daemon(reply);
+		args.push_back("--socket");
+		args.push_back(daemon.socket());
+		auto r = sluicectl(args);
+		EXPECT_EQ(r.code, 0) << r.err;
+		ASSERT_EQ(daemon.requests().size(), 1u);
+		EXPECT_EQ(daemon.requests()[0], (json{{"cmd", "top"}, {"iface", "eth0"}, {"n", 2}}));
+		EXPECT_THAT(r.out, HasSubstr("1 in 1024 drops sampled; 300 samples in 2.0 s; tracking 2 of 1024 sources"));
+		EXPECT_THAT(r.out, HasSubstr("SOURCE"));
+		EXPECT_THAT(r.out, HasSubstr("198.18.3.7/32"));
+		EXPECT_THAT(r.out, HasSubstr("102400"));
+		EXPECT_THAT(r.out, HasSubstr("2001:2:0:3::/64"));
+	}
+	FakeDaemon daemon(reply);
+	auto r = sluicectl({"-j", "top", "eth0", "--socket", daemon.socket()});
+	EXPECT_EQ(r.code, 0) << r.err;
+	EXPECT_EQ(daemon.requests().at(0), (json{{"cmd", "top"}, {"iface", "eth0"}}));
+	EXPECT_EQ(json::parse(r.out)["sources"][1]["tokens"], 17);
+}
+
+TEST(sluicectlArgs, TopRefusesABadCount)
+{
+	for (auto n : {"0", "x", "-3", "2000000"}) {
+		auto r = sluicectl({"top", "eth0", "-n", n, "--socket", kNoSocket});
+		EXPECT_EQ(r.code, 2) << n << ": " << r.err;
+	}
+	auto r = sluicectl({"top", "eth0", "--interval", "2", "--socket", kNoSocket});
+	EXPECT_EQ(r.code, 2);
+	EXPECT_THAT(r.err, HasSubstr("--interval needs --watch"));
+}
+
 } // namespace
