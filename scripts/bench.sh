@@ -1,0 +1,97 @@
+#!/usr/bin/env bash
+# bench.sh - sluice's benchmarks (docs/benchmarks.md says what each figure
+# measures and how).
+#
+#   scripts/bench.sh [--quick] [--json FILE] [--update-docs]
+#
+#   --quick        every figure, shorter and fewer repeats (under 3 minutes on
+#                  a 2-CPU machine; the smoke test of this script)
+#   --json FILE    also write the results there (they always go to
+#                  bench/results/<time>/results.json)
+#   --update-docs  rewrite the generated part of docs/benchmarks.md and
+#                  docs/benchmarks.png from this run (only if it completed)
+#
+# As root: installs what it needs from Debian's packages (scripts/setup.sh,
+# plus gnuplot-nox for the chart), builds into ${BUILD_DIR:-build}, brings up a
+# testbed of namespaces (scripts/testbed.sh) and runs scripts/bench.py in it.
+# Prints a table, writes bench/results/<time>/{results.json,results.md,
+# benchmarks.png}. Everything it makes (namespaces, veths, XDP programs,
+# daemons, nftables/iptables rules, which live only inside the testbed's
+# namespaces) is removed on every exit path. Benchmarks are not part of ctest.
+set -euo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+build=${BUILD_DIR:-$root/build}
+
+quick=() json=() update=()
+while [ $# -gt 0 ]; do
+	case $1 in
+	--quick) quick=(--quick) ;;
+	--json)
+		[ $# -ge 2 ] || { echo "bench.sh: --json needs a file" >&2; exit 2; }
+		json=(--json "$(realpath -m "$2")")
+		shift
+		;;
+	--update-docs) update=(--update-docs) ;;
+	-h | --help)
+		sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//'
+		exit 0
+		;;
+	*)
+		echo "bench.sh: unknown argument '$1' (--quick, --json FILE, --update-docs)" >&2
+		exit 2
+		;;
+	esac
+	shift
+done
+command="${BUILD_DIR:+BUILD_DIR=$BUILD_DIR }scripts/bench.sh${quick:+ --quick}${update:+ --update-docs}"
+
+if [ "$(id -u)" -ne 0 ]; then
+	echo "bench.sh: needs root (namespaces, XDP, BPF_PROG_TEST_RUN, nftables)" >&2
+	exit 2
+fi
+
+start=$(date +%s)
+"$root/scripts/setup.sh"
+if ! command -v gnuplot >/dev/null; then
+	echo "bench.sh: installing gnuplot-nox (the chart)"
+	DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends gnuplot-nox >/dev/null ||
+		{ apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends gnuplot-nox >/dev/null; }
+fi
+
+echo "bench.sh: building in $build"
+# (An existing build directory reconfigures itself when a CMakeLists changed.)
+[ -f "$build/CMakeCache.txt" ] || cmake -S "$root" -B "$build" >/dev/null
+targets=(sluiced sluicectl sluice-traffic sluice-bench netrx_clock_bpf_skel_gen xdp_drop_bpf_skel_gen sluice_bpf_skel_gen
+	sluice_fineclock_bpf_skel_gen sluice_sip24_bpf_skel_gen)
+for s in parse hash lookup clock bucket; do
+	targets+=("sluice_cut_${s}_bpf_skel_gen")
+done
+cmake --build "$build" -j "$(nproc)" --target "${targets[@]}" >/dev/null
+
+# shellcheck source=scripts/testbed.sh
+. "$root/scripts/testbed.sh"
+driver=""
+# shellcheck disable=SC2317 # invoked by the trap
+cleanup() {
+	local rc=$?
+	trap - EXIT INT TERM
+	if [ -n "$driver" ] && kill -0 "$driver" 2>/dev/null; then
+		kill -TERM "$driver" 2>/dev/null || true
+		wait "$driver" 2>/dev/null || true
+	fi
+	tb_down || rc=1
+	exit "$rc"
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+tb_up bench || exit 1
+
+out=$root/bench/results/$(date -u +%Y%m%d-%H%M%S)
+python3 "$root/scripts/bench.py" --build "$build" --out "$out" --command "$command" \
+	"${quick[@]}" "${json[@]}" "${update[@]}" &
+driver=$!
+rc=0
+wait "$driver" || rc=$?
+driver=""
+echo "bench.sh: $(($(date +%s) - start)) s in all; results in ${out#"$root"/}"
+exit "$rc"

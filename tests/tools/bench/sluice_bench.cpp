@@ -1,0 +1,497 @@
+// sluice-bench - the BPF_PROG_TEST_RUN half of scripts/bench.sh. Loads XDP
+// objects from files (sluice and its variants, xdp_drop, xdp-filter's
+// programs), never attaches anything, never pins anything, and prints one JSON
+// object on stdout.
+//
+//   sluice-bench cost [--repeat N] [--rounds R] NAME=OBJECT[,drop] ...
+//       Per-packet cost, in ns, of each program on a 64-byte IPv4 UDP and a
+//       64-byte IPv6 UDP frame: bpf_prog_test_run_opts with `repeat` N (the
+//       kernel times the loop and excludes the time it was preempted), R
+//       rounds, the programs interleaved within each round so that a change
+//       of machine load hits all of them alike. An object with a `settings`
+//       variable in .rodata is a sluice object: it is loaded with a fixed key,
+//       the default table size and a config that admits every frame (rate 1e8,
+//       burst 1e6: the pass path, both slots paid), or with ",drop" one that
+//       admits none (rate 1, burst 1, slots drained first: the flood path).
+//       Any other object (xdp_drop, xdpfilt_dny_ip.o) is loaded as it is, its
+//       maps empty and unpinned.
+//       -> {"repeat":N,"rounds":R,"progs":{NAME:{"v4":[ns...],"v6":[ns...],
+//           "retval_v4":V,"retval_v6":V}}}
+//
+//   sluice-bench collateral --obj SLUICE_OBJECT [--slots N] [--legit L]
+//       [--heavy-frac F,F,...] [--burst B] [--seed S]
+//       Collateral damage of heavy sources on legitimate ones, one choice
+//       against two, on a loaded sluice object driven by BPF_PROG_TEST_RUN
+//       with the clock taken out: rate 1/s while `recovering` at the 0.1%
+//       floor, so a token refills in 1000 s and nothing refills during the
+//       run. h = F x N heavy sources each send B+1 frames (each frame pays
+//       both slots, so their slots end drained, as under a sustained flood); then L legitimate sources each
+//       send B/2 frames (half of what their bucket allows), one frame per
+//       source per round, in B/2 rounds. A legitimate source "loses" when any
+//       of its frames is dropped.
+//       -> {"slots":N,"legit":L,"burst":B,"runs":[{"heavy":h,"heavy_frac":F,
+//           "one_choice":0|1,"losers":n,"share":x,"drained_slots":d}...]}
+//
+//   sluice-bench netrx --obj NETRX_CLOCK_OBJECT
+//       Attaches netrx_clock.bpf.o to the softirq_entry/exit raw tracepoints; prints
+//       {"ns":N,"count":C} (NET_RX softirq time and runs, every CPU, since the
+//       attach) for each line read on stdin; detaches at end of input.
+//
+// Needs root (BPF_PROG_LOAD, BPF_PROG_TEST_RUN, tracepoints).
+#include <bpf/bpf.h>
+#include <bpf/btf.h>
+#include <bpf/libbpf.h>
+#include <linux/bpf.h>
+
+#include <nlohmann/json.hpp>
+
+#include <sys/random.h>
+
+#include <cerrno>
+#include <cstdarg>
+#include <cstdio>
+#include <cstring>
+#include <iostream>
+#include <map>
+#include <random>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "frames.h"
+#include "sluice_abi.h"
+
+using json = nlohmann::ordered_json;
+using sluice::frames::Bytes;
+
+namespace {
+
+struct Error : std::runtime_error {
+	using std::runtime_error::runtime_error;
+};
+
+int quiet_libbpf(enum libbpf_print_level level, const char *fmt, va_list ap)
+{
+	// xdp-filter's object carries a section for libxdp that libbpf skips
+	// with a warning: not news.
+	if (level == LIBBPF_WARN && !std::strstr(fmt, "skipping unrecognized data section"))
+		return std::vfprintf(stderr, fmt, ap);
+	return 0;
+}
+
+// A loaded object: sluice (settings in .rodata) or anything else.
+class Loaded {
+public:
+	struct SluiceSetup {
+		__u64 key[2] = {0x0706050403020100ull, 0x0f0e0d0c0b0a0908ull};
+		__u32 slots = SLUICE_SLOTS_DEFAULT;
+		__u32 one_choice = 0;
+	};
+
+	Loaded(const std::string &path, const SluiceSetup &setup)
+	{
+		obj_ = bpf_object__open_file(path.c_str(), nullptr);
+		if (!obj_)
+			throw Error("open " + path + ": " + std::strerror(errno));
+		// Nothing of a benchmark is pinned: xdp-filter's maps ask for
+		// pinning by name under /sys/fs/bpf; drop that.
+		bpf_map *m;
+		bpf_object__for_each_map(m, obj_)
+		{
+			bpf_map__set_pin_path(m, nullptr);
+			const char *name = bpf_map__name(m);
+			std::string n = name ? name : "";
+			if (n.size() >= 7 && n.compare(n.size() - 7, 7, ".rodata") == 0)
+				rodata_ = m;
+			if (n == "slots")
+				slots_ = m;
+			if (n == "config")
+				config_ = m;
+		}
+		if (rodata_ && slots_ && config_) {
+			size_t off = settings_offset(path);
+			size_t size = 0;
+			const void *init = bpf_map__initial_value(rodata_, &size);
+			if (init && off != size_t(-1) && off + sizeof(sluice_settings) <= size) {
+				std::vector<char> data(static_cast<const char *>(init), static_cast<const char *>(init) + size);
+				auto *s = reinterpret_cast<sluice_settings *>(data.data() + off);
+				s->hash_key[0] = setup.key[0];
+				s->hash_key[1] = setup.key[1];
+				s->layout_version = SLUICE_LAYOUT_VERSION;
+				s->slot_mask = setup.slots - 1;
+				s->v4_prefix = 32;
+				s->v6_prefix = 64;
+				s->dry_run = 0;
+				s->one_choice = setup.one_choice;
+				if (int e = bpf_map__set_initial_value(rodata_, data.data(), data.size()))
+					throw Error("set .rodata: " + std::string(std::strerror(-e)));
+				if (int e = bpf_map__set_max_entries(slots_, setup.slots))
+					throw Error("set_max_entries: " + std::string(std::strerror(-e)));
+				sluice_ = true;
+			}
+		}
+		bpf_program *p;
+		bpf_object__for_each_program(p, obj_)
+		{
+			if (!prog_) {
+				prog_ = p;
+				bpf_program__set_type(p, BPF_PROG_TYPE_XDP);
+			} else {
+				bpf_program__set_autoload(p, false);
+			}
+		}
+		if (!prog_)
+			throw Error(path + ": no program");
+		if (int e = bpf_object__load(obj_))
+			throw Error("load " + path + ": " + std::strerror(-e));
+	}
+	~Loaded() { bpf_object__close(obj_); }
+	Loaded(const Loaded &) = delete;
+	Loaded &operator=(const Loaded &) = delete;
+
+	bool sluice() const { return sluice_; }
+	int prog_fd() const { return bpf_program__fd(prog_); }
+
+	void set_config(__u64 rate, __u64 burst, __u32 state = SLUICE_SERVING, __u32 ppm = SLUICE_PPM_FULL)
+	{
+		sluice_config c{};
+		c.cost_ns = (SLUICE_NSEC_PER_SEC + rate / 2) / rate;
+		c.burst = burst;
+		c.breaker_state = state;
+		c.admission_ppm = ppm;
+		c.rate_pps = rate;
+		__u32 zero = 0;
+		if (bpf_map_update_elem(bpf_map__fd(config_), &zero, &c, BPF_ANY))
+			throw Error(std::string("config update: ") + std::strerror(errno));
+	}
+
+	// Slots whose credit is below one token at `cost_ns` (drained), counted
+	// with one batched read of the whole table.
+	uint64_t drained_slots(__u32 nslots, __u64 cost_ns) const
+	{
+		struct timespec ts{};
+		clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
+		__u64 now = __u64(ts.tv_sec) * 1000000000ull + __u64(ts.tv_nsec) + (1ull << 62);
+		std::vector<__u32> keys(nslots);
+		std::vector<__u64> vals(nslots);
+		__u32 out_batch = 0, count = nslots;
+		LIBBPF_OPTS(bpf_map_batch_opts, o);
+		int r = bpf_map_lookup_batch(bpf_map__fd(slots_), nullptr, &out_batch, keys.data(), vals.data(),
+					     &count, &o);
+		if (r && errno != ENOENT)
+			throw Error(std::string("slots batch lookup: ") + std::strerror(errno));
+		uint64_t n = 0;
+		for (__u32 i = 0; i < count; i++)
+			if (now <= vals[i] || now - vals[i] < cost_ns)
+				n++;
+		return n;
+	}
+
+private:
+	// Offset of the `settings` variable in .rodata, from the object's BTF.
+	static size_t settings_offset(const std::string &path)
+	{
+		btf *b = btf__parse_elf(path.c_str(), nullptr);
+		if (!b)
+			return size_t(-1);
+		size_t off = size_t(-1);
+		__s32 id = btf__find_by_name_kind(b, ".rodata", BTF_KIND_DATASEC);
+		if (id > 0) {
+			const btf_type *t = btf__type_by_id(b, id);
+			const btf_var_secinfo *v = btf_var_secinfos(t);
+			for (unsigned i = 0; i < btf_vlen(t); i++, v++) {
+				const btf_type *vt = btf__type_by_id(b, v->type);
+				if (vt && std::strcmp(btf__name_by_offset(b, vt->name_off), "settings") == 0)
+					off = v->offset;
+			}
+		}
+		btf__free(b);
+		return off;
+	}
+
+	bpf_object *obj_ = nullptr;
+	bpf_program *prog_ = nullptr;
+	bpf_map *rodata_ = nullptr, *slots_ = nullptr, *config_ = nullptr;
+	bool sluice_ = false;
+};
+
+struct Run {
+	__u32 retval = 0;
+	__u32 duration = 0;
+};
+
+Run test_run(int fd, const Bytes &frame, int repeat)
+{
+	LIBBPF_OPTS(bpf_test_run_opts, o);
+	o.data_in = frame.data();
+	o.data_size_in = __u32(frame.size());
+	o.repeat = repeat;
+	if (bpf_prog_test_run_opts(fd, &o))
+		throw Error(std::string("bpf_prog_test_run_opts: ") + std::strerror(errno));
+	return {o.retval, o.duration};
+}
+
+Bytes frame_v4(uint32_t src_host_order)
+{
+	using namespace sluice::frames;
+	Ip4 a{uint8_t(src_host_order >> 24), uint8_t(src_host_order >> 16), uint8_t(src_host_order >> 8),
+	      uint8_t(src_host_order)};
+	return udp4_sized(64, {}, {.src = a, .dst = ip4("198.18.1.2")});
+}
+
+Bytes frame_v6()
+{
+	using namespace sluice::frames;
+	return udp6_sized(64, {}, {.src = ip6("2001:2:0:ff::1"), .dst = ip6("2001:2:0:1::2")});
+}
+
+std::map<std::string, std::string> parse_opts(int argc, char **argv, std::vector<std::string> &positional)
+{
+	std::map<std::string, std::string> o;
+	for (int i = 0; i < argc; i++) {
+		std::string a = argv[i];
+		if (a.rfind("--", 0) == 0) {
+			if (i + 1 >= argc)
+				throw Error(a + " needs a value");
+			o[a.substr(2)] = argv[++i];
+		} else {
+			positional.push_back(a);
+		}
+	}
+	return o;
+}
+
+uint64_t opt_u64(const std::map<std::string, std::string> &o, const char *k, uint64_t def)
+{
+	auto it = o.find(k);
+	return it == o.end() ? def : std::stoull(it->second);
+}
+
+int cmd_cost(int argc, char **argv)
+{
+	std::vector<std::string> specs;
+	auto o = parse_opts(argc, argv, specs);
+	int repeat = int(opt_u64(o, "repeat", 1000000));
+	int rounds = int(opt_u64(o, "rounds", 5));
+	if (specs.empty())
+		throw Error("cost: give NAME=OBJECT[,drop] ...");
+
+	struct Prog {
+		std::string name;
+		std::unique_ptr<Loaded> obj;
+		std::vector<__u32> v4, v6;
+		__u32 ret4 = 0, ret6 = 0;
+	};
+	std::vector<Prog> progs;
+	const Bytes f4 = frame_v4(0xc612ff01u), f6 = frame_v6(); // 198.18.255.1, 2001:2:0:ff::1
+	for (const auto &s : specs) {
+		auto eq = s.find('=');
+		if (eq == std::string::npos)
+			throw Error("cost: '" + s + "' is not NAME=OBJECT[,drop]");
+		std::string name = s.substr(0, eq), path = s.substr(eq + 1);
+		bool drop = false;
+		if (path.size() > 5 && path.compare(path.size() - 5, 5, ",drop") == 0) {
+			drop = true;
+			path.resize(path.size() - 5);
+		}
+		Prog p{name, std::make_unique<Loaded>(path, Loaded::SluiceSetup{}), {}, {}};
+		if (p.obj->sluice()) {
+			if (drop) {
+				// One token, then nothing: drain both sources' slots first.
+				p.obj->set_config(1, 1);
+				test_run(p.obj->prog_fd(), f4, 4);
+				test_run(p.obj->prog_fd(), f6, 4);
+			} else {
+				p.obj->set_config(SLUICE_RATE_MAX, SLUICE_BURST_MAX);
+			}
+		} else if (drop) {
+			throw Error(name + ": ,drop is for sluice objects");
+		}
+		progs.push_back(std::move(p));
+	}
+	// Warm up (first runs page in the program and the maps).
+	for (auto &p : progs) {
+		test_run(p.obj->prog_fd(), f4, 10000);
+		test_run(p.obj->prog_fd(), f6, 10000);
+	}
+	for (int r = 0; r < rounds; r++) {
+		for (auto &p : progs) {
+			Run a = test_run(p.obj->prog_fd(), f4, repeat);
+			Run b = test_run(p.obj->prog_fd(), f6, repeat);
+			p.v4.push_back(a.duration);
+			p.v6.push_back(b.duration);
+			p.ret4 = a.retval;
+			p.ret6 = b.retval;
+		}
+	}
+	json out;
+	out["repeat"] = repeat;
+	out["rounds"] = rounds;
+	json jp = json::object();
+	for (const auto &p : progs) {
+		jp[p.name] = {{"v4", p.v4}, {"v6", p.v6}, {"retval_v4", p.ret4}, {"retval_v6", p.ret6}};
+	}
+	out["progs"] = jp;
+	std::cout << out.dump() << std::endl;
+	return 0;
+}
+
+std::vector<double> parse_fracs(const std::string &s)
+{
+	std::vector<double> v;
+	size_t i = 0;
+	while (i < s.size()) {
+		size_t j = s.find(',', i);
+		if (j == std::string::npos)
+			j = s.size();
+		v.push_back(std::stod(s.substr(i, j - i)));
+		i = j + 1;
+	}
+	return v;
+}
+
+int cmd_collateral(int argc, char **argv)
+{
+	std::vector<std::string> pos;
+	auto o = parse_opts(argc, argv, pos);
+	if (!o.count("obj"))
+		throw Error("collateral: --obj SLUICE_OBJECT is required");
+	const std::string path = o["obj"];
+	const __u32 slots = __u32(opt_u64(o, "slots", SLUICE_SLOTS_DEFAULT));
+	const uint64_t legit = opt_u64(o, "legit", 10000);
+	const uint64_t burst = opt_u64(o, "burst", 2);
+	uint64_t seed = opt_u64(o, "seed", 0);
+	if (!o.count("seed") && getrandom(&seed, sizeof(seed), 0) != sizeof(seed))
+		seed = 1;
+	std::vector<double> fracs = parse_fracs(o.count("heavy-frac") ? o["heavy-frac"] : "0.01,0.1,0.5");
+	if (slots < SLUICE_SLOTS_MIN || (slots & (slots - 1)))
+		throw Error("--slots must be a power of two >= 16");
+	if (burst < 2)
+		throw Error("--burst must be at least 2");
+
+	std::mt19937_64 rng(seed);
+	json runs = json::array();
+	for (double frac : fracs) {
+		const uint64_t heavy = uint64_t(frac * slots + 0.5);
+		if (heavy + legit > (1u << 24))
+			throw Error("too many sources for 10.0.0.0/8");
+		for (__u32 one : {1u, 0u}) {
+			Loaded::SluiceSetup setup;
+			setup.key[0] = rng();
+			setup.key[1] = rng();
+			setup.slots = slots;
+			setup.one_choice = one;
+			Loaded l(path, setup);
+			if (!l.sluice())
+				throw Error(path + " is not a sluice object");
+			// Rate 1/s at the 0.1% recovery floor: one token per 1000 s.
+			l.set_config(1, burst, SLUICE_RECOVERING, SLUICE_PPM_MIN);
+			const int fd = l.prog_fd();
+			// Heavy sources 10.0.0.0 upwards, legitimate 10.128.0.0 upwards.
+			// One frame per call: a call with repeat > 1 re-patches the
+			// kernel's XDP dispatcher twice (about a millisecond here).
+			for (uint64_t i = 0; i < heavy; i++) {
+				Bytes f = frame_v4(0x0a000000u + uint32_t(i));
+				for (uint64_t k = 0; k < burst + 1; k++)
+					test_run(fd, f, 1);
+			}
+			uint64_t drained = l.drained_slots(slots, 1000000000ull * 1000);
+			std::vector<Bytes> lf;
+			lf.reserve(legit);
+			for (uint64_t i = 0; i < legit; i++)
+				lf.push_back(frame_v4(0x0a800000u + uint32_t(i)));
+			std::vector<char> lost(legit, 0);
+			for (uint64_t r = 0; r < burst / 2; r++)
+				for (uint64_t i = 0; i < legit; i++)
+					if (test_run(fd, lf[i], 1).retval != XDP_PASS)
+						lost[i] = 1;
+			uint64_t losers = 0;
+			for (char c : lost)
+				losers += c;
+			runs.push_back({{"heavy", heavy},
+					{"heavy_frac", frac},
+					{"one_choice", one},
+					{"losers", losers},
+					{"share", double(losers) / double(legit)},
+					{"drained_slots", drained},
+					{"drained_frac", double(drained) / double(slots)}});
+		}
+	}
+	json out;
+	out["slots"] = slots;
+	out["legit"] = legit;
+	out["burst"] = burst;
+	out["seed"] = seed;
+	out["runs"] = runs;
+	std::cout << out.dump() << std::endl;
+	return 0;
+}
+
+// Attach netrx_clock.bpf.o's two tracepoint programs; then, for every line
+// read on stdin, print {"ns":N,"count":C}: the NET_RX softirq time summed over
+// every CPU since the attach. Ends (and detaches) at end of input.
+int cmd_netrx(int argc, char **argv)
+{
+	std::vector<std::string> pos;
+	auto o = parse_opts(argc, argv, pos);
+	if (!o.count("obj"))
+		throw Error("netrx: --obj NETRX_CLOCK_OBJECT is required");
+	bpf_object *obj = bpf_object__open_file(o["obj"].c_str(), nullptr);
+	if (!obj)
+		throw Error("open " + o["obj"] + ": " + std::strerror(errno));
+	if (int e = bpf_object__load(obj))
+		throw Error("load " + o["obj"] + ": " + std::strerror(-e));
+	std::vector<bpf_link *> links;
+	bpf_program *p;
+	bpf_object__for_each_program(p, obj)
+	{
+		bpf_link *l = bpf_program__attach(p);
+		if (!l)
+			throw Error(std::string("attach ") + bpf_program__name(p) + ": " + std::strerror(errno));
+		links.push_back(l);
+	}
+	bpf_map *m = bpf_object__find_map_by_name(obj, "netrx");
+	int ncpu = libbpf_num_possible_cpus();
+	std::vector<__u64> vals(size_t(ncpu > 0 ? ncpu : 1));
+	std::string line;
+	while (std::getline(std::cin, line)) {
+		__u64 sums[2] = {0, 0};
+		for (__u32 k = 1; k <= 2; k++) {
+			if (bpf_map_lookup_elem(bpf_map__fd(m), &k, vals.data()))
+				throw Error(std::string("netrx lookup: ") + std::strerror(errno));
+			for (__u64 v : vals)
+				sums[k - 1] += v;
+		}
+		std::cout << json{{"ns", sums[0]}, {"count", sums[1]}}.dump() << std::endl;
+	}
+	for (auto *l : links)
+		bpf_link__destroy(l);
+	bpf_object__close(obj);
+	return 0;
+}
+
+} // namespace
+
+int main(int argc, char **argv)
+{
+	libbpf_set_print(quiet_libbpf);
+	if (argc < 2) {
+		std::cerr << "usage: sluice-bench cost|collateral|netrx [options] (see the comment at the top of "
+			     "tests/tools/bench/sluice_bench.cpp)\n";
+		return 2;
+	}
+	std::string cmd = argv[1];
+	try {
+		if (cmd == "cost")
+			return cmd_cost(argc - 2, argv + 2);
+		if (cmd == "collateral")
+			return cmd_collateral(argc - 2, argv + 2);
+		if (cmd == "netrx")
+			return cmd_netrx(argc - 2, argv + 2);
+		std::cerr << "sluice-bench: unknown command '" << cmd << "'\n";
+		return 2;
+	} catch (const std::exception &e) {
+		std::cerr << "sluice-bench " << cmd << ": " << e.what() << "\n";
+		return 1;
+	}
+}
