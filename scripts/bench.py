@@ -147,6 +147,18 @@ def run(cmd, check=True, timeout=300, **kw):
     return p
 
 
+def end_with_stdin(p, timeout):
+    """End a helper that runs until end of input (sluice-bench netrx, attach)."""
+    p.stdin.close()
+    try:
+        p.wait(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        p.kill()
+        p.wait()
+    if p in PROCS:
+        PROCS.remove(p)
+
+
 def last_json(text):
     for line in reversed(text.strip().splitlines()):
         line = line.strip()
@@ -311,14 +323,7 @@ class Bench:
     def stop_netrx(self):
         if self.netrx:
             p, self.netrx = self.netrx, None
-            p.stdin.close()
-            try:
-                p.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                p.kill()
-                p.wait()
-            if p in PROCS:
-                PROCS.remove(p)
+            end_with_stdin(p, 10)
 
     # --------------------------------------------------------------- traffic
 
@@ -452,6 +457,21 @@ class Bench:
             yield
         finally:
             run(["ip", "-n", self.tb.ns["host"], "link", "set", "dev", self.tb.host_if, "xdpdrv", "off"], check=False)
+
+    @contextlib.contextmanager
+    def bpf_attached(self, obj, rate, burst):
+        """A sluice object (or a cut-point build) attached to the host's
+        interface by `sluice-bench attach`, configured as the daemon would
+        (rate, burst, serving) but without the daemon."""
+        p = spawn(self.tb.x("host", self.bench_tool, "attach", "--iface", self.tb.host_if, "--rate", rate,
+                            "--burst", burst, obj), stdin=subprocess.PIPE, stderr=None)
+        try:
+            line = p.stdout.readline()
+            if not line:
+                raise RuntimeError(f"sluice-bench attach {obj} ended")
+            yield
+        finally:
+            end_with_stdin(p, 30)
 
     @contextlib.contextmanager
     def nft(self, mask64, rate, burst, size):
@@ -627,6 +647,17 @@ class Bench:
             ("d_nft", "nftables netdev dynamic set", lambda: self.nft(True, rate, burst, 262144)),
             ("e_hashlimit", "iptables hashlimit (raw)", lambda: self.hashlimit(64, rate, burst, 262144)),
         ]
+        # Where sluice's time goes on this path: the cut-point builds of
+        # figure 1, attached without the daemon, each dropping every frame
+        # after one more stage; "full" is the default object the same way.
+        stages = ["parse", "hash", "lookup", "clock", "bucket"]
+        cuts = [(f"s_cut_{st}", f"sluice cut after {st}",
+                 (lambda o: (lambda: self.bpf_attached(o, rate, burst)))(self.obj(f"sluice_cut_{st}_bpf")))
+                for st in stages]
+        cuts.append(("s_full", "sluice without the daemon",
+                     lambda: self.bpf_attached(self.obj("sluice_bpf"), rate, burst)))
+        configs += cuts
+        cost_only = {"b2_xdp_filter"} | {c[0] for c in cuts}
         labels = dict((c[0], c[1]) for c in configs)
         self.start_netrx()
         self.measure_idle_softirq(1 if self.quick else 2)
@@ -636,8 +667,8 @@ class Bench:
                 with ctx():
                     time.sleep(0.3)
                     runs = []
-                    # The reference program is there for its cost only.
-                    for pps in (rates[:1] if key == "b2_xdp_filter" else rates):
+                    # The reference program and the cuts are there for their cost only.
+                    for pps in (rates[:1] if key in cost_only else rates):
                         r = self.fig2_run(pps, seconds, client_pps)
                         r["paced_pps"] = pps
                         runs.append(r)
@@ -666,7 +697,9 @@ class Bench:
         loss = {k: median(per_rep(k, unpaced("client_loss"))) for k in res}
         linkdrop = {k: median(per_rep(k, lambda runs: max(r["link_tx_dropped"] for r in runs))) for k in res}
         ideal = median([(burst + rate * runs[0]["seconds"]) / runs[0]["seconds"] for runs in res["c_sluice"]])
-        for key, label, _ in configs:
+        cut_keys = {c[0] for c in cuts}
+        main_configs = [c for c in configs if c[0] not in cut_keys]
+        for key, label, _ in main_configs:
             self.row(2, f"flood_cpu_per_packet_{key}", "ns/packet", cost[key], cost["b_xdp_drop"], "XDP_DROP only",
                      floor=("<=", 1.2) if key == "c_sluice" else None,
                      samples=per_rep(key, unpaced("netrx_ns_per_packet")),
@@ -676,19 +709,35 @@ class Bench:
         for other in ("d_nft", "e_hashlimit"):
             self.row(2, f"flood_cpu_per_packet_sluice_vs_{other}", "ns/packet", cost["c_sluice"], cost[other],
                      labels[other], floor=("<", 1.0))
-        for key, label, _ in configs:
+        # The breakdown on this path, as figure 1's: stage k = cut_k - cut_(k-1)
+        # from XDP_DROP up; then the counters (the whole object less the last
+        # cut) and what the daemon adds (sluiced's program less the same object
+        # attached without it: the drop sampling, the daemon's own work).
+        prev = cost["b_xdp_drop"]
+        for st in stages:
+            v = cost[f"s_cut_{st}"]
+            self.row(2, f"flood_breakdown_{st}", "ns/packet", v - prev, cost["c_sluice"], "sluice total",
+                     samples=per_rep(f"s_cut_{st}", unpaced("netrx_ns_per_packet")),
+                     note=f"NET_RX time per frame of the build cut after {st}, less the one before it")
+            prev = v
+        self.row(2, "flood_breakdown_counters", "ns/packet", cost["s_full"] - prev, cost["c_sluice"], "sluice total",
+                 samples=per_rep("s_full", unpaced("netrx_ns_per_packet")),
+                 note="the whole object without the daemon, less the bucket cut")
+        self.row(2, "flood_breakdown_daemon", "ns/packet", cost["c_sluice"] - cost["s_full"], cost["c_sluice"],
+                 "sluice total", note="sluiced's program (drop sampling on) less the same object without the daemon")
+        for key, label, _ in main_configs:
             self.row(2, f"flood_sender_cpu_per_packet_{key}", "ns/packet", exact[key], exact["b_xdp_drop"],
                      "XDP_DROP only", samples=per_rep(key, unpaced("sender_ns_per_packet")),
                      note=f"{label}: exact runtime of the generator (its sends and the receive work that ran in "
                           f"its softirq) + ksoftirqd on its CPU, per frame received")
-        for key, label, _ in configs:
+        for key, label, _ in main_configs:
             if key in ("b_xdp_drop", "b2_xdp_filter"):
                 continue  # they drop the client too
             self.row(2, f"flood_max_rate_client_ok_{key}", "pps", maxok[key], maxok["a_none"], "no filter",
                      note=f"{label}: highest offered flood rate with the client ({client_pps}/s) losing < 1%; "
                           f"client loss at the unpaced rate {100 * (loss[key] or 0):.2f}%; the router's veth "
                           f"dropped up to {linkdrop[key]:.0f} frames on transmit in a run")
-        for key, label, _ in configs:
+        for key, label, _ in main_configs:
             if key == "b2_xdp_filter":
                 continue
             self.row(2, f"flood_let_through_{key}", "pps", through[key], ideal,

@@ -10,6 +10,8 @@
 #                  bench/results/<time>/results.json)
 #   --update-docs  rewrite the generated part of docs/benchmarks.md and
 #                  docs/benchmarks.png from this run (only if it completed)
+#   --only LIST    only these figures (e.g. --only 2 or --only 1,6), for
+#                  working on one; not with --update-docs
 #
 # As root: installs what it needs from Debian's packages (scripts/setup.sh,
 # plus gnuplot-nox for the chart), builds into ${BUILD_DIR:-build}, brings up a
@@ -22,7 +24,7 @@ set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 build=${BUILD_DIR:-$root/build}
 
-quick=() json=() update=()
+quick=() json=() update=() only=()
 while [ $# -gt 0 ]; do
 	case $1 in
 	--quick) quick=(--quick) ;;
@@ -32,17 +34,26 @@ while [ $# -gt 0 ]; do
 		shift
 		;;
 	--update-docs) update=(--update-docs) ;;
+	--only)
+		[ $# -ge 2 ] || { echo "bench.sh: --only needs a list of figures" >&2; exit 2; }
+		only=(--only "$2")
+		shift
+		;;
 	-h | --help)
 		sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//'
 		exit 0
 		;;
 	*)
-		echo "bench.sh: unknown argument '$1' (--quick, --json FILE, --update-docs)" >&2
+		echo "bench.sh: unknown argument '$1' (--quick, --json FILE, --update-docs, --only LIST)" >&2
 		exit 2
 		;;
 	esac
 	shift
 done
+if [ ${#only[@]} -gt 0 ] && [ ${#update[@]} -gt 0 ]; then
+	echo "bench.sh: --update-docs needs every figure (no --only)" >&2
+	exit 2
+fi
 command="${BUILD_DIR:+BUILD_DIR=$BUILD_DIR }scripts/bench.sh${quick:+ --quick}${update:+ --update-docs}"
 
 if [ "$(id -u)" -ne 0 ]; then
@@ -88,7 +99,7 @@ tb_up bench || exit 1
 
 out=$root/bench/results/$(date -u +%Y%m%d-%H%M%S)
 python3 "$root/scripts/bench.py" --build "$build" --out "$out" --command "$command" \
-	"${quick[@]}" "${json[@]}" "${update[@]}" &
+	"${quick[@]}" "${json[@]}" "${update[@]}" "${only[@]}" &
 driver=$!
 rc=0
 wait "$driver" || rc=$?

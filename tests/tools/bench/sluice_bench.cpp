@@ -1,7 +1,7 @@
 // sluice-bench - the BPF_PROG_TEST_RUN half of scripts/bench.sh. Loads XDP
 // objects from files (sluice and its variants, xdp_drop, xdp-filter's
-// programs), never attaches anything, never pins anything, and prints one JSON
-// object on stdout.
+// programs), never pins anything, attaches only for `attach`, and prints JSON
+// on stdout.
 //
 //   sluice-bench cost [--repeat N] [--rounds R] NAME=OBJECT[,drop] ...
 //       Per-packet cost, in ns, of each program on a 64-byte IPv4 UDP and a
@@ -32,6 +32,15 @@
 //       -> {"slots":N,"legit":L,"burst":B,"runs":[{"heavy":h,"heavy_frac":F,
 //           "one_choice":0|1,"losers":n,"share":x,"drained_slots":d}...]}
 //
+//   sluice-bench attach --iface IFACE [--rate R] [--burst B] OBJECT
+//       Loads OBJECT as `cost` does (a sluice object: fixed key, default
+//       table, a config of rate R and burst B, default 1000 and 1000) and
+//       attaches it to IFACE in native mode; prints {"attached":IFACE,
+//       "prog_fd":N} and holds it there until end of input, then detaches.
+//       For figure 2's breakdown on the receive path: the cut-point builds
+//       need a config the daemon would not give them. (The one exception to
+//       "never attaches".)
+//
 //   sluice-bench netrx --obj NETRX_CLOCK_OBJECT
 //       Attaches netrx_clock.bpf.o to the softirq_entry/exit raw tracepoints; prints
 //       {"ns":N,"count":C} (NET_RX softirq time and runs, every CPU, since the
@@ -42,9 +51,11 @@
 #include <bpf/btf.h>
 #include <bpf/libbpf.h>
 #include <linux/bpf.h>
+#include <linux/if_link.h>
 
 #include <nlohmann/json.hpp>
 
+#include <net/if.h>
 #include <sys/random.h>
 
 #include <cerrno>
@@ -427,6 +438,30 @@ int cmd_collateral(int argc, char **argv)
 	return 0;
 }
 
+// Attach OBJECT (sluice or a cut-point build, configured like `cost` does)
+// to --iface in native XDP mode until end of input.
+int cmd_attach(int argc, char **argv)
+{
+	std::vector<std::string> pos;
+	auto o = parse_opts(argc, argv, pos);
+	if (pos.size() != 1 || !o.count("iface"))
+		throw Error("attach: give --iface IFACE OBJECT");
+	unsigned ifindex = if_nametoindex(o["iface"].c_str());
+	if (!ifindex)
+		throw Error("attach: no interface " + o["iface"] + ": " + std::strerror(errno));
+	Loaded obj(pos[0], Loaded::SluiceSetup{});
+	if (obj.sluice())
+		obj.set_config(opt_u64(o, "rate", 1000), opt_u64(o, "burst", 1000));
+	if (int e = bpf_xdp_attach(int(ifindex), obj.prog_fd(), XDP_FLAGS_DRV_MODE, nullptr))
+		throw Error("attach to " + o["iface"] + ": " + std::strerror(-e));
+	std::cout << json{{"attached", o["iface"]}, {"prog_fd", obj.prog_fd()}}.dump() << std::endl;
+	std::string line;
+	while (std::getline(std::cin, line)) {
+	}
+	bpf_xdp_detach(int(ifindex), XDP_FLAGS_DRV_MODE, nullptr);
+	return 0;
+}
+
 // Attach netrx_clock.bpf.o's two tracepoint programs; then, for every line
 // read on stdin, print {"ns":N,"count":C}: the NET_RX softirq time summed over
 // every CPU since the attach. Ends (and detaches) at end of input.
@@ -476,7 +511,7 @@ int main(int argc, char **argv)
 {
 	libbpf_set_print(quiet_libbpf);
 	if (argc < 2) {
-		std::cerr << "usage: sluice-bench cost|collateral|netrx [options] (see the comment at the top of "
+		std::cerr << "usage: sluice-bench cost|collateral|attach|netrx [options] (see the comment at the top of "
 			     "tests/tools/bench/sluice_bench.cpp)\n";
 		return 2;
 	}
@@ -488,6 +523,8 @@ int main(int argc, char **argv)
 			return cmd_collateral(argc - 2, argv + 2);
 		if (cmd == "netrx")
 			return cmd_netrx(argc - 2, argv + 2);
+		if (cmd == "attach")
+			return cmd_attach(argc - 2, argv + 2);
 		std::cerr << "sluice-bench: unknown command '" << cmd << "'\n";
 		return 2;
 	} catch (const std::exception &e) {
