@@ -754,8 +754,15 @@ class Bench:
         n_sources = 1000000
         flood_s = 1 if self.quick else 3
         legit_s = 1 if self.quick else 3
+        # sluice twice: as shipped, where a spoofed flood whose admitted rate
+        # stays over --trip-pps (1,000,000/s) trips the breaker, which then
+        # sheds every source not allowlisted, the new client too; and with the
+        # automatic breaker out of reach, for what the table alone does.
         configs = [
             ("c_sluice", "sluice", lambda: self.daemon("--rate", rate, "--burst", burst, "--ipv6-prefix", 128)),
+            ("c2_sluice_no_breaker", "sluice, automatic breaker out of reach",
+             lambda: self.daemon("--rate", rate, "--burst", burst, "--ipv6-prefix", 128,
+                                 "--trip-pps", 1_000_000_000_000)),
             ("d_nft", "nftables dynamic set", lambda: self.nft(False, rate, burst, size)),
             ("e_hashlimit", "iptables hashlimit", lambda: self.hashlimit(128, rate, burst, size)),
         ]
@@ -792,6 +799,8 @@ class Bench:
                         rc, pout, _ = finish(pr, legit_s + 30)
                         time.sleep(0.3)
                         cc1 = self.counters(d["pins"]) if d else None
+                        breaker = (self.ctl_request(d["sock"], {"cmd": "status"})["interfaces"][0]["breaker"]["state"]
+                                   if d else None)
                         tx1 = self.link_tx_dropped()
                         slab1 = self.meminfo("SUnreclaim")
                         mem1 = self.maps_memlock(d["pins"]) if d else 0
@@ -812,6 +821,10 @@ class Bench:
                      # spoofed sources are under their limit, the flooder had
                      # stopped) and frames the router's veth dropped on transmit.
                      "client_phase_rate_drops": sum(cc1[1]) - sum(cc0[1]) if cc0 else None,
+                     # ... and frames it shed, had the breaker tripped (its
+                     # state as the client finished)
+                     "client_phase_shed_drops": sum(cc1[2]) - sum(cc0[2]) if cc0 else None,
+                     "breaker_after": breaker,
                      "client_phase_link_drops": tx1 - tx0,
                      "kernel_slab_delta": slab1 - slab0, "maps_memlock_before": mem0, "maps_memlock_after": mem1,
                      "daemon_rss_before": rss0, "daemon_rss_after": rss1}
@@ -835,13 +848,16 @@ class Bench:
                      note=f"{label}: the {n_sources:,} spoofed sources, one frame each, while the table filled"
                           + (f"; {ent} entries held after" if ent is not None else ""))
             rd = median([r["client_phase_rate_drops"] for r in rs])
+            sd = median([r["client_phase_shed_drops"] for r in rs])
             ld = median([r["client_phase_link_drops"] for r in rs])
+            states = sorted({r["breaker_after"] for r in rs if r["breaker_after"]})
             self.row(3, f"full_table_new_client_delivered_{key}", "% of its frames", lg, 100.0,
                      "everything (it is under its limit)",
                      note=f"{label}: new legitimate source at half its limit; while it sent, "
-                          + (f"sluice dropped {rd:.0f} frames by rate and " if rd is not None else "")
+                          + (f"sluice dropped {rd:.0f} frames by rate and shed {sd:.0f} (breaker "
+                             f"{' / '.join(states)} at the end), and " if rd is not None else "")
                           + f"the router's veth dropped {ld:.0f} frames on transmit")
-            if key == "c_sluice":
+            if key.startswith("c"):
                 grow = median([r["maps_memlock_after"] - r["maps_memlock_before"] for r in rs])
                 self.row(3, f"full_table_memory_growth_{key}", "bytes", grow, sluice_mem,
                          "sluice's maps (bytes_memlock)",
@@ -1079,7 +1095,8 @@ class Bench:
                         f"{get.get(f'collateral_h{pct}pct_one_choice', {}).get('baseline') or 0} "
                         f"{get.get(f'collateral_h{pct}pct_two_choices', {}).get('baseline') or 0}\n")
         with open(os.path.join(dat, "full.dat"), "w") as f:
-            for k, lab in (("c_sluice", "sluice"), ("d_nft", "nftables"), ("e_hashlimit", "hashlimit")):
+            for k, lab in (("c_sluice", "sluice"), ("c2_sluice_no_breaker", "sluice, no breaker"),
+                           ("d_nft", "nftables"), ("e_hashlimit", "hashlimit")):
                 f.write(f'"{lab}" {v("full_table_spoofed_let_through_" + k)} '
                         f'{v("full_table_new_flooder_let_through_" + k)} '
                         f'{v("full_table_new_client_delivered_" + k)}\n')
