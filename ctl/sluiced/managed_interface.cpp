@@ -406,28 +406,8 @@ Result<json> ManagedInterface::bucket_reply(const std::string &addr_text) const
 		    {"burst", cfg->burst}, {"rate_pps", cfg->rate_pps}};
 }
 
-Result<json> ManagedInterface::bucket(const std::string &addr_text, std::optional<int64_t> set_tokens)
-{
-	if (set_tokens) {
-		auto addr = parse_address(addr_text);
-		if (!addr)
-			return std::unexpected(addr.error());
-		auto cfg = dp_->config().read();
-		if (!cfg)
-			return std::unexpected(cfg.error());
-		SourceSlots ss = source_slots(dp_->settings(), *addr);
-		std::array<uint32_t, 2> slots = ss.slots;
-		std::span<const uint32_t> which(slots.data(), slots[0] == slots[1] ? 1 : 2);
-		if (auto ok = dp_->slots().set_tokens(which, *set_tokens, *cfg); !ok) {
-			log_warn(name_ + ": refused write: " + ok.error().message);
-			return std::unexpected(ok.error());
-		}
-		log_info(name_ + ": set " + ss.source.str() + " to " + std::to_string(*set_tokens) + " tokens");
-	}
-	return bucket_reply(addr_text);
-}
-
-Result<json> ManagedInterface::refill(const std::string &addr_text, int64_t n)
+Result<json> ManagedInterface::write_source(const std::string &addr_text, const std::string &what,
+					    const SlotWrite &write)
 {
 	auto addr = parse_address(addr_text);
 	if (!addr)
@@ -436,13 +416,33 @@ Result<json> ManagedInterface::refill(const std::string &addr_text, int64_t n)
 	if (!cfg)
 		return std::unexpected(cfg.error());
 	SourceSlots ss = source_slots(dp_->settings(), *addr);
-	std::array<uint32_t, 2> slots = ss.slots;
-	std::span<const uint32_t> which(slots.data(), slots[0] == slots[1] ? 1 : 2);
-	if (auto ok = dp_->slots().refill(which, n, *cfg); !ok) {
+	// A source whose two indices coincide has one slot: write it once.
+	std::span<const uint32_t> which(ss.slots.data(), ss.slots[0] == ss.slots[1] ? 1 : 2);
+	if (auto ok = write(which, *cfg); !ok) {
 		log_warn(name_ + ": refused write: " + ok.error().message);
 		return std::unexpected(ok.error());
 	}
+	log_info(name_ + ": " + what + " " + ss.source.str());
 	return bucket_reply(addr_text);
+}
+
+Result<json> ManagedInterface::bucket(const std::string &addr_text, std::optional<int64_t> set_tokens)
+{
+	if (!set_tokens)
+		return bucket_reply(addr_text);
+	int64_t n = *set_tokens;
+	return write_source(addr_text, "set to " + std::to_string(n) + " tokens:",
+			    [&](std::span<const uint32_t> slots, const sluice_config &cfg) {
+				    return dp_->slots().set_tokens(slots, n, cfg);
+			    });
+}
+
+Result<json> ManagedInterface::refill(const std::string &addr_text, int64_t n)
+{
+	return write_source(addr_text, "refilled " + std::to_string(n) + " tokens:",
+			    [&](std::span<const uint32_t> slots, const sluice_config &cfg) {
+				    return dp_->slots().refill(slots, n, cfg);
+			    });
 }
 
 Result<json> ManagedInterface::list_change(ListKind list, const std::vector<std::string> &texts, bool add)

@@ -13,8 +13,10 @@
 #include "policy.h"
 #include "protocol.h"
 
+#include <functional>
 #include <memory>
 #include <optional>
+#include <span>
 #include <string>
 
 namespace sluice {
@@ -55,6 +57,11 @@ private:
 	Status transition(BreakerState to, bool manual, const std::string &why);
 	void watch_link();
 	Result<json> bucket_reply(const std::string &addr) const;
+	// A checked write to the slots of the source `addr` falls in (bucket
+	// --set, refill): `write` gets them and the config now; on success the
+	// write is logged as `what` and the reply is bucket_reply's.
+	using SlotWrite = std::function<Status(std::span<const uint32_t> slots, const sluice_config &cfg)>;
+	Result<json> write_source(const std::string &addr, const std::string &what, const SlotWrite &write);
 
 	std::string name_;
 	std::string dir_;
