@@ -451,12 +451,14 @@ class Bench:
 
     @contextlib.contextmanager
     def xdp_attach(self, obj):
-        run(["ip", "-n", self.tb.ns["host"], "link", "set", "dev", self.tb.host_if, "xdpdrv", "obj", obj,
-             "sec", "xdp"])
+        # Through `ip netns exec`, not `ip -n`: iproute2 pins the maps an
+        # object asks to pin (xdp-filter's) under /sys/fs/bpf, and only
+        # `ip netns exec`'s private /sys keeps them off the machine's bpffs.
+        run(self.tb.x("host", "ip", "link", "set", "dev", self.tb.host_if, "xdpdrv", "obj", obj, "sec", "xdp"))
         try:
             yield
         finally:
-            run(["ip", "-n", self.tb.ns["host"], "link", "set", "dev", self.tb.host_if, "xdpdrv", "off"], check=False)
+            run(self.tb.x("host", "ip", "link", "set", "dev", self.tb.host_if, "xdpdrv", "off"), check=False)
 
     @contextlib.contextmanager
     def bpf_attached(self, obj, rate, burst):
