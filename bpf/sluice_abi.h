@@ -138,7 +138,7 @@ struct sluice_settings {
  * without a wakeup: the daemon drains it once per control period. A full ring
  * loses samples (the daemon is behind or not running), never frames. No
  * per-source state is kept in the kernel; the daemon keeps a bounded
- * heavy-hitters summary (ctl/lib/heavy_hitters.h).
+ * heavy-hitters summary (ctl/lib/logic/heavy_hitters.h).
  */
 struct sluice_drop_sample {
 	__u64 w[2];     /* the source address as struct sluice_source holds it (parse.h) */

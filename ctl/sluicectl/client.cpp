@@ -1,4 +1,4 @@
-#include "client.h"
+#include "sluicectl/client.h"
 
 #include <cerrno>
 #include <cstring>

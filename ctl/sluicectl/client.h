@@ -2,9 +2,9 @@
 // a JSON line back (the protocol is in protocol.h).
 #pragma once
 
-#include "fd.h"
-#include "protocol.h"
-#include "result.h"
+#include "base/fd.h"
+#include "ipc/protocol.h"
+#include "base/result.h"
 
 #include <string>
 

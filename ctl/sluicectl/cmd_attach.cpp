@@ -1,9 +1,9 @@
 // cmd_attach.cpp - `attach IFACE [--mode native|skb|auto]`: the daemon loads
 // the data plane, attaches it with a bpf_link and pins it.
-#include "client.h"
-#include "command.h"
-#include "dataplane.h"
-#include "output.h"
+#include "sluicectl/client.h"
+#include "sluicectl/command.h"
+#include "bpf/dataplane.h"
+#include "sluicectl/output.h"
 
 #include <net/if.h>
 

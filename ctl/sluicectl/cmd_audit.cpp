@@ -1,10 +1,10 @@
 // cmd_audit.cpp - `audit IFACE`: the daemon sweeps the whole table now and
 // reports what it found. The report's fields are printed as they come, so a
 // daemon that reports more needs no change here.
-#include "client.h"
-#include "command.h"
-#include "output.h"
-#include "table.h"
+#include "sluicectl/client.h"
+#include "sluicectl/command.h"
+#include "sluicectl/output.h"
+#include "sluicectl/table.h"
 
 namespace sluicectl {
 

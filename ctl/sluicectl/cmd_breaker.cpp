@@ -1,7 +1,7 @@
 // cmd_breaker.cpp - `breaker trip|recover|close IFACE`: operator words for
 // the three states. The daemon's Breaker decides whether the move is valid.
-#include "client.h"
-#include "command.h"
+#include "sluicectl/client.h"
+#include "sluicectl/command.h"
 
 #include <string_view>
 #include <utility>

@@ -2,9 +2,9 @@
 // --set takes any integer, negative too: the 0 <= tokens <= burst invariant
 // is the daemon's to enforce, and the seed's tokens.set("meta", -1) must
 // reach it and be refused there (exit 1), not be stopped here as a typo.
-#include "client.h"
-#include "command.h"
-#include "output.h"
+#include "sluicectl/client.h"
+#include "sluicectl/command.h"
+#include "sluicectl/output.h"
 
 namespace sluicectl {
 

@@ -1,7 +1,7 @@
 // cmd_detach.cpp - `detach IFACE`: the only way enforcement stops; the daemon
 // removes the link and the pins.
-#include "client.h"
-#include "command.h"
+#include "sluicectl/client.h"
+#include "sluicectl/command.h"
 
 namespace sluicectl {
 

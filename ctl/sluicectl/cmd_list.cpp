@@ -1,10 +1,10 @@
 // cmd_list.cpp - `allow|deny add|del IFACE CIDR...`, `... --from FILE` and
 // `allow|deny list IFACE`. Every prefix is checked here first, so a typo in
 // line 900 of a file sends nothing rather than half a list.
-#include "client.h"
-#include "command.h"
-#include "output.h"
-#include "table.h"
+#include "sluicectl/client.h"
+#include "sluicectl/command.h"
+#include "sluicectl/output.h"
+#include "sluicectl/table.h"
 
 #include <fcntl.h>
 #include <fstream>

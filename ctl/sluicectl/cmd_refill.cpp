@@ -1,8 +1,8 @@
 // cmd_refill.cpp - `refill IFACE ADDR N`: add N tokens (N < 0 takes them) to
 // an address's two slots; the daemon refuses a result outside [0, burst].
-#include "client.h"
-#include "command.h"
-#include "output.h"
+#include "sluicectl/client.h"
+#include "sluicectl/command.h"
+#include "sluicectl/output.h"
 
 namespace sluicectl {
 

@@ -1,8 +1,8 @@
 // cmd_set.cpp - `set IFACE [--rate N] [--burst N]`. Only the syntax is checked
 // here; the limits (1 <= rate <= ..., 1 <= burst <= ...) are the daemon's
 // invariants, refused there with the value named.
-#include "client.h"
-#include "command.h"
+#include "sluicectl/client.h"
+#include "sluicectl/command.h"
 
 namespace sluicectl {
 

@@ -1,7 +1,7 @@
 // cmd_stats.cpp - `stats [IFACE] [--watch] [--interval SEC]`: counters and
 // the daemon's per-second rates, once or refreshed in place.
-#include "command.h"
-#include "output.h"
+#include "sluicectl/command.h"
+#include "sluicectl/output.h"
 
 namespace sluicectl {
 

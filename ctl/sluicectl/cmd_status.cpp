@@ -1,11 +1,11 @@
 // cmd_status.cpp - `status [IFACE]`: from the daemon or, when it is not
 // running, straight from the pins, so an operator can see that enforcement
 // outlived the daemon (it is fail-static).
-#include "client.h"
-#include "command.h"
-#include "output.h"
-#include "status.h"
-#include "table.h"
+#include "sluicectl/client.h"
+#include "sluicectl/command.h"
+#include "sluicectl/output.h"
+#include "bpf/status.h"
+#include "sluicectl/table.h"
 
 #include <algorithm>
 #include <cerrno>

@@ -3,9 +3,9 @@
 // sluiced keeps a bounded Space-Saving summary of their source prefixes per
 // window (protocol.h, "top"); this prints its heaviest entries with their
 // estimated dropped pps and their bucket's tokens now, once or refreshed.
-#include "command.h"
-#include "output.h"
-#include "table.h"
+#include "sluicectl/command.h"
+#include "sluicectl/output.h"
+#include "sluicectl/table.h"
 
 namespace sluicectl {
 

@@ -1,4 +1,4 @@
-#include "command.h"
+#include "sluicectl/command.h"
 
 #include <cctype>
 #include <charconv>

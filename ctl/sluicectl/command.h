@@ -3,9 +3,9 @@
 // ever reaching the daemon.
 #pragma once
 
-#include "address.h"
-#include "protocol.h"
-#include "result.h"
+#include "base/address.h"
+#include "ipc/protocol.h"
+#include "base/result.h"
 
 #include <boost/program_options.hpp>
 

@@ -1,9 +1,9 @@
 // commands.cpp - the dispatch table and the two-stage command line: global
 // options (anywhere on the line) first, then the subcommand's own.
-#include "sluicectl.h"
+#include "sluicectl/sluicectl.h"
 
-#include "command.h"
-#include "options.h"
+#include "sluicectl/command.h"
+#include "base/option_text.h"
 
 #include <algorithm>
 #include <exception>

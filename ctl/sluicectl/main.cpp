@@ -1,6 +1,6 @@
 // main.cpp - sluicectl, the operator CLI of sluiced. All of it lives in
 // sluicectl_cmds so the tests can run it in-process.
-#include "sluicectl.h"
+#include "sluicectl/sluicectl.h"
 
 #include <iostream>
 

@@ -1,8 +1,8 @@
-#include "output.h"
+#include "sluicectl/output.h"
 
-#include "client.h"
-#include "maps.h"
-#include "table.h"
+#include "sluicectl/client.h"
+#include "bpf/maps.h"
+#include "sluicectl/table.h"
 
 #include <chrono>
 #include <cmath>

@@ -2,7 +2,7 @@
 // line; text output is aligned tables built from the same fields.
 #pragma once
 
-#include "command.h"
+#include "sluicectl/command.h"
 
 #include <string>
 

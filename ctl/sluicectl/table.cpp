@@ -1,4 +1,4 @@
-#include "table.h"
+#include "sluicectl/table.h"
 
 #include <algorithm>
 

@@ -1,7 +1,7 @@
-#include "daemon.h"
+#include "sluiced/daemon.h"
 
-#include "clock.h"
-#include "log.h"
+#include "base/clock.h"
+#include "base/log.h"
 
 #include <algorithm>
 #include <cerrno>

@@ -1,10 +1,10 @@
 // daemon.h - sluiced's wiring: options -> interfaces -> loop -> control server.
 #pragma once
 
-#include "control_server.h"
-#include "managed_interface.h"
-#include "metrics_server.h"
-#include "options.h"
+#include "ipc/control_server.h"
+#include "sluiced/managed_interface.h"
+#include "sluiced/metrics_server.h"
+#include "sluiced/options.h"
 
 #include <map>
 #include <memory>

@@ -1,6 +1,6 @@
-#include "drop_sampler.h"
+#include "sluiced/drop_sampler.h"
 
-#include "source_key.h"
+#include "bpf/source_key.h"
 
 #include <bpf/libbpf.h>
 

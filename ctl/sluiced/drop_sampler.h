@@ -4,16 +4,16 @@
 // Once per control period the daemon drains the drop_samples ring buffer (at
 // most one ring's worth of records: bounded work per period, whatever the
 // flood), masks each sampled source to the configured prefix and feeds a
-// Space-Saving summary (ctl/lib/heavy_hitters.h) of fixed capacity. Summaries
+// Space-Saving summary (ctl/lib/logic/heavy_hitters.h) of fixed capacity. Summaries
 // cover windows of --top-window seconds: `top` reports the last complete
 // window (or the current one until the first completes), with dropped pps
 // estimated as samples x sample_every / window seconds. Memory is fixed when
 // the interface is set up: two summaries and the ring's mapping.
 #pragma once
 
-#include "heavy_hitters.h"
-#include "result.h"
-#include "sluice_abi.h"
+#include "logic/heavy_hitters.h"
+#include "base/result.h"
+#include "bpf/sluice_abi.h"
 
 #include <cstdint>
 #include <memory>

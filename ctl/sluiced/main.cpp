@@ -1,6 +1,6 @@
 // sluiced - the sluice daemon. See daemon.h for the wiring, README for the options.
-#include "daemon.h"
-#include "log.h"
+#include "sluiced/daemon.h"
+#include "base/log.h"
 
 #include <cstdio>
 #include <iostream>

@@ -1,10 +1,10 @@
-#include "managed_interface.h"
+#include "sluiced/managed_interface.h"
 
-#include "clock.h"
-#include "log.h"
-#include "maps.h"
-#include "source.h"
-#include "status.h"
+#include "base/clock.h"
+#include "base/log.h"
+#include "bpf/maps.h"
+#include "logic/source.h"
+#include "bpf/status.h"
 
 #include <bpf/bpf.h>
 

@@ -3,15 +3,15 @@
 // control period by the daemon.
 #pragma once
 
-#include "audit.h"
-#include "breaker.h"
-#include "dataplane.h"
-#include "drop_sampler.h"
-#include "fd.h"
-#include "metrics.h"
-#include "options.h"
-#include "policy.h"
-#include "protocol.h"
+#include "bpf/audit.h"
+#include "logic/breaker.h"
+#include "bpf/dataplane.h"
+#include "sluiced/drop_sampler.h"
+#include "base/fd.h"
+#include "sluiced/metrics.h"
+#include "sluiced/options.h"
+#include "logic/policy.h"
+#include "ipc/protocol.h"
 
 #include <functional>
 #include <memory>

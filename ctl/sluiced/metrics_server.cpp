@@ -1,7 +1,7 @@
-#include "metrics_server.h"
+#include "sluiced/metrics_server.h"
 
-#include "clock.h"
-#include "log.h"
+#include "base/clock.h"
+#include "base/log.h"
 
 #include <httplib.h>
 

@@ -13,8 +13,8 @@
 //                 stale_after_s old, else 503 naming its age
 #pragma once
 
-#include "metrics.h"
-#include "result.h"
+#include "sluiced/metrics.h"
+#include "base/result.h"
 
 #include <atomic>
 #include <memory>

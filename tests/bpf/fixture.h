@@ -25,10 +25,10 @@
 #include <vector>
 
 #include "frames.h"
-#include "sluice_abi.h"
-#include "bucket.h"
-#include "parse.h"
-#include "source_key.h"
+#include "bpf/sluice_abi.h"
+#include "bpf/bucket.h"
+#include "bpf/parse.h"
+#include "bpf/source_key.h"
 #include "sluice_bpf.skel.h"
 #include "xdp_drop_bpf.skel.h"
 

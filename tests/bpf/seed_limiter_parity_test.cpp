@@ -7,11 +7,11 @@
 // the fuller of its two slots (tokens_left), and writes go to both slots.
 #include "require.h"
 
-#include "breaker.h"
-#include "dataplane.h"
+#include "logic/breaker.h"
+#include "bpf/dataplane.h"
 #include "frames.h"
-#include "maps.h"
-#include "source.h"
+#include "bpf/maps.h"
+#include "logic/source.h"
 
 #include <bpf/bpf.h>
 #include <linux/bpf.h>

@@ -1,5 +1,5 @@
 // Addresses and CIDR prefixes as operators type them.
-#include "address.h"
+#include "base/address.h"
 
 #include <gtest/gtest.h>
 

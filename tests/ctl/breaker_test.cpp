@@ -1,6 +1,6 @@
 // The breaker's state machine: every ordered pair of states, the exact refusal
 // text, and the names.
-#include "breaker.h"
+#include "logic/breaker.h"
 
 #include <gtest/gtest.h>
 

@@ -1,7 +1,7 @@
 // A real ControlServer on a UNIX socket in a temporary directory, driven by a
 // poll loop in its own thread (as the daemon drives it), with a handler that
 // echoes the request. Clients are plain sockets in the test thread(s).
-#include "control_server.h"
+#include "ipc/control_server.h"
 
 #include <gtest/gtest.h>
 

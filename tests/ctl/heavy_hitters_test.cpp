@@ -1,8 +1,8 @@
-// SpaceSaving (ctl/lib/heavy_hitters.h): bounded memory, exact below capacity,
+// SpaceSaving (ctl/lib/logic/heavy_hitters.h): bounded memory, exact below capacity,
 // and the classic guarantees on a synthetic Zipf stream checked against exact
 // counts: count - error <= f <= count, error <= N/m, every key with f > N/m
 // monitored, counts summing to N.
-#include "heavy_hitters.h"
+#include "logic/heavy_hitters.h"
 
 #include <gtest/gtest.h>
 

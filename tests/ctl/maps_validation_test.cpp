@@ -1,6 +1,6 @@
 // The config invariants the control plane enforces before any map write, and
 // the rate -> cost conversion. No maps needed: these are pure functions.
-#include "maps.h"
+#include "bpf/maps.h"
 
 #include <gtest/gtest.h>
 

@@ -2,9 +2,9 @@
 // escaping, value formatting), sluice's families from a snapshot, the health
 // rule, --metrics-listen parsing, and the HTTP server on loopback (plain
 // sockets as the client: the bytes a scraper gets).
-#include "metrics.h"
-#include "metrics_server.h"
-#include "options.h"
+#include "sluiced/metrics.h"
+#include "sluiced/metrics_server.h"
+#include "sluiced/options.h"
 
 #include <gtest/gtest.h>
 

@@ -1,6 +1,6 @@
 // sluiced's options: defaults, every refused value (ErrorKind::invalid, the
 // message naming the option), and the INI config file under the command line.
-#include "options.h"
+#include "sluiced/options.h"
 
 #include <gtest/gtest.h>
 

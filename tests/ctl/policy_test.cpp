@@ -1,9 +1,9 @@
 // AutoPolicy driven by synthetic counter series: cumulative counters and fake
 // monotonic times, one sample per control period, transitions applied the way
 // the daemon applies them (state and state_since_s change when a move is made).
-#include "policy.h"
+#include "logic/policy.h"
 
-#include "sluice_abi.h"
+#include "bpf/sluice_abi.h"
 
 #include <gtest/gtest.h>
 

@@ -1,5 +1,5 @@
 // The control protocol's request parsing, typed argument getters, and replies.
-#include "protocol.h"
+#include "ipc/protocol.h"
 
 #include <gtest/gtest.h>
 

@@ -3,8 +3,8 @@
 // any request is sent; replies map to exit codes by their kind. A fake
 // daemon (a thread serving a UNIX socket in a temp dir) answers with canned
 // replies. No root needed.
-#include "sluicectl.h"
-#include "table.h"
+#include "sluicectl/sluicectl.h"
+#include "sluicectl/table.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>

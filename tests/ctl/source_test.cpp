@@ -1,9 +1,9 @@
 // source_slots: which source prefix an address counts as and its two slots, as
 // sluicectl reports them. Checked against the generic SipHash reference over
 // the masked address bytes, so the CLI's answer is the data plane's.
-#include "source.h"
+#include "logic/source.h"
 
-#include "siphash.h"
+#include "bpf/siphash.h"
 
 #include <gtest/gtest.h>
 

@@ -1,7 +1,7 @@
 // control_server_fuzz.cpp - libFuzzer harness for the daemon's control
 // socket: the input is the byte stream one client sends (any number of lines,
 // any bytes, over-long lines), written to a real ControlServer
-// (ctl/lib/control_server.h) on a UNIX socket and served by the same
+// (ctl/lib/ipc/control_server.h) on a UNIX socket and served by the same
 // poll/serve calls as sluiced's loop, with a handler that reads every argument
 // through the typed getters (as the daemon's handlers do) and echoes the
 // request. Built with ASan and UBSan.
@@ -15,7 +15,7 @@
 //     and the replies are written, and forgets the client.
 //
 //   --write-corpus=DIR   write the seed corpus and exit
-#include "control_server.h"
+#include "ipc/control_server.h"
 #include "fuzz_support.h"
 
 #include <poll.h>

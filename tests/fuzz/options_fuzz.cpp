@@ -1,5 +1,5 @@
 // options_fuzz.cpp - libFuzzer harness for sluiced's option and config file
-// validation (ctl/lib/options.h parse_daemon_options), built with ASan and
+// validation (ctl/sluiced/options.h parse_daemon_options), built with ASan and
 // UBSan.
 //
 // Input: argv tokens, one a line, then optionally a line "%%" and an INI
@@ -24,10 +24,10 @@
 //     path under 108 bytes, an absolute pin directory, 1..1024 clients.
 //
 //   --write-corpus=DIR   write the seed corpus and exit
-#include "options.h"
+#include "sluiced/options.h"
 #include "fuzz_support.h"
 
-#include "sluice_abi.h"
+#include "bpf/sluice_abi.h"
 
 #include <net/if.h>
 #include <sys/mman.h>

@@ -1,5 +1,5 @@
 // protocol_fuzz.cpp - libFuzzer harness for the control protocol's parser:
-// one request line (ctl/lib/protocol.h parse_request), then every typed getter
+// one request line (ctl/lib/ipc/protocol.h parse_request), then every typed getter
 // on every argument name the daemon reads, then what the daemon does with the
 // strings it gets (addresses, CIDRs, breaker states, attach modes), then the
 // reply as the control server writes it. Built with ASan and UBSan.
@@ -17,11 +17,11 @@
 //
 //   --write-corpus=DIR   write the seed corpus (one request per command,
 //                        good and bad) and exit
-#include "address.h"
+#include "base/address.h"
 #include "fuzz_support.h"
-#include "breaker.h"
-#include "dataplane.h"
-#include "protocol.h"
+#include "logic/breaker.h"
+#include "bpf/dataplane.h"
+#include "ipc/protocol.h"
 
 #include <cstdint>
 #include <cstdio>

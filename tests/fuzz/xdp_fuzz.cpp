@@ -36,10 +36,10 @@
 // Needs root (BPF); exits 125 (ctest: skipped; libFuzzer itself exits 77 on a crash unless told otherwise) without it, or fails in CI (CI=true).
 #include "frames.h"
 #include "fuzz_support.h"
-#include "sluice_abi.h"
-#include "bucket.h"
-#include "parse.h"
-#include "source_key.h"
+#include "bpf/sluice_abi.h"
+#include "bpf/bucket.h"
+#include "bpf/parse.h"
+#include "bpf/source_key.h"
 #include "sluice_bpf.skel.h"
 
 #include <bpf/bpf.h>

@@ -1,8 +1,8 @@
 // sluice_admit2: the two-choice admission. Sequential semantics with a fake
 // clock, bounds over many sources and slots, real threads racing on one slot
 // pair, and the collateral-damage property that motivates two choices.
-#include "clock.h"
-#include "source_key.h"
+#include "fake_clock.h"
+#include "bpf/source_key.h"
 
 #include <gtest/gtest.h>
 

@@ -43,7 +43,7 @@ static inline __u64 hooked_cas(__u64 *p, __u64 expected, __u64 desired)
 }
 
 #define __sync_val_compare_and_swap(p, expected, desired) hooked_cas((p), (expected), (desired))
-#include "clock.h"
+#include "fake_clock.h"
 #undef __sync_val_compare_and_swap
 
 #include <gtest/gtest.h>

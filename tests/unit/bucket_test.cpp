@@ -2,7 +2,7 @@
 // huge idle gaps, a clock going backwards, config changes (burst, rate, ppm),
 // the helpers (pay_floored, empty_at_for), and an exhaustive-ish sweep of the
 // invariants over small burst / cost / time grids.
-#include "clock.h"
+#include "fake_clock.h"
 
 #include <gtest/gtest.h>
 

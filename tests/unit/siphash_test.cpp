@@ -12,7 +12,7 @@
 //    - full 64-bit SipHash-1-3 outputs "obtained with the SIP-1-3 reference
 //      implementation from github.com/veorq/SipHash" in OCaml's sip13 hash
 //      test, for the keys (0, 0) and (1, 0) (as two little-endian u64 words).
-#include "siphash.h"
+#include "bpf/siphash.h"
 
 #include <gtest/gtest.h>
 

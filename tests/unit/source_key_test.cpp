@@ -1,7 +1,7 @@
 // source_key.h: prefix masking against a byte-wise reference, the hash input
 // per family, and the two slot indices.
-#include "sluice_abi.h"
-#include "source_key.h"
+#include "bpf/sluice_abi.h"
+#include "bpf/source_key.h"
 
 #include <gtest/gtest.h>
 

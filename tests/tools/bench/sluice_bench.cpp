@@ -70,7 +70,7 @@
 #include <vector>
 
 #include "frames.h"
-#include "sluice_abi.h"
+#include "bpf/sluice_abi.h"
 
 using json = nlohmann::ordered_json;
 using sluice::frames::Bytes;

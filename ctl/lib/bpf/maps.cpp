@@ -1,0 +1,343 @@
+#include "bpf/maps.h"
+
+#include "bpf/bucket.h"
+
+#include <bpf/bpf.h>
+#include <bpf/libbpf.h>
+
+#include <algorithm>
+#include <cstring>
+#include <ctime>
+#include <string>
+
+namespace sluice {
+
+uint64_t dataplane_now()
+{
+	timespec ts{};
+	clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
+	return static_cast<uint64_t>(ts.tv_sec) * SLUICE_NSEC_PER_SEC + static_cast<uint64_t>(ts.tv_nsec) +
+	       SLUICE_TIME_BIAS;
+}
+
+Result<uint64_t> cost_for_rate(uint64_t rate)
+{
+	if (rate < SLUICE_RATE_MIN || rate > SLUICE_RATE_MAX)
+		return refused("invariant " + std::to_string(SLUICE_RATE_MIN) + " <= rate <= " +
+			       std::to_string(SLUICE_RATE_MAX) + " violated: rejected rate " + std::to_string(rate));
+	return (SLUICE_NSEC_PER_SEC + rate / 2) / rate;
+}
+
+Status validate_config(const sluice_config &c)
+{
+	// cost_ns = 1e9 / rate, so the rate bounds are cost bounds.
+	constexpr uint64_t min_cost = SLUICE_NSEC_PER_SEC / SLUICE_RATE_MAX;
+	if (c.cost_ns < min_cost || c.cost_ns > SLUICE_NSEC_PER_SEC)
+		return refused("invariant " + std::to_string(min_cost) + " <= cost_ns <= 1000000000 (rate " +
+			       std::to_string(SLUICE_RATE_MIN) + ".." + std::to_string(SLUICE_RATE_MAX) +
+			       ") violated: rejected cost_ns " + std::to_string(c.cost_ns));
+	if (c.burst < SLUICE_BURST_MIN || c.burst > SLUICE_BURST_MAX)
+		return refused("invariant " + std::to_string(SLUICE_BURST_MIN) + " <= burst <= " +
+			       std::to_string(SLUICE_BURST_MAX) + " violated: rejected burst " + std::to_string(c.burst));
+	if (c.breaker_state >= SLUICE_BREAKER_STATES)
+		return refused("invariant breaker_state in {serving, shedding, recovering} violated: rejected state " +
+			       std::to_string(c.breaker_state));
+	if (c.admission_ppm < SLUICE_PPM_MIN || c.admission_ppm > SLUICE_PPM_FULL)
+		return refused("invariant " + std::to_string(SLUICE_PPM_MIN) + " <= admission_ppm <= " +
+			       std::to_string(SLUICE_PPM_FULL) + " violated: rejected admission_ppm " +
+			       std::to_string(c.admission_ppm));
+	if (c.list_flags & ~0xfu)
+		return refused("invariant list_flags within 0xf violated: rejected " + std::to_string(c.list_flags));
+	return {};
+}
+
+Result<sluice_config> ConfigMap::read() const
+{
+	uint32_t zero = 0;
+	sluice_config c{};
+	if (int err = bpf_map_lookup_elem(fd_, &zero, &c); err)
+		return fail_bpf(err, "reading the config map");
+	return c;
+}
+
+Status ConfigMap::write(sluice_config c) const
+{
+	if (auto ok = validate_config(c); !ok)
+		return std::unexpected(ok.error());
+	c.generation++;
+	uint32_t zero = 0;
+	if (int err = bpf_map_update_elem(fd_, &zero, &c, BPF_ANY); err)
+		return fail_bpf(err, "writing the config map");
+	return {};
+}
+
+Result<uint64_t> SlotTable::empty_at(uint32_t index) const
+{
+	if (index >= slots_)
+		return invalid("slot " + std::to_string(index) + " is outside the table of " + std::to_string(slots_));
+	sluice_slot s{};
+	if (int err = bpf_map_lookup_elem(fd_, &index, &s); err)
+		return fail_bpf(err, "reading slot " + std::to_string(index));
+	return s.empty_at;
+}
+
+Result<uint64_t> SlotTable::tokens(uint32_t index, const sluice_config &cfg) const
+{
+	auto e = empty_at(index);
+	if (!e)
+		return std::unexpected(e.error());
+	uint64_t cost = sluice_effective_cost(cfg.cost_ns, cfg.breaker_state, cfg.admission_ppm);
+	return sluice_tokens(*e, dataplane_now(), cost, cfg.burst);
+}
+
+Status SlotTable::write_checked(std::span<const uint32_t> indices, std::span<const int64_t> tokens,
+				const sluice_config &cfg, const char *what) const
+{
+	// Check every slot before writing any: a refused write changes nothing.
+	for (size_t i = 0; i < indices.size(); i++) {
+		if (indices[i] >= slots_)
+			return invalid("slot " + std::to_string(indices[i]) + " is outside the table");
+		if (tokens[i] < 0 || static_cast<uint64_t>(tokens[i]) > cfg.burst)
+			return refused(std::string("invariant 0 <= tokens <= burst violated: rejected write of ") +
+				       std::to_string(tokens[i]) + " (" + what + ", burst " + std::to_string(cfg.burst) +
+				       ") to slot " + std::to_string(indices[i]) + "; the slots are unchanged");
+	}
+	uint64_t now = dataplane_now();
+	uint64_t cost = sluice_effective_cost(cfg.cost_ns, cfg.breaker_state, cfg.admission_ppm);
+	for (size_t i = 0; i < indices.size(); i++) {
+		sluice_slot s{sluice_empty_at_for(now, static_cast<uint64_t>(tokens[i]), cost)};
+		uint32_t idx = indices[i];
+		if (int err = bpf_map_update_elem(fd_, &idx, &s, BPF_ANY); err)
+			return fail_bpf(err, "writing slot " + std::to_string(idx));
+	}
+	return {};
+}
+
+Status SlotTable::set_tokens(std::span<const uint32_t> indices, int64_t tokens, const sluice_config &cfg) const
+{
+	std::vector<int64_t> values(indices.size(), tokens);
+	return write_checked(indices, values, cfg, "set");
+}
+
+Status SlotTable::refill(std::span<const uint32_t> indices, int64_t n, const sluice_config &cfg) const
+{
+	std::vector<int64_t> values;
+	for (uint32_t idx : indices) {
+		auto t = tokens(idx, cfg);
+		if (!t)
+			return std::unexpected(t.error());
+		if ((n > 0 && static_cast<uint64_t>(n) > SLUICE_BURST_MAX) || (n < 0 && n < -(INT64_MAX / 2)) /* not -n: -INT64_MIN overflows */)
+			return refused("invariant 0 <= tokens <= burst violated: rejected refill of " + std::to_string(n) +
+				       "; the slots are unchanged");
+		values.push_back(static_cast<int64_t>(*t) + n);
+	}
+	return write_checked(indices, values, cfg, "refill");
+}
+
+Result<std::vector<uint64_t>> SlotTable::read_range(uint32_t first, uint32_t count) const
+{
+	if (first >= slots_)
+		return std::vector<uint64_t>{};
+	if (count > slots_ - first)
+		count = slots_ - first;
+	std::vector<uint32_t> keys(count);
+	std::vector<uint64_t> values(count);
+	uint32_t out_batch = 0, n = count;
+	LIBBPF_OPTS(bpf_map_batch_opts, opts);
+	// Array batch lookups resume from the key after in_batch; the first call
+	// starts at the beginning, so position to `first` with its predecessor.
+	uint32_t in_batch = first - 1;
+	int err = bpf_map_lookup_batch(fd_, first == 0 ? nullptr : &in_batch, &out_batch, keys.data(),
+				       values.data(), &n, &opts);
+	if (err && err != -ENOENT) {
+		// Kernels without batch ops: one lookup per slot.
+		for (uint32_t i = 0; i < count; i++) {
+			uint32_t k = first + i;
+			sluice_slot s{};
+			if (int e = bpf_map_lookup_elem(fd_, &k, &s); e)
+				return fail_bpf(e, "reading slot " + std::to_string(k));
+			values[i] = s.empty_at;
+		}
+		return values;
+	}
+	values.resize(n);
+	return values;
+}
+
+Result<CounterSet> Counters::read() const
+{
+	int ncpu = libbpf_num_possible_cpus();
+	if (ncpu <= 0)
+		return fail_bpf(ncpu, "counting possible CPUs");
+	CounterSet total{};
+	std::vector<sluice_counter> per_cpu(static_cast<size_t>(ncpu));
+	for (uint32_t k = 0; k < SLUICE_OUTCOMES; k++) {
+		if (int err = bpf_map_lookup_elem(fd_, &k, per_cpu.data()); err)
+			return fail_bpf(err, "reading counter " + std::string(outcome_name(k)));
+		for (const auto &c : per_cpu) {
+			total[k].packets += c.packets;
+			total[k].bytes += c.bytes;
+		}
+	}
+	return total;
+}
+
+const char *outcome_name(uint32_t outcome)
+{
+	static const char *const names[SLUICE_OUTCOMES] = {
+		"passed", "drop_rate", "drop_shed", "drop_deny", "allowlisted", "non_ip", "malformed", "would_drop",
+	};
+	return outcome < SLUICE_OUTCOMES ? names[outcome] : "unknown";
+}
+
+const char *to_string(ListKind k)
+{
+	return k == ListKind::allow ? "allow" : "deny";
+}
+
+int PrefixLists::fd_for(ListKind list, Family f) const
+{
+	if (list == ListKind::allow)
+		return f == Family::v4 ? fds_.allow_v4 : fds_.allow_v6;
+	return f == Family::v4 ? fds_.deny_v4 : fds_.deny_v6;
+}
+
+namespace {
+
+struct LpmKey {
+	uint32_t prefixlen;
+	uint8_t addr[16];
+};
+
+LpmKey key_of(const Cidr &c)
+{
+	LpmKey k{};
+	k.prefixlen = c.prefix;
+	std::memcpy(k.addr, c.addr.bytes.data(), c.addr.family == Family::v4 ? 4 : 16);
+	return k;
+}
+
+bool map_empty(int fd, size_t key_size)
+{
+	std::vector<uint8_t> next(key_size);
+	return bpf_map_get_next_key(fd, nullptr, next.data()) != 0;
+}
+
+} // namespace
+
+Status PrefixLists::sync_flags() const
+{
+	auto cfg = config_.read();
+	if (!cfg)
+		return std::unexpected(cfg.error());
+	uint32_t flags = 0;
+	if (!map_empty(fds_.allow_v4, sizeof(sluice_lpm_v4)))
+		flags |= SLUICE_LIST_ALLOW_V4;
+	if (!map_empty(fds_.allow_v6, sizeof(sluice_lpm_v6)))
+		flags |= SLUICE_LIST_ALLOW_V6;
+	if (!map_empty(fds_.deny_v4, sizeof(sluice_lpm_v4)))
+		flags |= SLUICE_LIST_DENY_V4;
+	if (!map_empty(fds_.deny_v6, sizeof(sluice_lpm_v6)))
+		flags |= SLUICE_LIST_DENY_V6;
+	if (flags == cfg->list_flags)
+		return {};
+	cfg->list_flags = flags;
+	return config_.write(*cfg);
+}
+
+Status PrefixLists::add(ListKind list, std::span<const Cidr> cidrs) const
+{
+	// Only the prefixes not yet present are inserted (and would be rolled
+	// back), so a failed add never removes one that was there before.
+	std::vector<LpmKey> fresh[2];
+	for (const auto &c : cidrs) {
+		LpmKey k = key_of(c);
+		uint8_t v;
+		int fam = c.addr.family == Family::v4 ? 0 : 1;
+		if (bpf_map_lookup_elem(fd_for(list, c.addr.family), &k, &v) != 0)
+			fresh[fam].push_back(k);
+	}
+	for (auto &keys : fresh) { // the same prefix twice in one request is one insert
+		auto less = [](const LpmKey &x, const LpmKey &y) { return std::memcmp(&x, &y, sizeof(x)) < 0; };
+		auto same = [](const LpmKey &x, const LpmKey &y) { return std::memcmp(&x, &y, sizeof(x)) == 0; };
+		std::sort(keys.begin(), keys.end(), less);
+		keys.erase(std::unique(keys.begin(), keys.end(), same), keys.end());
+	}
+	size_t done[2] = {0, 0};
+	auto rollback = [&] {
+		for (int fam = 0; fam < 2; fam++)
+			for (size_t i = 0; i < done[fam]; i++)
+				bpf_map_delete_elem(fd_for(list, fam ? Family::v6 : Family::v4), &fresh[fam][i]);
+	};
+	for (int fam = 0; fam < 2; fam++) {
+		if (fresh[fam].empty())
+			continue;
+		int fd = fd_for(list, fam ? Family::v6 : Family::v4);
+		size_t key_size = fam ? sizeof(sluice_lpm_v6) : sizeof(sluice_lpm_v4);
+		// The kernel's batch takes packed keys of the map's own key size.
+		std::vector<uint8_t> keys(fresh[fam].size() * key_size);
+		for (size_t i = 0; i < fresh[fam].size(); i++)
+			std::memcpy(keys.data() + i * key_size, &fresh[fam][i], key_size);
+		std::vector<uint8_t> values(fresh[fam].size(), 1);
+		uint32_t count = static_cast<uint32_t>(fresh[fam].size());
+		LIBBPF_OPTS(bpf_map_batch_opts, opts);
+		int err = bpf_map_update_batch(fd, keys.data(), values.data(), &count, &opts);
+		if (err == -EINVAL || err == -EOPNOTSUPP || err == -524 /* ENOTSUPP */) {
+			// A kernel without batch updates for LPM tries: one at a time.
+			err = 0;
+			for (count = 0; count < fresh[fam].size(); count++) {
+				if ((err = bpf_map_update_elem(fd, &fresh[fam][count], &values[count], BPF_ANY)))
+					break;
+			}
+		}
+		done[fam] = count;
+		if (err) {
+			rollback();
+			std::string why = err == -ENOSPC || err == -E2BIG
+						  ? " (a list holds at most " + std::to_string(SLUICE_LIST_MAX_ENTRIES) +
+							    " prefixes per family)"
+						  : "";
+			return fail_bpf(err, std::string("adding ") + std::to_string(cidrs.size()) + " prefixes to the " +
+						     to_string(list) + " list" + why + "; nothing was added");
+		}
+	}
+	return sync_flags();
+}
+
+Status PrefixLists::remove(ListKind list, std::span<const Cidr> cidrs) const
+{
+	for (const auto &c : cidrs) {
+		LpmKey k = key_of(c);
+		uint8_t v;
+		if (bpf_map_lookup_elem(fd_for(list, c.addr.family), &k, &v) != 0)
+			return invalid(c.str() + " is not in the " + std::string(to_string(list)) + " list; nothing was removed");
+	}
+	for (const auto &c : cidrs) {
+		LpmKey k = key_of(c);
+		if (int err = bpf_map_delete_elem(fd_for(list, c.addr.family), &k); err)
+			return fail_bpf(err, "removing " + c.str() + " from the " + to_string(list) + " list");
+	}
+	return sync_flags();
+}
+
+Result<std::vector<Cidr>> PrefixLists::entries(ListKind list) const
+{
+	std::vector<Cidr> out;
+	for (Family f : {Family::v4, Family::v6}) {
+		int fd = fd_for(list, f);
+		LpmKey cur{}, next{};
+		void *prev = nullptr;
+		while (bpf_map_get_next_key(fd, prev, &next) == 0) {
+			Cidr c;
+			c.addr.family = f;
+			c.prefix = next.prefixlen;
+			std::memcpy(c.addr.bytes.data(), next.addr, f == Family::v4 ? 4 : 16);
+			out.push_back(c);
+			cur = next;
+			prev = &cur;
+		}
+	}
+	return out;
+}
+
+} // namespace sluice

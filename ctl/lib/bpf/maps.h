@@ -1,0 +1,112 @@
+// maps.h - typed, validated access to the data plane's maps. Every write the
+// control plane makes goes through here, and the invariants live here:
+//
+//   config:  1 <= rate <= SLUICE_RATE_MAX, 1 <= burst <= SLUICE_BURST_MAX,
+//            breaker_state a known state, admission_ppm in [SLUICE_PPM_MIN, 1e6]
+//   slots:   0 <= tokens <= burst at every write
+//
+// A refused write leaves the map unchanged and its error names the invariant
+// and the rejected value.
+#pragma once
+
+#include "base/address.h"
+#include "base/result.h"
+#include "bpf/sluice_abi.h"
+
+#include <array>
+#include <cstdint>
+#include <span>
+#include <vector>
+
+namespace sluice {
+
+// The data plane's clock (bpf_ktime_get_coarse_ns is CLOCK_MONOTONIC_COARSE)
+// plus SLUICE_TIME_BIAS, the form bucket.h takes.
+uint64_t dataplane_now();
+
+// Nanoseconds per token for a rate in tokens per second, rounded to nearest.
+Result<uint64_t> cost_for_rate(uint64_t rate_pps);
+
+// Check a config against the invariants above.
+Status validate_config(const sluice_config &cfg);
+
+class ConfigMap {
+public:
+	explicit ConfigMap(int fd) : fd_(fd) {}
+	Result<sluice_config> read() const;
+	// Validates, bumps generation, writes. Refused: nothing written.
+	Status write(sluice_config cfg) const;
+
+private:
+	int fd_;
+};
+
+class SlotTable {
+public:
+	SlotTable(int fd, uint32_t slots) : fd_(fd), slots_(slots) {}
+	uint32_t size() const { return slots_; }
+
+	Result<uint64_t> empty_at(uint32_t index) const;
+	// Whole tokens in a slot now, under cfg (rate and burst in force).
+	Result<uint64_t> tokens(uint32_t index, const sluice_config &cfg) const;
+	// The seed's tokens.set: every slot gets exactly `tokens`, or, if
+	// tokens is outside [0, burst], nothing is written and the error says
+	// "invariant 0 <= tokens <= burst violated: rejected write of N ...".
+	Status set_tokens(std::span<const uint32_t> indices, int64_t tokens, const sluice_config &cfg) const;
+	// The seed's refill: every slot gains n (n may be negative); refused, with
+	// no slot changed, if any slot would leave [0, burst].
+	Status refill(std::span<const uint32_t> indices, int64_t n, const sluice_config &cfg) const;
+
+	// Read [first, first + count) in one batched syscall where the kernel has it.
+	Result<std::vector<uint64_t>> read_range(uint32_t first, uint32_t count) const;
+
+private:
+	Status write_checked(std::span<const uint32_t> indices, std::span<const int64_t> tokens,
+			     const sluice_config &cfg, const char *what) const;
+	int fd_;
+	uint32_t slots_;
+};
+
+using CounterSet = std::array<sluice_counter, SLUICE_OUTCOMES>;
+
+// Per-CPU counters, summed over the CPUs.
+class Counters {
+public:
+	explicit Counters(int fd) : fd_(fd) {}
+	Result<CounterSet> read() const;
+
+private:
+	int fd_;
+};
+
+const char *outcome_name(uint32_t outcome); // "passed", "drop_rate", ...
+
+enum class ListKind { allow, deny };
+const char *to_string(ListKind k);
+
+// The allow and deny lists: one LPM trie per family each.
+class PrefixLists {
+public:
+	struct Fds {
+		int allow_v4, allow_v6, deny_v4, deny_v6;
+	};
+	PrefixLists(Fds fds, ConfigMap config) : fds_(fds), config_(config) {}
+
+	// All or nothing: every CIDR is parsed and checked first; if one insert
+	// fails the ones already made are removed again. Keeps config.list_flags
+	// in step so the data plane skips empty lists.
+	Status add(ListKind list, std::span<const Cidr> cidrs) const;
+	Status remove(ListKind list, std::span<const Cidr> cidrs) const;
+	Result<std::vector<Cidr>> entries(ListKind list) const;
+	// Set config.list_flags from what the lists hold. add/remove call it
+	// last; a daemon adopting pins calls it too, since a daemon killed
+	// between a list write and this left the flags behind the lists.
+	Status sync_flags() const;
+
+private:
+	int fd_for(ListKind list, Family f) const;
+	Fds fds_;
+	ConfigMap config_;
+};
+
+} // namespace sluice

@@ -1,0 +1,113 @@
+// protocol.h - the control socket's messages.
+//
+// A UNIX stream socket; one JSON object per line each way (nlohmann-json).
+// A request line is at most kMaxLineBytes; longer lines, malformed JSON,
+// unknown commands and wrong types get an error reply and the connection
+// carries on.
+//
+// Request:  {"cmd": "<name>", ...arguments}
+// Reply:    {"ok": true, ...result}
+//           {"ok": false, "error": "<message>", "kind": "refused|invalid|system"}
+//           (kind decides sluicectl's exit code: refused/system 1, invalid 2)
+//
+// Commands and their arguments (iface is an interface name):
+//   status      [iface]                     -> {"daemon": {...}, "interfaces": [status...]}
+//   stats       [iface]                     -> {"interfaces": [{"iface", "counters", "rates"}...]}
+//   breaker     iface, to: serving|shedding|recovering
+//                                           -> {"iface", "from", "to", "state"}
+//   set         iface, [rate], [burst]      -> {"iface", "rate_pps", "burst"}
+//   bucket      iface, addr, [set: int]     -> {"iface", "addr", "source", "slots": [a, b],
+//                                               "tokens": [ta, tb], "tokens_left", "burst"}
+//   refill      iface, addr, n: int         -> same as bucket
+//   list_add    iface, list: allow|deny, cidrs: [str...], [from_fd: true]
+//               (all or nothing; with from_fd the request carries an open
+//               list file as SCM_RIGHTS ancillary data, one CIDR a line: how
+//               sluicectl --from sends lists larger than one request line,
+//               read with the client's own access to the file)
+//   list_del    iface, list, cidrs
+//   list_show   iface, list                 -> {"iface", "list", "cidrs": [...]}
+//   attach      iface, [mode: native|skb|auto] -> {"iface", "mode"}
+//   detach      iface                       -> {"iface"}
+//   audit       iface                       -> {"iface", "audit": {...}} (a full sweep now)
+//   top         iface, [n: int 1..2^20, default 10]
+//                                           -> {"iface", "dropped_pps", "sample_every", "window_s",
+//                                               "window_complete", "samples", "capacity",
+//                                               "summary_size", "sources": [{"source",
+//                                               "est_dropped_pps", "samples", "error",
+//                                               "tokens"}...]}
+//               (the heaviest dropped sources of the last complete sampling
+//               window, or of the current one until one completes; refused
+//               when the program was loaded with --sample-every 0)
+//
+// Shapes of the larger replies:
+//   status.daemon:      {running, pid, uptime_s, socket, pin_dir, period_s,
+//                        policy: {trip_pps, clear_pps, trip_periods, hold_s,
+//                                 recovery_s, recovery_start_ppm}}
+//   status.interfaces[]: interface_status() (status.h) plus
+//                        audit: {swept, violations (all sweeps), last_sweep_violations,
+//                                full_sweeps, last_sweep (ISO time)},
+//                        rates: {<outcome>: {pps, bps}}, oper_state (up, down,
+//                        gone, ...), pin_dir; or {iface, error} if its maps
+//                        cannot be read
+//   stats.interfaces[]: {iface, counters: {<outcome>: {packets, bytes}}, rates}
+//   audit.audit:        {slots, swept, violations, last_sweep_violations,
+//                        full_sweeps, last_sweep}
+//   list_add/list_del:  {iface, list, changed: number of prefixes in the request}
+//   top:                dropped_pps: rate, shed and deny drops per second over the
+//                        last control period, from the counters;
+//                        samples: sampled drops in the window (1 in sample_every
+//                        drops of IP frames: rate, shed and deny drops);
+//                        capacity: sources the summary can track (--top-capacity),
+//                        summary_size: sources it tracks now (<= capacity);
+//                        sources[], heaviest first: source (the prefix sluice
+//                        limits), samples (Space-Saving count, an overestimate by
+//                        at most error), est_dropped_pps = samples x sample_every /
+//                        window_s, tokens (the fuller of its two slots, now)
+// Outcomes: passed, drop_rate, drop_shed, drop_deny, allowlisted, non_ip,
+// malformed, would_drop (outcome_name() in maps.h).
+#pragma once
+
+#include "base/fd.h"
+#include "base/result.h"
+
+#include <nlohmann/json.hpp>
+
+#include <cstddef>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+
+namespace sluice {
+
+using json = nlohmann::json;
+
+inline constexpr size_t kMaxLineBytes = 64 * 1024;
+
+struct Request {
+	std::string cmd;
+	json args; // the whole object; typed access through the getters below
+	// A file descriptor passed with the request ("from_fd": true), or none.
+	std::shared_ptr<UniqueFd> passed_fd;
+
+	// Typed argument access: missing required or wrong-typed arguments are
+	// input errors naming the argument and the type wanted.
+	Result<std::string> str(const char *name) const;
+	Result<std::optional<std::string>> opt_str(const char *name) const;
+	Result<int64_t> integer(const char *name) const;
+	Result<std::optional<int64_t>> opt_integer(const char *name) const;
+	Result<std::vector<std::string>> str_list(const char *name) const;
+};
+
+// The commands a daemon answers, for validation and for `sluicectl --help`.
+bool known_command(std::string_view cmd);
+
+// Parse one request line (without the newline).
+Result<Request> parse_request(std::string_view line);
+
+json ok_reply(json body = json::object());
+json error_reply(const Error &e);
+const char *kind_name(ErrorKind k);
+std::optional<ErrorKind> kind_from(std::string_view name);
+
+} // namespace sluice

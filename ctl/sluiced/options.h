@@ -1,0 +1,56 @@
+// options.h - sluiced's options: Boost.Program_options definitions, read from
+// the command line and from an INI config file (--config; the command line
+// wins), then validated. Every bad value is an input error naming the option.
+#pragma once
+
+#include "bpf/dataplane.h"
+#include "sluiced/metrics.h"
+#include "logic/policy.h"
+#include "base/log.h"
+#include "base/option_text.h"
+#include "base/result.h"
+
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace sluice {
+
+
+struct DaemonOptions {
+	std::vector<std::string> interfaces;
+	AttachMode mode = AttachMode::native;
+	uint64_t rate_pps = 10000;
+	uint64_t burst = 20000;
+	bool rate_given = false;  // set explicitly (command line or file): applied to adopted pins
+	bool burst_given = false;
+	LoadOptions load;         // table size, prefixes, dry run, key
+	std::string socket_path = "/run/sluice/sluiced.sock";
+	std::string socket_group; // empty: 0600 root only; else 0660 with this group
+	std::string pin_dir = "/sys/fs/bpf/sluice";
+	double period_s = 1.0;
+	PolicyConfig policy;
+	uint32_t audit_per_period = 65536;
+	uint32_t max_clients = 64;
+	LogLevel log_level = LogLevel::info;
+	bool detach_on_exit = false;
+	std::string config_file;  // empty: none
+	// `sluicectl top`: the heavy-hitters summary of sampled drops (the
+	// sampling rate itself is load.sample_every).
+	size_t top_capacity = 1024;  // sources the summary tracks
+	double top_window_s = 2.0;   // seconds one summary covers
+	std::optional<ListenAddress> metrics_listen; // --metrics-listen: /metrics and /healthz; none: off
+};
+
+struct ParsedOptions {
+	DaemonOptions options;
+	bool help = false;      // --help: print `usage` and exit 0
+	std::string usage;
+};
+
+// argv as main() gets it. Errors are ErrorKind::invalid (exit 2).
+Result<ParsedOptions> parse_daemon_options(int argc, const char *const *argv);
+
+
+} // namespace sluice
