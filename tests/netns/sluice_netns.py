@@ -24,6 +24,16 @@ SANITIZED = os.environ.get("SLUICE_SANITIZED") == "1"
 TESTBED = os.path.join(SOURCE_DIR, "scripts", "testbed.sh")
 
 
+def use_tools(sluiced=None, sluicectl=None, traffic=None):
+    """Run these binaries instead of the ones the environment names (CTest
+    passes them as SLUICED, SLUICECTL and SLUICE_TRAFFIC; scripts/bench finds
+    them in the build directory it is given)."""
+    global SLUICED, SLUICECTL, TRAFFIC
+    SLUICED = sluiced or SLUICED
+    SLUICECTL = sluicectl or SLUICECTL
+    TRAFFIC = traffic or TRAFFIC
+
+
 def in_ci():
     return os.environ.get("CI", "") in ("true", "1")
 
@@ -56,13 +66,29 @@ class Testbed:
         if p.returncode != 0:
             run(["bash", TESTBED, "down", self.name], check=False)
             raise AssertionError(f"testbed up failed: {p.stderr}")
+        pairs = []
         for line in p.stdout.splitlines():
             if "=" in line and line.startswith("TB_"):
                 k, v = line.split("=", 1)
-                setattr(self, k[3:].lower(), v.strip("'\""))
+                pairs.append((k, v.strip("'\"")))
+        self._adopt(pairs)
+        return self
+
+    @classmethod
+    def from_env(cls, environ=None):
+        """The testbed a caller brought up and exported (scripts/testbed.sh's
+        tb_up sets TB_*), as a Testbed; whoever brought it up takes it down,
+        so this one is not used with `with`."""
+        tb = cls("adopted")
+        environ = os.environ if environ is None else environ
+        tb._adopt((k, v) for k, v in environ.items() if k.startswith("TB_"))
+        return tb
+
+    def _adopt(self, pairs):
+        for k, v in pairs:
+            setattr(self, k[3:].lower(), v)
         self.pin_dir = os.path.join(self.bpffs, "sluice")
         self.socket = os.path.join(self.rundir, "sluiced.sock")
-        return self
 
     def __exit__(self, *exc):
         run(["bash", TESTBED, "down", self.name], check=False, timeout=120)
@@ -88,11 +114,16 @@ class Daemon:
         self.proc = None
         self.log_path = os.path.join(tb.rundir, f"sluiced-{os.urandom(3).hex()}.log")
 
-    def start(self, wait=True):
+    @property
+    def pins(self):
+        """The directory of the interface's pinned maps and link."""
+        return os.path.join(self.pin_dir, self.iface)
+
+    def start(self, wait=True, timeout=20):
         with open(self.log_path, "w") as log:
             self.proc = subprocess.Popen(self.args, stdout=log, stderr=subprocess.STDOUT)
         if wait:
-            deadline = time.time() + 20
+            deadline = time.time() + timeout
             while time.time() < deadline:
                 if self.proc.poll() is not None:
                     raise AssertionError(f"sluiced exited {self.proc.returncode}: {self.output()}")
@@ -101,7 +132,7 @@ class Daemon:
                     if p.returncode == 0 and '"running":true' in p.stdout.replace(" ", ""):
                         return self
                 time.sleep(0.05)
-            raise AssertionError(f"sluiced did not answer in 20 s: {self.output()}")
+            raise AssertionError(f"sluiced did not answer in {timeout} s: {self.output()}")
         return self
 
     def output(self):
@@ -174,20 +205,42 @@ def pinned_settings(tb, iface=None):
     return bytes(int(b, 16) for b in dump[0]["value"])
 
 
+# The outcomes, in the order of the counters map's keys (sluice_abi.h).
+OUTCOMES = ["passed", "drop_rate", "drop_shed", "drop_deny", "allowlisted", "non_ip", "malformed", "would_drop"]
+
+
 def counters(tb, iface=None):
     """Outcome counters summed over CPUs, from the pinned map."""
+    return {name: sum(per_cpu) for name, per_cpu in counters_per_cpu(tb, iface).items()}
+
+
+def counters_per_cpu(tb, iface=None):
+    """{outcome: [packets on each CPU]}, from the pinned per-CPU map."""
     path = os.path.join(tb.pin_dir, iface or tb.host_if, "counters")
-    names = ["passed", "drop_rate", "drop_shed", "drop_deny", "allowlisted", "non_ip", "malformed", "would_drop"]
     out = {}
     import struct
     for entry in bpftool_json("map", "dump", "pinned", path):
         key = entry["key"]
         k = int(key[0], 16) if isinstance(key, list) else int(key)
-        pk = 0
+        per_cpu = []
         for v in entry["values"]:
             raw = bytes(int(b, 16) for b in v["value"]) if isinstance(v["value"], list) else None
-            pk += struct.unpack("<QQ", raw)[0] if raw else v["value"]["packets"]
-        out[names[k]] = pk
+            per_cpu.append(struct.unpack("<QQ", raw)[0] if raw else v["value"]["packets"])
+        out[OUTCOMES[k]] = per_cpu
+    return out
+
+
+def pinned_maps_memlock(tb, iface=None):
+    """{map name: bytes_memlock} of every map pinned for an interface (its
+    pin directory less the link), as `bpftool -j map show` reports them."""
+    pins = os.path.join(tb.pin_dir, iface or tb.host_if)
+    out = {}
+    for name in sorted(os.listdir(pins)):
+        if name == "link":
+            continue
+        p = run(["bpftool", "-j", "map", "show", "pinned", os.path.join(pins, name)], check=False)
+        if p.returncode == 0:
+            out[name] = int(json.loads(p.stdout).get("bytes_memlock", 0))
     return out
 
 
