@@ -2,7 +2,7 @@
 # bench.sh - sluice's benchmarks (docs/benchmarks.md says what each figure
 # measures and how).
 #
-#   scripts/bench.sh [--quick] [--json FILE] [--update-docs]
+#   scripts/bench.sh [--quick] [--json FILE] [--update-docs] [--only LIST]
 #
 #   --quick        every figure, shorter and fewer repeats (under 3 minutes on
 #                  a 2-CPU machine; the smoke test of this script)
@@ -15,7 +15,9 @@
 #
 # As root: installs what it needs from Debian's packages (scripts/setup.sh,
 # plus gnuplot-nox for the chart), builds into ${BUILD_DIR:-build}, brings up a
-# testbed of namespaces (scripts/testbed.sh) and runs scripts/bench.py in it.
+# testbed of namespaces (scripts/testbed.sh) and runs the driver in it, the
+# Python package scripts/bench/ (python3 -m bench; it shares the netns tests'
+# harness, tests/netns/sluice_netns.py).
 # Prints a table, writes bench/results/<time>/{results.json,results.md,
 # benchmarks.png}. Everything it makes (namespaces, veths, XDP programs,
 # daemons, nftables/iptables rules, which live only inside the testbed's
@@ -98,7 +100,9 @@ trap 'exit 130' INT TERM
 tb_up bench || exit 1
 
 out=$root/bench/results/$(date -u +%Y%m%d-%H%M%S)
-python3 "$root/scripts/bench.py" --build "$build" --out "$out" --command "$command" \
+# (No __pycache__ left in the tree by a root run.)
+PYTHONPATH="$root/scripts${PYTHONPATH:+:$PYTHONPATH}" PYTHONDONTWRITEBYTECODE=1 \
+	python3 -m bench --build "$build" --out "$out" --command "$command" \
 	"${quick[@]}" "${json[@]}" "${update[@]}" "${only[@]}" &
 driver=$!
 rc=0
