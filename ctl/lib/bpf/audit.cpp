@@ -1,5 +1,7 @@
 #include "bpf/audit.h"
 
+#include "logic/audit_check.h"
+
 #include <ctime>
 
 namespace sluice {
@@ -19,13 +21,9 @@ Status Auditor::check(const SlotTable &slots, uint32_t first, uint32_t count)
 	if (!values)
 		return std::unexpected(values.error());
 	// Read the clock after the slots: every legitimate write happened before.
-	uint64_t now = dataplane_now();
-	for (uint64_t empty_at : *values) {
-		if (empty_at > now) {
-			report_.violations++;
-			sweep_violations_++;
-		}
-	}
+	uint64_t outside = slots_outside_invariant(*values, first, dataplane_now()).size();
+	report_.violations += outside;
+	sweep_violations_ += outside;
 	report_.swept += values->size();
 	report_.cursor = first + static_cast<uint32_t>(values->size());
 	if (report_.cursor >= slots.size()) {

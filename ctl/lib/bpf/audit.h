@@ -1,12 +1,10 @@
 // audit.h - a bounded sweep of the slot table.
 //
 // Each control period the daemon reads the next `per_period` slots (one
-// batched syscall) and checks each against the invariant 0 <= tokens <= burst.
-// In the stored form (bucket.h) a token count above burst cannot be read: the
-// credit is capped on every read, so lowering burst clamps every slot at once
-// and the audit stays clean by construction. What can go wrong is a slot whose
-// empty_at lies in the future (tokens below zero): a write made with another
-// clock, or a bug. Those are counted as violations, never repaired silently.
+// batched syscall) and checks each against the invariant 0 <= tokens <= burst
+// (logic/audit_check.h: only a slot whose empty_at lies in the future, tokens
+// below zero, can break it). Those are counted as violations, never repaired
+// silently.
 #pragma once
 
 #include "bpf/maps.h"
