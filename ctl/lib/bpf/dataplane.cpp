@@ -5,7 +5,6 @@
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 #include <linux/if_link.h>
-#include <linux/magic.h>
 #include <xdp/libxdp.h>
 
 #include <cerrno>
@@ -15,10 +14,8 @@
 #include <filesystem>
 #include <memory>
 #include <net/if.h>
-#include <sys/mount.h>
 #include <sys/random.h>
 #include <sys/stat.h>
-#include <sys/statfs.h>
 
 namespace sluice {
 
@@ -42,30 +39,6 @@ struct DataplaneLayout {
 
 namespace sluice {
 
-Result<AttachMode> parse_attach_mode(std::string_view t)
-{
-	if (t == "native")
-		return AttachMode::native;
-	if (t == "skb")
-		return AttachMode::skb;
-	if (t == "auto")
-		return AttachMode::automatic;
-	return invalid("attach mode '" + std::string(t) + "' is not one of native, skb, auto");
-}
-
-std::string_view to_string(AttachMode m)
-{
-	switch (m) {
-	case AttachMode::native:
-		return "native";
-	case AttachMode::skb:
-		return "skb";
-	case AttachMode::automatic:
-		return "auto";
-	}
-	return "unknown";
-}
-
 Status validate_load_options(const LoadOptions &o)
 {
 	if (o.slots < SLUICE_SLOTS_MIN || o.slots > SLUICE_SLOTS_MAX || (o.slots & (o.slots - 1)) != 0)
@@ -79,27 +52,6 @@ Status validate_load_options(const LoadOptions &o)
 		return invalid("drop sampling 1 in " + std::to_string(o.sample_every) +
 			       " must be 0 (off) or a power of two up to " + std::to_string(SLUICE_SAMPLE_EVERY_MAX));
 	return {};
-}
-
-Status ensure_bpffs(const std::string &pin_root)
-{
-	namespace fs = std::filesystem;
-	// The nearest existing ancestor decides which filesystem the pins land on.
-	fs::path p = pin_root;
-	while (!p.empty() && !fs::exists(p))
-		p = p.parent_path();
-	struct statfs st {};
-	if (!p.empty() && statfs(p.c_str(), &st) == 0 && st.f_type == BPF_FS_MAGIC)
-		return {};
-	if (pin_root.starts_with("/sys/fs/bpf")) {
-		if (mount("bpf", "/sys/fs/bpf", "bpf", 0, "mode=0700") == 0)
-			return {};
-		return fail_errno("no BPF filesystem at /sys/fs/bpf and mounting one failed; run "
-				  "`mount -t bpf bpf /sys/fs/bpf`");
-	}
-	return fail(ErrorKind::system,
-		    "pin directory " + pin_root + " is not on a BPF filesystem; run `mkdir -p " + pin_root +
-			    " && mount -t bpf bpf " + pin_root + "` or use a directory under /sys/fs/bpf");
 }
 
 const std::array<MapSpec, 9> &DataplaneLayout::maps()
@@ -355,22 +307,6 @@ Status Dataplane::read_settings()
 	if (int err = bpf_map_lookup_elem(settings_map_.get(), &zero, &settings_); err)
 		return fail_bpf(err, "reading the settings map");
 	return {};
-}
-
-Result<AttachMode> attached_mode(int ifindex)
-{
-	LIBBPF_OPTS(bpf_xdp_query_opts, q);
-	if (int err = bpf_xdp_query(ifindex, 0, &q); err)
-		return fail_bpf(err, "querying XDP on ifindex " + std::to_string(ifindex));
-	switch (q.attach_mode) {
-	case XDP_ATTACHED_DRV:
-		return AttachMode::native;
-	case XDP_ATTACHED_SKB:
-		return AttachMode::skb;
-	default:
-		return fail(ErrorKind::system, "no sluice program attached to ifindex " + std::to_string(ifindex),
-			    ENOENT);
-	}
 }
 
 Result<AttachMode> Dataplane::attach(int ifindex, AttachMode mode)

@@ -12,8 +12,10 @@
 #pragma once
 
 #include "base/fd.h"
-#include "bpf/maps.h"
 #include "base/result.h"
+#include "bpf/attach_mode.h"
+#include "bpf/bpffs.h"
+#include "bpf/maps.h"
 #include "bpf/sluice_abi.h"
 
 #include <array>
@@ -25,10 +27,6 @@
 struct sluice_bpf; // the generated skeleton (sluice_bpf.skel.h)
 
 namespace sluice {
-
-enum class AttachMode { native, skb, automatic };
-Result<AttachMode> parse_attach_mode(std::string_view text);
-std::string_view to_string(AttachMode m);
 
 struct LoadOptions {
 	uint32_t slots = SLUICE_SLOTS_DEFAULT;
@@ -46,10 +44,6 @@ struct LoadOptions {
 };
 
 Status validate_load_options(const LoadOptions &o);
-
-// Make sure `pin_root` lies on a BPF filesystem: mounts one at /sys/fs/bpf if
-// that is where it should be and nothing is mounted, else says what to run.
-Status ensure_bpffs(const std::string &pin_root);
 
 struct DataplaneLayout;
 
@@ -124,8 +118,5 @@ private:
 	Status detach_multiprog();
 	Result<uint32_t> multiprog_ifindex() const;
 };
-
-// The mode an interface's XDP program runs in now, from the kernel.
-Result<AttachMode> attached_mode(int ifindex);
 
 } // namespace sluice
