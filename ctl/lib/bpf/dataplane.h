@@ -1,21 +1,23 @@
 // dataplane.h - one loaded sluice program and its maps, for one interface.
 //
 // A Dataplane is made either by load() (a fresh program from the embedded
-// skeleton, with a new hash key) or by adopt() (the pins a daemon left under
-// <pin-dir>/<ifname>/, checked against this build's layout). Either way it
-// holds plain file descriptors afterwards, so everything downstream works the
-// same for a fresh program and an adopted one.
+// skeleton, with a new hash key; load.cpp) or by adopt() (the pins a daemon
+// left under <pin-dir>/<ifname>/, checked against this build's layout;
+// adopt.cpp). Either way it holds plain file descriptors afterwards, so
+// everything downstream works the same for a fresh program and an adopted one.
+// What the maps and pins are is pin_layout.h; how the program is attached (a
+// bpf_link, or libxdp's dispatcher with --multiprog) is attachment.h.
 //
-// Enforcement outlives the daemon: the bpf_link is pinned, so a daemon that
+// Enforcement outlives the daemon: the attachment is pinned, so a daemon that
 // exits or is killed leaves the program attached (fail-static). Only
 // detach() (sluicectl detach) removes it.
 #pragma once
 
-#include "base/fd.h"
 #include "base/result.h"
 #include "bpf/attach_mode.h"
 #include "bpf/bpffs.h"
 #include "bpf/maps.h"
+#include "bpf/pin_layout.h"
 #include "bpf/sluice_abi.h"
 
 #include <array>
@@ -24,9 +26,9 @@
 #include <optional>
 #include <string>
 
-struct sluice_bpf; // the generated skeleton (sluice_bpf.skel.h)
-
 namespace sluice {
+
+class Attachment;
 
 struct LoadOptions {
 	uint32_t slots = SLUICE_SLOTS_DEFAULT;
@@ -45,78 +47,62 @@ struct LoadOptions {
 
 Status validate_load_options(const LoadOptions &o);
 
-struct DataplaneLayout;
-
 class Dataplane {
 public:
 	// A fresh program, loaded and configured with `initial`, not attached.
 	static Result<Dataplane> load(const LoadOptions &opts, const sluice_config &initial);
 	// The pins under `dir`; refuses pins of another layout, naming the path and the fix.
 	static Result<Dataplane> adopt(const std::string &dir);
-	// Is there a link pin under `dir`?
+	// Is there an attachment pin under `dir` (the link, or the multiprog
+	// program): a complete set to adopt?
 	static bool has_pins(const std::string &dir);
 
-	Dataplane(Dataplane &&) = default;
-	Dataplane &operator=(Dataplane &&) = default;
+	Dataplane(Dataplane &&) noexcept;
+	Dataplane &operator=(Dataplane &&) noexcept;
 	Dataplane(const Dataplane &) = delete;
 	Dataplane &operator=(const Dataplane &) = delete;
+	~Dataplane();
 
-	// Attach to ifindex with a bpf_link; returns the mode in force. native
-	// fails naming --mode skb when the driver has no native XDP; automatic
-	// falls back to skb and says so through the returned mode.
-	//
-	// Multiprog (LoadOptions::multiprog): libxdp loads the program as an
-	// extension of its dispatcher and attaches that (xdp-loader status lists
-	// sluice_xdp beside the interface's other programs); libxdp pins the
-	// dispatcher and its links under <bpffs>/xdp/ ($LIBXDP_BPFFS or
-	// /sys/fs/bpf). If libxdp cannot use its dispatcher on this kernel it
-	// falls back to attaching the program alone; that is refused here (and
-	// undone), since it would not share the interface.
+	// Attach to ifindex; returns the mode in force (attachment.h says how
+	// each mode fails or falls back). Multiprog (LoadOptions::multiprog):
+	// libxdp loads the program here, as an extension of its dispatcher, and
+	// refuses (undoing it) to attach the program alone.
 	Result<AttachMode> attach(int ifindex, AttachMode mode);
-	// Pin every map under dir (created if needed), then the link, or, for
-	// multiprog, the program itself (SLUICE_PIN_MULTIPROG): libxdp replaces
-	// its dispatcher and links whenever a program joins or leaves.
+	// Pin every map under dir (created if needed), then the attachment: the
+	// link, or for multiprog the program itself (SLUICE_PIN_MULTIPROG).
 	Status pin(const std::string &dir) const;
-	// Remove the pins under dir and drop the link (multiprog: remove the
-	// program from libxdp's dispatcher): the program is detached.
+	// Take the program off its interface (the link dropped, or removed from
+	// libxdp's dispatcher), then remove the pins under dir.
 	Status detach(const std::string &dir);
-	bool multiprog() const { return multiprog_; }
+	// After a re-attach (the interface came back) the link pin under dir is
+	// the old, defunct link's: remove it so that pin() pins the new one.
+	static void remove_link_pin(const std::string &dir);
+	bool multiprog() const;
 
 	const sluice_settings &settings() const { return settings_; }
-	bool attached() const { return static_cast<bool>(link_); }
-	int prog_fd() const { return prog_.get(); }
-	int link_fd() const { return link_.get(); }
+	int prog_fd() const;
 	Result<uint32_t> prog_id() const;
-	// The ifindex the link is attached to now (0: its interface went away).
+	// The ifindex the program is attached to now (0: its interface went away).
 	Result<uint32_t> link_ifindex() const;
 
-	ConfigMap config() const { return ConfigMap(config_.get()); }
-	SlotTable slots() const { return SlotTable(slots_.get(), settings_.slot_mask + 1); }
-	Counters counters() const { return Counters(counters_.get()); }
+	ConfigMap config() const { return ConfigMap(maps_.config.get()); }
+	SlotTable slots() const { return SlotTable(maps_.slots.get(), settings_.slot_mask + 1); }
+	Counters counters() const { return Counters(maps_.counters.get()); }
 	// The ring buffer of sampled drops (struct sluice_drop_sample).
-	int drop_samples_fd() const { return drop_samples_.get(); }
+	int drop_samples_fd() const { return maps_.drop_samples.get(); }
 	PrefixLists lists() const
 	{
-		return PrefixLists({allow_v4_.get(), allow_v6_.get(), deny_v4_.get(), deny_v6_.get()}, config());
+		return PrefixLists({maps_.allow_v4.get(), maps_.allow_v6.get(), maps_.deny_v4.get(), maps_.deny_v6.get()},
+				   config());
 	}
 
 private:
-	friend struct DataplaneLayout;
-	Dataplane() = default;
+	Dataplane();
 	Status read_settings();
 
-	UniqueFd prog_, link_, slots_, config_, counters_, settings_map_;
-	UniqueFd allow_v4_, allow_v6_, deny_v4_, deny_v6_, drop_samples_;
+	MapFds maps_;
 	sluice_settings settings_{};
-	// Multiprog: the opened skeleton until libxdp loads it in attach(); the
-	// interface, by name (its dispatcher is found by ifindex each time).
-	std::shared_ptr<sluice_bpf> pending_;
-	bool multiprog_ = false;
-	std::string ifname_;
-	void take_fds(sluice_bpf *skel);
-	Result<AttachMode> attach_multiprog(int ifindex, AttachMode mode);
-	Status detach_multiprog();
-	Result<uint32_t> multiprog_ifindex() const;
+	std::unique_ptr<Attachment> attachment_;
 };
 
 } // namespace sluice

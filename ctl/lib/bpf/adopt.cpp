@@ -1,0 +1,64 @@
+// adopt.cpp - the pins a daemon left under <pin-dir>/<ifname>/, each map
+// checked against its row of the pin layout and the settings against this
+// build's layout version, before anything is read from or written to them.
+#include "bpf/attachment.h"
+#include "bpf/dataplane.h"
+
+#include <bpf/bpf.h>
+
+#include <cerrno>
+#include <vector>
+
+namespace sluice {
+
+Result<Dataplane> Dataplane::adopt(const std::string &dir)
+{
+	const std::string fix = "; if no sluice of this version made it, detach with the sluicectl that did, or "
+				"remove it with `rm -r " +
+				dir + "` (that detaches its program)";
+	Dataplane dp;
+	std::vector<uint32_t> max_entries;
+	for (const auto &m : map_pins()) {
+		std::string path = pin_path(dir, m.pin);
+		int fd = bpf_obj_get(path.c_str());
+		if (fd < 0)
+			return fail(ErrorKind::system, "pin " + path + " cannot be opened" + fix, errno);
+		(dp.maps_.*m.fd).reset(fd);
+		bpf_map_info info{};
+		uint32_t len = sizeof(info);
+		if (int err = bpf_obj_get_info_by_fd(fd, &info, &len); err)
+			return fail_bpf(err, "reading map info of " + path);
+		if (info.type != static_cast<uint32_t>(m.type) || info.key_size != m.key_size ||
+		    info.value_size != m.value_size || (m.entries == Entries::exact && info.max_entries != m.max_entries))
+			return refused("pin " + path + " has another map layout (type " + std::to_string(info.type) +
+				       ", key " + std::to_string(info.key_size) + " B, value " +
+				       std::to_string(info.value_size) + " B, " + std::to_string(info.max_entries) +
+				       " entries) than this build's layout " + std::to_string(SLUICE_LAYOUT_VERSION) +
+				       " expects" + fix);
+		max_entries.push_back(info.max_entries);
+	}
+	if (auto ok = dp.read_settings(); !ok)
+		return std::unexpected(ok.error());
+	if (dp.settings_.layout_version != SLUICE_LAYOUT_VERSION)
+		return refused("pins under " + dir + " were made under layout " +
+			       std::to_string(dp.settings_.layout_version) + ", this build uses layout " +
+			       std::to_string(SLUICE_LAYOUT_VERSION) + fix);
+	const auto maps = map_pins();
+	for (size_t i = 0; i < maps.size(); i++)
+		if (maps[i].entries == Entries::table_slots && max_entries[i] != dp.settings_.slot_mask + 1)
+			return refused("pins under " + dir + " disagree with themselves (slot table of " +
+				       std::to_string(max_entries[i]) + ", settings say " +
+				       std::to_string(dp.settings_.slot_mask + 1) + ")" + fix);
+
+	// Attached through libxdp's dispatcher, the program is pinned instead of
+	// a link (libxdp holds and replaces the links); a link pin decides.
+	auto attachment = !pin_exists(dir, kLinkPin) && pin_exists(dir, kProgramPin)
+				  ? adopt_libxdp_attachment(dir, fix)
+				  : adopt_link_attachment(dir, fix);
+	if (!attachment)
+		return std::unexpected(attachment.error());
+	dp.attachment_ = std::move(*attachment);
+	return dp;
+}
+
+} // namespace sluice

@@ -1,0 +1,106 @@
+// load.cpp - a fresh program from the embedded skeleton: the load options
+// checked, the settings written into its read-only data, the maps sized, the
+// initial config in place before the first frame.
+#include "bpf/attachment.h"
+#include "bpf/dataplane.h"
+
+#include "sluice_bpf.skel.h"
+
+#include <bpf/bpf.h>
+#include <bpf/libbpf.h>
+
+#include <memory>
+#include <sys/random.h>
+
+namespace sluice {
+
+Status validate_load_options(const LoadOptions &o)
+{
+	if (o.slots < SLUICE_SLOTS_MIN || o.slots > SLUICE_SLOTS_MAX || (o.slots & (o.slots - 1)) != 0)
+		return invalid("table size " + std::to_string(o.slots) + " must be a power of two between " +
+			       std::to_string(SLUICE_SLOTS_MIN) + " and " + std::to_string(SLUICE_SLOTS_MAX));
+	if (o.v4_prefix > 32)
+		return invalid("IPv4 prefix length " + std::to_string(o.v4_prefix) + " is outside 0..32");
+	if (o.v6_prefix > 128)
+		return invalid("IPv6 prefix length " + std::to_string(o.v6_prefix) + " is outside 0..128");
+	if (o.sample_every > SLUICE_SAMPLE_EVERY_MAX || (o.sample_every & (o.sample_every - 1)) != 0)
+		return invalid("drop sampling 1 in " + std::to_string(o.sample_every) +
+			       " must be 0 (off) or a power of two up to " + std::to_string(SLUICE_SAMPLE_EVERY_MAX));
+	return {};
+}
+
+namespace {
+
+struct SkelDeleter {
+	void operator()(sluice_bpf *s) const { sluice_bpf__destroy(s); }
+};
+
+} // namespace
+
+Result<Dataplane> Dataplane::load(const LoadOptions &opts, const sluice_config &initial)
+{
+	if (auto ok = validate_load_options(opts); !ok)
+		return std::unexpected(ok.error());
+	if (auto ok = validate_config(initial); !ok)
+		return std::unexpected(ok.error());
+
+	std::unique_ptr<sluice_bpf, SkelDeleter> skel(sluice_bpf::open());
+	if (!skel)
+		return fail_errno("opening the embedded BPF object");
+
+	auto &s = const_cast<sluice_settings &>(skel->rodata->settings);
+	if (opts.hash_key) {
+		s.hash_key[0] = (*opts.hash_key)[0];
+		s.hash_key[1] = (*opts.hash_key)[1];
+	} else {
+		uint64_t key[2];
+		if (getrandom(key, sizeof(key), 0) != sizeof(key))
+			return fail_errno("reading the hash key from getrandom()");
+		s.hash_key[0] = key[0];
+		s.hash_key[1] = key[1];
+	}
+	s.layout_version = SLUICE_LAYOUT_VERSION;
+	s.slot_mask = opts.slots - 1;
+	s.v4_prefix = opts.v4_prefix;
+	s.v6_prefix = opts.v6_prefix;
+	s.dry_run = opts.dry_run;
+	s.one_choice = opts.one_choice;
+	s.sample_every = opts.sample_every;
+	for (const auto &m : map_pins())
+		if (m.entries == Entries::table_slots)
+			if (int err = bpf_map__set_max_entries(m.of(skel.get()), opts.slots); err)
+				return fail_bpf(err, "sizing the slot table to " + std::to_string(opts.slots));
+
+	Dataplane dp;
+	dp.settings_ = s;
+	if (opts.multiprog) {
+		// libxdp loads the object in attach(), as an extension of its
+		// dispatcher. The config map is made here and handed to the object,
+		// so that the program reads the initial config from its first frame.
+		int cfd = bpf_map_create(BPF_MAP_TYPE_ARRAY, "config", sizeof(uint32_t), sizeof(sluice_config), 1, nullptr);
+		if (cfd < 0)
+			return fail_errno("creating the config map");
+		dp.maps_.config.reset(cfd);
+		if (auto ok = dp.config().write(initial); !ok)
+			return std::unexpected(ok.error());
+		if (int err = bpf_map__reuse_fd(skel->maps.config, cfd); err)
+			return fail_bpf(err, "handing the config map to the program");
+		dp.attachment_ = libxdp_attachment(std::shared_ptr<sluice_bpf>(skel.release(), SkelDeleter()));
+		return dp;
+	}
+
+	if (int err = sluice_bpf::load(skel.get()); err)
+		return fail_bpf(err, "loading the XDP program (the kernel log has the verifier's reason; "
+				     "sluice needs Linux >= 5.12 with BTF)");
+
+	UniqueFd prog = take_fds(skel.get(), dp.maps_);
+	if (!prog)
+		return fail_errno("duplicating the program fd");
+	dp.attachment_ = link_attachment(std::move(prog));
+
+	if (auto ok = dp.config().write(initial); !ok)
+		return std::unexpected(ok.error());
+	return dp;
+}
+
+} // namespace sluice

@@ -1,0 +1,97 @@
+#include "bpf/pin_layout.h"
+
+#include "sluice_bpf.skel.h"
+
+#include <bpf/bpf.h>
+#include <bpf/libbpf.h>
+
+#include <array>
+#include <cerrno>
+#include <fcntl.h>
+#include <filesystem>
+#include <sys/stat.h>
+
+namespace sluice {
+
+namespace {
+
+const std::array<MapPin, 9> kMapPins{{
+	{SLUICE_PIN_SLOTS, &MapFds::slots, [](sluice_bpf *s) { return s->maps.slots; }, BPF_MAP_TYPE_ARRAY, 4,
+	 sizeof(sluice_slot), Entries::table_slots, 0},
+	{SLUICE_PIN_CONFIG, &MapFds::config, [](sluice_bpf *s) { return s->maps.config; }, BPF_MAP_TYPE_ARRAY, 4,
+	 sizeof(sluice_config), Entries::exact, 1},
+	{SLUICE_PIN_COUNTERS, &MapFds::counters, [](sluice_bpf *s) { return s->maps.counters; },
+	 BPF_MAP_TYPE_PERCPU_ARRAY, 4, sizeof(sluice_counter), Entries::exact, SLUICE_OUTCOMES},
+	// The read-only data: hash key, layout version, table size, prefixes, dry-run.
+	{SLUICE_PIN_SETTINGS, &MapFds::settings, [](sluice_bpf *s) { return s->maps.rodata; }, BPF_MAP_TYPE_ARRAY,
+	 4, sizeof(sluice_settings), Entries::exact, 1},
+	{SLUICE_PIN_ALLOW_V4, &MapFds::allow_v4, [](sluice_bpf *s) { return s->maps.allow_v4; },
+	 BPF_MAP_TYPE_LPM_TRIE, sizeof(sluice_lpm_v4), 1, Entries::exact, SLUICE_LIST_MAX_ENTRIES},
+	{SLUICE_PIN_ALLOW_V6, &MapFds::allow_v6, [](sluice_bpf *s) { return s->maps.allow_v6; },
+	 BPF_MAP_TYPE_LPM_TRIE, sizeof(sluice_lpm_v6), 1, Entries::exact, SLUICE_LIST_MAX_ENTRIES},
+	{SLUICE_PIN_DENY_V4, &MapFds::deny_v4, [](sluice_bpf *s) { return s->maps.deny_v4; },
+	 BPF_MAP_TYPE_LPM_TRIE, sizeof(sluice_lpm_v4), 1, Entries::exact, SLUICE_LIST_MAX_ENTRIES},
+	{SLUICE_PIN_DENY_V6, &MapFds::deny_v6, [](sluice_bpf *s) { return s->maps.deny_v6; },
+	 BPF_MAP_TYPE_LPM_TRIE, sizeof(sluice_lpm_v6), 1, Entries::exact, SLUICE_LIST_MAX_ENTRIES},
+	{SLUICE_PIN_DROP_SAMPLES, &MapFds::drop_samples, [](sluice_bpf *s) { return s->maps.drop_samples; },
+	 BPF_MAP_TYPE_RINGBUF, 0, 0, Entries::exact, SLUICE_SAMPLE_RING_BYTES},
+}};
+
+int dup_fd(int fd)
+{
+	return fcntl(fd, F_DUPFD_CLOEXEC, 3);
+}
+
+} // namespace
+
+std::span<const MapPin> map_pins()
+{
+	return kMapPins;
+}
+
+std::string pin_path(const std::string &dir, const char *name)
+{
+	return dir + "/" + name;
+}
+
+bool pin_exists(const std::string &dir, const char *name)
+{
+	struct stat st {};
+	return ::stat(pin_path(dir, name).c_str(), &st) == 0;
+}
+
+Status pin_object(int fd, const std::string &dir, const char *name)
+{
+	std::string path = pin_path(dir, name);
+	if (int err = bpf_obj_pin(fd, path.c_str()); err && errno != EEXIST)
+		return fail_errno("pinning " + path);
+	return {};
+}
+
+void remove_pin(const std::string &dir, const char *name)
+{
+	std::error_code ec;
+	std::filesystem::remove(pin_path(dir, name), ec);
+}
+
+Status remove_pins(const std::string &dir)
+{
+	remove_pin(dir, kLinkPin);
+	remove_pin(dir, kProgramPin);
+	for (const auto &m : map_pins())
+		remove_pin(dir, m.pin);
+	std::error_code ec;
+	std::filesystem::remove(dir, ec);
+	if (ec)
+		return fail(ErrorKind::system, "removing pin directory " + dir, ec.value());
+	return {};
+}
+
+UniqueFd take_fds(sluice_bpf *skel, MapFds &maps)
+{
+	for (const auto &m : map_pins())
+		(maps.*m.fd).reset(dup_fd(bpf_map__fd(m.of(skel))));
+	return UniqueFd(dup_fd(bpf_program__fd(skel->progs.sluice_xdp)));
+}
+
+} // namespace sluice

@@ -1,0 +1,69 @@
+// pin_layout.h - what one sluice data plane is made of and leaves under
+// <pin-dir>/<ifname>/: one row per map, and the attachment's pin.
+//
+// Load fills the Dataplane's fds from the skeleton, adopt opens the pins and
+// checks each against its row, pin and detach walk the same rows: adding a map
+// is adding its member to MapFds and its row to map_pins() (pin_layout.cpp).
+// Adding or changing a row changes what this build adopts: bump
+// SLUICE_LAYOUT_VERSION (sluice_abi.h).
+#pragma once
+
+#include "base/fd.h"
+#include "base/result.h"
+#include "bpf/sluice_abi.h"
+
+#include <linux/bpf.h>
+
+#include <cstdint>
+#include <span>
+#include <string>
+
+struct bpf_map;    // libbpf
+struct sluice_bpf; // the generated skeleton (sluice_bpf.skel.h)
+
+namespace sluice {
+
+// Every map of one program, as the Dataplane holds them.
+struct MapFds {
+	UniqueFd slots, config, counters, settings, allow_v4, allow_v6, deny_v4, deny_v6, drop_samples;
+};
+
+// How many entries a map of this build has.
+enum class Entries {
+	exact,       // MapPin::max_entries, a constant of this build
+	table_slots, // the table size the program is loaded with (LoadOptions::slots, settings.slot_mask + 1)
+};
+
+struct MapPin {
+	const char *pin;                  // its file under the pin directory
+	UniqueFd MapFds::*fd;             // the fd it fills
+	bpf_map *(*of)(sluice_bpf *skel); // the skeleton's map
+	bpf_map_type type;
+	uint32_t key_size;
+	uint32_t value_size;
+	Entries entries;
+	uint32_t max_entries; // Entries::exact only
+};
+
+// Every map, in the order they are pinned.
+std::span<const MapPin> map_pins();
+
+// The attachment's pin, made after every map's, so that it means a complete
+// set: the bpf_link, or with --multiprog the program itself (libxdp holds and
+// replaces the links whenever a program joins or leaves the dispatcher).
+inline constexpr const char *kLinkPin = SLUICE_PIN_LINK;
+inline constexpr const char *kProgramPin = SLUICE_PIN_MULTIPROG;
+
+std::string pin_path(const std::string &dir, const char *name);
+bool pin_exists(const std::string &dir, const char *name);
+// Pin fd as dir/name; a pin already there is left as it is.
+Status pin_object(int fd, const std::string &dir, const char *name);
+void remove_pin(const std::string &dir, const char *name);
+// Remove the attachment's pin, every map's and the directory.
+Status remove_pins(const std::string &dir);
+
+// Of a loaded skeleton: every map's fd into maps, and the program's fd, each
+// duplicated (the skeleton closes its own).
+UniqueFd take_fds(sluice_bpf *skel, MapFds &maps);
+
+} // namespace sluice
