@@ -210,8 +210,7 @@ void ManagedInterface::watch_link()
 		last_error_ = why;
 		return;
 	}
-	std::error_code ec;
-	std::filesystem::remove(dir_ + "/" + SLUICE_PIN_LINK, ec);
+	Dataplane::remove_link_pin(dir_);
 	if (auto ok = dp_->pin(dir_); !ok)
 		log_error(name_ + ": re-attached but cannot pin the link: " + ok.error().describe());
 	log_info(name_ + ": interface is back (ifindex " + std::to_string(idx) + "); re-attached in " +
