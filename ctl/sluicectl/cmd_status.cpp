@@ -5,6 +5,7 @@
 #include "sluicectl/command.h"
 #include "sluicectl/output.h"
 #include "bpf/status.h"
+#include "ipc/encode.h"
 #include "sluicectl/table.h"
 
 #include <algorithm>
@@ -111,7 +112,7 @@ Status status_from_pins(Context &ctx, const std::optional<std::string> &only, co
 		return neither("there are no pins under " + ctx.pin_dir +
 			       ", so nothing is enforcing (--pin-dir to use another directory)");
 
-	json interfaces = json::array();
+	sluice::PinsStatusReply reply{ctx.socket, {}};
 	for (const auto &iface : ifaces) {
 		auto dp = sluice::Dataplane::adopt(ctx.pin_dir + "/" + iface);
 		if (!dp && (dp.error().code == EACCES || dp.error().code == EPERM))
@@ -122,15 +123,17 @@ Status status_from_pins(Context &ctx, const std::optional<std::string> &only, co
 		auto s = sluice::interface_status(*dp, iface);
 		if (!s)
 			return std::unexpected(s.error());
-		interfaces.push_back(*s);
+		reply.interfaces.push_back(std::move(*s));
 	}
+	// Encoded as the daemon encodes its status, so text and -j read alike.
+	json body = sluice::encode(reply);
 	if (ctx.json) {
-		print_json(ctx, {{"daemon", {{"running", false}, {"socket", ctx.socket}}}, {"interfaces", interfaces}});
+		print_json(ctx, body);
 		return {};
 	}
 	ctx.out << "sluiced: not running (socket " << ctx.socket << "); enforcement from pins under "
 		<< ctx.pin_dir << '\n';
-	print_interfaces(ctx.out, interfaces);
+	print_interfaces(ctx.out, body.at("interfaces"));
 	return {};
 }
 

@@ -2,6 +2,7 @@
 
 #include "base/clock.h"
 #include "base/log.h"
+#include "ipc/encode.h"
 
 #include <algorithm>
 #include <cerrno>
@@ -58,7 +59,7 @@ Result<std::vector<Cidr>> read_list_file(int fd)
 template <class T>
 json reply_of(const Result<T> &r)
 {
-	return r ? ok_reply(*r) : error_reply(r.error());
+	return r ? ok_reply(encode(*r)) : error_reply(r.error());
 }
 
 } // namespace
@@ -130,28 +131,23 @@ json Daemon::status(const Request &req)
 	auto only = req.opt_str("iface");
 	if (!only)
 		return error_reply(only.error());
-	json list = json::array();
-	for (const auto &[name, m] : ifaces_)
-		if (!*only || **only == name)
-			list.push_back(req.cmd == "stats" ? m->stats() : m->status());
-	if (*only && list.empty())
+	if (*only && !ifaces_.count(**only))
 		return error_reply(Error{ErrorKind::invalid, 0, "sluiced does not manage interface '" + **only + "'"});
-	json body{{"interfaces", list}};
-	if (req.cmd == "status")
-		body["daemon"] = {{"running", true},
-				  {"pid", getpid()},
-				  {"uptime_s", std::round(monotonic_seconds() - started_s_)},
-				  {"socket", opts_.socket_path},
-				  {"pin_dir", opts_.pin_dir},
-				  {"period_s", opts_.period_s},
-				  {"policy",
-				   {{"trip_pps", opts_.policy.trip_pps},
-				    {"clear_pps", opts_.policy.clear_pps},
-				    {"trip_periods", opts_.policy.trip_periods},
-				    {"hold_s", opts_.policy.hold_s},
-				    {"recovery_s", opts_.policy.recovery_s},
-				    {"recovery_start_ppm", opts_.policy.start_ppm}}}};
-	return ok_reply(body);
+	auto wanted = [&](const std::string &name) { return !*only || **only == name; };
+	if (req.cmd == "stats") {
+		StatsReply r;
+		for (const auto &[name, m] : ifaces_)
+			if (wanted(name))
+				r.interfaces.push_back(m->stats());
+		return ok_reply(encode(r));
+	}
+	StatusReply r;
+	r.daemon = {getpid(), std::round(monotonic_seconds() - started_s_), opts_.socket_path, opts_.pin_dir,
+		    opts_.period_s, opts_.policy};
+	for (const auto &[name, m] : ifaces_)
+		if (wanted(name))
+			r.interfaces.push_back(m->status());
+	return ok_reply(encode(r));
 }
 
 json Daemon::handle(const Request &req)
@@ -180,11 +176,9 @@ json Daemon::handle(const Request &req)
 		auto m = ManagedInterface::start(opts_, *name, mode);
 		if (!m)
 			return error_reply(m.error());
-		json body{{"iface", *name}};
-		ifaces_.emplace(*name, std::move(*m));
-		auto st = ifaces_[*name]->status();
-		body["mode"] = st.value("attach_mode", json(nullptr));
-		return ok_reply(body);
+		ManagedInterface &added = *ifaces_.emplace(*name, std::move(*m)).first->second;
+		auto st = added.status();
+		return ok_reply(encode(AttachResult{*name, st.maps ? st.maps->attach_mode : std::nullopt}));
 	}
 	auto m = find(req);
 	if (!m)
@@ -262,7 +256,7 @@ json Daemon::handle(const Request &req)
 		if (!ok)
 			return error_reply(ok.error());
 		ifaces_.erase(name);
-		return ok_reply({{"iface", name}});
+		return ok_reply(encode(DetachResult{name}));
 	}
 	return error_reply(Error{ErrorKind::invalid, 0, "unknown command '" + cmd + "'"});
 }

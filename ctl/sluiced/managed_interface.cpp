@@ -5,6 +5,7 @@
 #include "bpf/maps.h"
 #include "logic/source.h"
 #include "bpf/status.h"
+#include "sluiced/period.h"
 
 #include <bpf/bpf.h>
 
@@ -34,14 +35,6 @@ std::string read_oper_state(const std::string &iface)
 	std::string s;
 	std::getline(f, s);
 	return s;
-}
-
-// The frames the policy counts as incoming: every IP frame (the outcomes
-// other than non-IP and malformed; would-drop overlays the others).
-uint64_t incoming_of(const CounterSet &c)
-{
-	return c[SLUICE_PASSED].packets + c[SLUICE_DROP_RATE].packets + c[SLUICE_DROP_SHED].packets +
-	       c[SLUICE_DROP_DENY].packets + c[SLUICE_ALLOWLISTED].packets;
 }
 
 } // namespace
@@ -232,15 +225,8 @@ void ManagedInterface::tick(double now_s)
 		return;
 	}
 	double dt = now_s - last_tick_s_;
-	if (dt > 0) {
-		json r = json::object();
-		for (uint32_t k = 0; k < SLUICE_OUTCOMES; k++) {
-			double pps = double((*counters)[k].packets - last_counters_[k].packets) / dt;
-			double bps = double((*counters)[k].bytes - last_counters_[k].bytes) * 8 / dt;
-			r[outcome_name(k)] = {{"pps", std::round(pps)}, {"bps", std::round(bps)}};
-		}
-		rates_ = r;
-	}
+	if (dt > 0)
+		rates_ = rates_between(last_counters_, *counters, dt);
 	last_counters_ = *counters;
 	last_tick_s_ = now_s;
 
@@ -249,19 +235,12 @@ void ManagedInterface::tick(double now_s)
 		log_error(name_ + ": " + cfg.error().describe());
 		return;
 	}
-	PolicySample sample{now_s,
-			    incoming_of(*counters),
-			    (*counters)[SLUICE_PASSED].packets,
-			    breaker_.state(),
-			    since_mono_s_,
-			    cfg->breaker_manual != 0};
-	PolicyDecision d = policy_->step(sample);
+	PolicyDecision d = policy_->step(policy_sample(now_s, *counters, breaker_.state(), since_mono_s_, *cfg));
 	if (d.move) {
 		if (auto ok = transition(*d.move, false, d.reason); !ok)
 			log_error(name_ + ": " + ok.error().describe());
-	} else if (breaker_.state() == BreakerState::recovering && d.admission_ppm != cfg->admission_ppm) {
-		cfg->admission_ppm = d.admission_ppm;
-		if (auto ok = dp_->config().write(*cfg); !ok)
+	} else if (auto next = admission_config(*cfg, breaker_.state(), d)) {
+		if (auto ok = dp_->config().write(*next); !ok)
 			log_error(name_ + ": writing the admission fraction: " + ok.error().describe());
 		else
 			log_debug(name_ + ": admission " + std::to_string(d.admission_ppm / 10000.0) + "%");
@@ -285,11 +264,8 @@ Status ManagedInterface::transition(BreakerState to, bool manual, const std::str
 		breaker_ = Breaker(from);
 		return std::unexpected(cfg.error());
 	}
-	cfg->breaker_state = static_cast<uint32_t>(to);
-	cfg->breaker_since_ns = realtime_ns();
-	cfg->breaker_manual = (manual && to == BreakerState::shedding) ? 1 : 0;
-	cfg->admission_ppm = to == BreakerState::recovering ? policy_->config().start_ppm : SLUICE_PPM_FULL;
-	if (auto ok = dp_->config().write(*cfg); !ok) {
+	if (auto ok = dp_->config().write(breaker_config(*cfg, to, manual, policy_->config().start_ppm, realtime_ns()));
+	    !ok) {
 		breaker_ = Breaker(from);
 		return ok;
 	}
@@ -305,25 +281,24 @@ Status ManagedInterface::transition(BreakerState to, bool manual, const std::str
 	return {};
 }
 
-json ManagedInterface::status() const
+ManagedStatus ManagedInterface::status() const
 {
-	auto s = interface_status(*dp_, name_);
-	json j = s ? *s : json{{"iface", name_}, {"error", s.error().describe()}};
-	const auto &a = auditor_->report();
-	j["audit"] = {{"swept", a.swept},
-		      {"violations", a.violations},
-		      {"last_sweep_violations", a.last_violations},
-		      {"full_sweeps", a.full_sweeps},
-		      {"last_sweep", iso_time(a.last_sweep_unix_ns)}};
-	j["rates"] = rates_;
-	j["oper_state"] = gone_ ? "gone" : oper_state_;
-	j["pin_dir"] = dir_;
-	return j;
+	ManagedStatus st;
+	st.iface = name_;
+	if (auto s = interface_status(*dp_, name_))
+		st.maps = std::move(*s);
+	else
+		st.error = s.error().describe();
+	st.audit = auditor_->report();
+	st.rates = rates_;
+	st.oper_state = gone_ ? "gone" : oper_state_;
+	st.pin_dir = dir_;
+	return st;
 }
 
-json ManagedInterface::stats() const
+InterfaceStats ManagedInterface::stats() const
 {
-	return {{"iface", name_}, {"counters", counters_json(last_counters_)}, {"rates", rates_}};
+	return {name_, last_counters_, rates_};
 }
 
 InterfaceMetrics ManagedInterface::metrics() const
@@ -340,18 +315,15 @@ InterfaceMetrics ManagedInterface::metrics() const
 	return m;
 }
 
-Result<json> ManagedInterface::move_breaker(BreakerState to)
+Result<BreakerMove> ManagedInterface::move_breaker(BreakerState to)
 {
 	BreakerState from = breaker_.state();
 	if (auto ok = transition(to, true, "operator"); !ok)
 		return std::unexpected(ok.error());
-	return json{{"iface", name_},
-		    {"from", std::string(to_string(from))},
-		    {"to", std::string(to_string(to))},
-		    {"state", std::string(to_string(breaker_.state()))}};
+	return BreakerMove{name_, from, to, breaker_.state()};
 }
 
-Result<json> ManagedInterface::set_policy(std::optional<int64_t> rate, std::optional<int64_t> burst)
+Result<PolicySet> ManagedInterface::set_policy(std::optional<int64_t> rate, std::optional<int64_t> burst)
 {
 	if (!rate && !burst)
 		return invalid("'set' needs \"rate\" or \"burst\"");
@@ -379,10 +351,24 @@ Result<json> ManagedInterface::set_policy(std::optional<int64_t> rate, std::opti
 		return std::unexpected(ok.error());
 	log_info(name_ + ": policy rate " + std::to_string(next.rate_pps) + " burst " + std::to_string(next.burst) +
 		 " (was rate " + std::to_string(cfg->rate_pps) + " burst " + std::to_string(cfg->burst) + ")");
-	return json{{"iface", name_}, {"rate_pps", next.rate_pps}, {"burst", next.burst}};
+	return PolicySet{name_, next.rate_pps, next.burst};
 }
 
-Result<json> ManagedInterface::bucket_reply(const std::string &addr_text) const
+Result<ManagedInterface::SourceTokens> ManagedInterface::source_tokens(const SourceSlots &ss,
+									 const sluice_config &cfg) const
+{
+	SourceTokens st;
+	for (size_t i = 0; i < ss.slots.size(); i++) {
+		auto t = dp_->slots().tokens(ss.slots[i], cfg);
+		if (!t)
+			return std::unexpected(t.error());
+		st.tokens[i] = *t;
+		st.fuller = std::max(st.fuller, *t);
+	}
+	return st;
+}
+
+Result<BucketView> ManagedInterface::bucket_reply(const std::string &addr_text) const
 {
 	auto addr = parse_address(addr_text);
 	if (!addr)
@@ -391,21 +377,13 @@ Result<json> ManagedInterface::bucket_reply(const std::string &addr_text) const
 	if (!cfg)
 		return std::unexpected(cfg.error());
 	SourceSlots ss = source_slots(dp_->settings(), *addr);
-	json tokens = json::array();
-	uint64_t fuller = 0;
-	for (uint32_t slot : ss.slots) {
-		auto t = dp_->slots().tokens(slot, *cfg);
-		if (!t)
-			return std::unexpected(t.error());
-		tokens.push_back(*t);
-		fuller = std::max(fuller, *t);
-	}
-	return json{{"iface", name_},   {"addr", addr->str()},   {"source", ss.source.str()},
-		    {"slots", ss.slots}, {"tokens", tokens},      {"tokens_left", fuller},
-		    {"burst", cfg->burst}, {"rate_pps", cfg->rate_pps}};
+	auto t = source_tokens(ss, *cfg);
+	if (!t)
+		return std::unexpected(t.error());
+	return BucketView{name_, *addr, ss.source, ss.slots, t->tokens, t->fuller, cfg->burst, cfg->rate_pps};
 }
 
-Result<json> ManagedInterface::write_source(const std::string &addr_text, const std::string &what,
+Result<BucketView> ManagedInterface::write_source(const std::string &addr_text, const std::string &what,
 					    const SlotWrite &write)
 {
 	auto addr = parse_address(addr_text);
@@ -425,7 +403,7 @@ Result<json> ManagedInterface::write_source(const std::string &addr_text, const 
 	return bucket_reply(addr_text);
 }
 
-Result<json> ManagedInterface::bucket(const std::string &addr_text, std::optional<int64_t> set_tokens)
+Result<BucketView> ManagedInterface::bucket(const std::string &addr_text, std::optional<int64_t> set_tokens)
 {
 	if (!set_tokens)
 		return bucket_reply(addr_text);
@@ -436,7 +414,7 @@ Result<json> ManagedInterface::bucket(const std::string &addr_text, std::optiona
 			    });
 }
 
-Result<json> ManagedInterface::refill(const std::string &addr_text, int64_t n)
+Result<BucketView> ManagedInterface::refill(const std::string &addr_text, int64_t n)
 {
 	return write_source(addr_text, "refilled " + std::to_string(n) + " tokens:",
 			    [&](std::span<const uint32_t> slots, const sluice_config &cfg) {
@@ -444,7 +422,7 @@ Result<json> ManagedInterface::refill(const std::string &addr_text, int64_t n)
 			    });
 }
 
-Result<json> ManagedInterface::list_change(ListKind list, const std::vector<std::string> &texts, bool add)
+Result<ListChange> ManagedInterface::list_change(ListKind list, const std::vector<std::string> &texts, bool add)
 {
 	std::vector<Cidr> cidrs;
 	for (const auto &t : texts) {
@@ -461,36 +439,25 @@ Result<json> ManagedInterface::list_change(ListKind list, const std::vector<std:
 		return std::unexpected(ok.error());
 	log_info(name_ + ": " + (add ? "added " : "removed ") + std::to_string(cidrs.size()) + " prefixes " +
 		 (add ? "to" : "from") + " the " + to_string(list) + " list");
-	return json{{"iface", name_}, {"list", to_string(list)}, {"changed", cidrs.size()}};
+	return ListChange{name_, list, cidrs.size()};
 }
 
-Result<json> ManagedInterface::list_show(ListKind list) const
+Result<ListShow> ManagedInterface::list_show(ListKind list) const
 {
 	auto entries = dp_->lists().entries(list);
 	if (!entries)
 		return std::unexpected(entries.error());
-	json cidrs = json::array();
-	for (const auto &c : *entries)
-		cidrs.push_back(c.str());
-	return json{{"iface", name_}, {"list", to_string(list)}, {"cidrs", cidrs}};
+	return ListShow{name_, list, std::move(*entries)};
 }
 
-Result<json> ManagedInterface::audit_now()
+Result<AuditResult> ManagedInterface::audit_now()
 {
 	if (auto ok = auditor_->full(dp_->slots()); !ok)
 		return std::unexpected(ok.error());
-	const auto &a = auditor_->report();
-	return json{{"iface", name_},
-		    {"audit",
-		     {{"slots", dp_->slots().size()},
-		      {"last_sweep_violations", a.last_violations},
-		      {"violations", a.violations},
-		      {"swept", a.swept},
-		      {"full_sweeps", a.full_sweeps},
-		      {"last_sweep", iso_time(a.last_sweep_unix_ns)}}}};
+	return AuditResult{name_, dp_->slots().size(), auditor_->report()};
 }
 
-Result<json> ManagedInterface::top(size_t n, double now_s) const
+Result<TopView> ManagedInterface::top(size_t n, double now_s) const
 {
 	if (!sampler_)
 		return refused(name_ + ": drop sampling is off (the program was loaded with --sample-every 0); "
@@ -500,38 +467,26 @@ Result<json> ManagedInterface::top(size_t n, double now_s) const
 		return std::unexpected(cfg.error());
 	auto w = sampler_->window(now_s);
 	double every = sampler_->sample_every();
-	json sources = json::array();
+	TopView view;
+	view.iface = name_;
 	for (const auto &it : w.summary->top(n)) {
 		Cidr source = key_cidr(it.key);
-		SourceSlots ss = source_slots(dp_->settings(), source.addr);
-		uint64_t tokens = 0;
-		for (uint32_t slot : ss.slots) {
-			auto t = dp_->slots().tokens(slot, *cfg);
-			if (!t)
-				return std::unexpected(t.error());
-			tokens = std::max(tokens, *t);
-		}
-		sources.push_back({{"source", source.str()},
-				   {"est_dropped_pps", w.seconds > 0 ? std::round(double(it.count) * every / w.seconds) : 0.0},
-				   {"samples", it.count},
-				   {"error", it.error},
-				   {"tokens", tokens}});
+		auto t = source_tokens(source_slots(dp_->settings(), source.addr), *cfg);
+		if (!t)
+			return std::unexpected(t.error());
+		view.sources.push_back({source, w.seconds > 0 ? std::round(double(it.count) * every / w.seconds) : 0.0,
+					it.count, it.error, t->fuller});
 	}
 	// What the counters say was dropped in the last period, for comparison
 	// (samples lost to a full ring make the estimates fall short of it).
-	double dropped_pps = 0;
-	for (const char *o : {"drop_rate", "drop_shed", "drop_deny"})
-		if (rates_.contains(o))
-			dropped_pps += rates_[o].value("pps", 0.0);
-	return json{{"iface", name_},
-		    {"dropped_pps", dropped_pps},
-		    {"sample_every", sampler_->sample_every()},
-		    {"window_s", std::round(w.seconds * 1000) / 1000},
-		    {"window_complete", w.complete},
-		    {"samples", w.summary->total()},
-		    {"capacity", w.summary->capacity()},
-		    {"summary_size", w.summary->size()},
-		    {"sources", sources}};
+	view.dropped_pps = dropped_pps(rates_);
+	view.sample_every = sampler_->sample_every();
+	view.window_s = std::round(w.seconds * 1000) / 1000;
+	view.window_complete = w.complete;
+	view.samples = w.summary->total();
+	view.capacity = w.summary->capacity();
+	view.summary_size = w.summary->size();
+	return view;
 }
 
 Status ManagedInterface::detach()

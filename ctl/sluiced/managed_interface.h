@@ -11,7 +11,8 @@
 #include "sluiced/metrics.h"
 #include "sluiced/options.h"
 #include "logic/policy.h"
-#include "ipc/protocol.h"
+#include "logic/source.h"
+#include "ipc/replies.h"
 
 #include <functional>
 #include <memory>
@@ -33,22 +34,22 @@ public:
 	// Once per control period: watch the interface, run the policy, audit.
 	void tick(double now_mono_s);
 
-	json status() const;
-	json stats() const;
+	ManagedStatus status() const;
+	InterfaceStats stats() const;
 	// For /metrics: counters as of the last tick, breaker, transitions made.
 	InterfaceMetrics metrics() const;
 
 	// Operator requests (the seed's signals).
-	Result<json> move_breaker(BreakerState to);
-	Result<json> set_policy(std::optional<int64_t> rate, std::optional<int64_t> burst);
-	Result<json> bucket(const std::string &addr, std::optional<int64_t> set_tokens);
-	Result<json> refill(const std::string &addr, int64_t n);
-	Result<json> list_change(ListKind list, const std::vector<std::string> &cidrs, bool add);
-	Result<json> list_show(ListKind list) const;
-	Result<json> audit_now();
+	Result<BreakerMove> move_breaker(BreakerState to);
+	Result<PolicySet> set_policy(std::optional<int64_t> rate, std::optional<int64_t> burst);
+	Result<BucketView> bucket(const std::string &addr, std::optional<int64_t> set_tokens);
+	Result<BucketView> refill(const std::string &addr, int64_t n);
+	Result<ListChange> list_change(ListKind list, const std::vector<std::string> &cidrs, bool add);
+	Result<ListShow> list_show(ListKind list) const;
+	Result<AuditResult> audit_now();
 	// The n heaviest dropped sources of the last complete sampling window
 	// (protocol.h, "top"), each with its bucket's tokens now.
-	Result<json> top(size_t n, double now_mono_s) const;
+	Result<TopView> top(size_t n, double now_mono_s) const;
 	// Remove the program and the pins. The object is done afterwards.
 	Status detach();
 
@@ -56,12 +57,18 @@ private:
 	ManagedInterface() = default;
 	Status transition(BreakerState to, bool manual, const std::string &why);
 	void watch_link();
-	Result<json> bucket_reply(const std::string &addr) const;
+	Result<BucketView> bucket_reply(const std::string &addr) const;
+	// The tokens of a source's two slots now, and the fuller one's.
+	struct SourceTokens {
+		std::array<uint64_t, 2> tokens{};
+		uint64_t fuller = 0;
+	};
+	Result<SourceTokens> source_tokens(const SourceSlots &ss, const sluice_config &cfg) const;
 	// A checked write to the slots of the source `addr` falls in (bucket
 	// --set, refill): `write` gets them and the config now; on success the
 	// write is logged as `what` and the reply is bucket_reply's.
 	using SlotWrite = std::function<Status(std::span<const uint32_t> slots, const sluice_config &cfg)>;
-	Result<json> write_source(const std::string &addr, const std::string &what, const SlotWrite &write);
+	Result<BucketView> write_source(const std::string &addr, const std::string &what, const SlotWrite &write);
 
 	std::string name_;
 	std::string dir_;
@@ -79,7 +86,7 @@ private:
 	// Rates over the last period, per outcome.
 	CounterSet last_counters_{};
 	double last_tick_s_ = 0;
-	json rates_ = json::object();
+	std::optional<RateSet> rates_; // none before the first period
 	std::string last_error_;
 	// Breaker transitions made by this daemon, [from][to] (for /metrics).
 	std::array<std::array<uint64_t, SLUICE_BREAKER_STATES>, SLUICE_BREAKER_STATES> transitions_{};

@@ -1,21 +1,11 @@
 #include "bpf/status.h"
 
-#include "logic/breaker.h"
-
 #include <algorithm>
 #include <ctime>
 #include <filesystem>
 #include <net/if.h>
 
 namespace sluice {
-
-json counters_json(const CounterSet &c)
-{
-	json j = json::object();
-	for (uint32_t k = 0; k < SLUICE_OUTCOMES; k++)
-		j[outcome_name(k)] = {{"packets", c[k].packets}, {"bytes", c[k].bytes}};
-	return j;
-}
 
 std::string iso_time(uint64_t ns)
 {
@@ -29,7 +19,7 @@ std::string iso_time(uint64_t ns)
 	return buf;
 }
 
-Result<json> interface_status(const Dataplane &dp, const std::string &iface)
+Result<InterfaceStatus> interface_status(const Dataplane &dp, const std::string &iface)
 {
 	auto cfg = dp.config().read();
 	if (!cfg)
@@ -38,33 +28,29 @@ Result<json> interface_status(const Dataplane &dp, const std::string &iface)
 	if (!counters)
 		return std::unexpected(counters.error());
 	const auto &s = dp.settings();
-	auto state = breaker_state_from(cfg->breaker_state);
-	json j{
-		{"iface", iface},
-		{"table_slots", s.slot_mask + 1},
-		{"v4_prefix", s.v4_prefix},
-		{"v6_prefix", s.v6_prefix},
-		{"dry_run", s.dry_run != 0},
-		{"sample_every", s.sample_every},
-		{"multiprog", dp.multiprog()},
-		{"rate_pps", cfg->rate_pps},
-		{"burst", cfg->burst},
-		{"admission_ppm", cfg->admission_ppm},
-		{"breaker",
-		 {{"state", state ? std::string(to_string(*state)) : "invalid"},
-		  {"since", iso_time(cfg->breaker_since_ns)},
-		  {"manual", cfg->breaker_manual != 0}}},
-		{"counters", counters_json(*counters)},
-	};
-	auto prog = dp.prog_id();
-	j["prog_id"] = prog ? json(*prog) : json(nullptr);
+	InterfaceStatus st;
+	st.iface = iface;
+	st.table_slots = s.slot_mask + 1;
+	st.v4_prefix = s.v4_prefix;
+	st.v6_prefix = s.v6_prefix;
+	st.dry_run = s.dry_run != 0;
+	st.sample_every = s.sample_every;
+	st.multiprog = dp.multiprog();
+	st.rate_pps = cfg->rate_pps;
+	st.burst = cfg->burst;
+	st.admission_ppm = cfg->admission_ppm;
+	st.breaker = breaker_state_from(cfg->breaker_state);
+	st.breaker_since_ns = cfg->breaker_since_ns;
+	st.breaker_manual = cfg->breaker_manual != 0;
+	st.counters = *counters;
+	if (auto prog = dp.prog_id())
+		st.prog_id = *prog;
 	auto ifindex = dp.link_ifindex();
-	uint32_t idx = ifindex ? *ifindex : 0;
-	j["ifindex"] = idx;
-	j["attached"] = idx != 0;
-	auto mode = idx ? attached_mode(static_cast<int>(idx)) : Result<AttachMode>(std::unexpected(Error{}));
-	j["attach_mode"] = mode ? json(std::string(to_string(*mode))) : json(nullptr);
-	return j;
+	st.ifindex = ifindex ? *ifindex : 0;
+	if (st.ifindex)
+		if (auto mode = attached_mode(static_cast<int>(st.ifindex)))
+			st.attach_mode = *mode;
+	return st;
 }
 
 std::vector<std::string> pinned_interfaces(const std::string &pin_root)

@@ -1,31 +1,48 @@
 // status.h - what `status` reports about one interface, built from its maps.
 // The daemon adds what only it knows (audit, rates); sluicectl, with the
 // daemon down, reports this part straight from the pins, so an operator can
-// see that enforcement survived.
+// see that enforcement survived. Both encode it with ipc/encode.h.
 #pragma once
 
 #include "bpf/dataplane.h"
 #include "bpf/maps.h"
-#include <nlohmann/json.hpp>
+#include "logic/breaker.h"
 
+#include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
 namespace sluice {
 
-using json = nlohmann::json; // interim: the typed InterfaceStatus replaces this
+struct InterfaceStatus {
+	std::string iface;
+	uint32_t ifindex = 0;                  // of the program's link; 0: not attached
+	std::optional<uint32_t> prog_id;       // none: the program cannot be read
+	std::optional<AttachMode> attach_mode; // what the kernel reports for ifindex
+	bool multiprog = false;
+	// How the program was loaded (sluice_settings).
+	uint64_t table_slots = 0;
+	uint32_t v4_prefix = 0, v6_prefix = 0;
+	bool dry_run = false;
+	uint32_t sample_every = 0;
+	// The config map now.
+	uint64_t rate_pps = 0, burst = 0;
+	uint32_t admission_ppm = 0;
+	std::optional<BreakerState> breaker; // none: the map holds no known state
+	uint64_t breaker_since_ns = 0;       // CLOCK_REALTIME; 0: unknown
+	bool breaker_manual = false;
+	CounterSet counters{};
 
-json counters_json(const CounterSet &c);
+	bool attached() const { return ifindex != 0; }
+};
 
-// {"iface", "ifindex", "attached", "attach_mode", "prog_id", "breaker": {state,
-//  since, manual}, "admission_ppm", "rate_pps", "burst", "table_slots",
-//  "v4_prefix", "v6_prefix", "dry_run", "counters"}
-Result<json> interface_status(const Dataplane &dp, const std::string &iface);
+Result<InterfaceStatus> interface_status(const Dataplane &dp, const std::string &iface);
 
 // The interfaces with pins under pin_root (one directory each).
 std::vector<std::string> pinned_interfaces(const std::string &pin_root);
 
-// "2026-11-30T05:55:33Z" from CLOCK_REALTIME nanoseconds.
+// "2026-11-30T05:55:33Z" from CLOCK_REALTIME nanoseconds; "" for 0.
 std::string iso_time(uint64_t realtime_ns);
 
 } // namespace sluice

@@ -1,0 +1,193 @@
+#include "ipc/encode.h"
+
+namespace sluice {
+
+namespace {
+
+// The audit's counts; the audit command adds the table size ("slots").
+json audit_json(const AuditReport &a)
+{
+	return {{"swept", a.swept},
+		{"violations", a.violations},
+		{"last_sweep_violations", a.last_violations},
+		{"full_sweeps", a.full_sweeps},
+		{"last_sweep", iso_time(a.last_sweep_unix_ns)}};
+}
+
+template <class T>
+json optional_json(const std::optional<T> &v)
+{
+	return v ? json(*v) : json(nullptr);
+}
+
+} // namespace
+
+json encode(const CounterSet &c)
+{
+	json j = json::object();
+	for (uint32_t k = 0; k < SLUICE_OUTCOMES; k++)
+		j[outcome_name(k)] = {{"packets", c[k].packets}, {"bytes", c[k].bytes}};
+	return j;
+}
+
+json encode(const std::optional<RateSet> &rates)
+{
+	json j = json::object();
+	if (rates)
+		for (uint32_t k = 0; k < SLUICE_OUTCOMES; k++)
+			j[outcome_name(k)] = {{"pps", (*rates)[k].pps}, {"bps", (*rates)[k].bps}};
+	return j;
+}
+
+json encode(const InterfaceStatus &s)
+{
+	return {
+		{"iface", s.iface},
+		{"table_slots", s.table_slots},
+		{"v4_prefix", s.v4_prefix},
+		{"v6_prefix", s.v6_prefix},
+		{"dry_run", s.dry_run},
+		{"sample_every", s.sample_every},
+		{"multiprog", s.multiprog},
+		{"rate_pps", s.rate_pps},
+		{"burst", s.burst},
+		{"admission_ppm", s.admission_ppm},
+		{"breaker",
+		 {{"state", s.breaker ? std::string(to_string(*s.breaker)) : "invalid"},
+		  {"since", iso_time(s.breaker_since_ns)},
+		  {"manual", s.breaker_manual}}},
+		{"counters", encode(s.counters)},
+		{"prog_id", optional_json(s.prog_id)},
+		{"ifindex", s.ifindex},
+		{"attached", s.attached()},
+		{"attach_mode", s.attach_mode ? json(std::string(to_string(*s.attach_mode))) : json(nullptr)},
+	};
+}
+
+json encode(const ManagedStatus &s)
+{
+	json j = s.maps ? encode(*s.maps) : json{{"iface", s.iface}, {"error", s.error}};
+	j["audit"] = audit_json(s.audit);
+	j["rates"] = encode(s.rates);
+	j["oper_state"] = s.oper_state;
+	j["pin_dir"] = s.pin_dir;
+	return j;
+}
+
+json encode(const DaemonInfo &d)
+{
+	return {{"running", true},
+		{"pid", d.pid},
+		{"uptime_s", d.uptime_s},
+		{"socket", d.socket},
+		{"pin_dir", d.pin_dir},
+		{"period_s", d.period_s},
+		{"policy",
+		 {{"trip_pps", d.policy.trip_pps},
+		  {"clear_pps", d.policy.clear_pps},
+		  {"trip_periods", d.policy.trip_periods},
+		  {"hold_s", d.policy.hold_s},
+		  {"recovery_s", d.policy.recovery_s},
+		  {"recovery_start_ppm", d.policy.start_ppm}}}};
+}
+
+json encode(const StatusReply &r)
+{
+	json list = json::array();
+	for (const auto &s : r.interfaces)
+		list.push_back(encode(s));
+	return {{"daemon", encode(r.daemon)}, {"interfaces", list}};
+}
+
+json encode(const PinsStatusReply &r)
+{
+	json list = json::array();
+	for (const auto &s : r.interfaces)
+		list.push_back(encode(s));
+	return {{"daemon", {{"running", false}, {"socket", r.socket}}}, {"interfaces", list}};
+}
+
+json encode(const InterfaceStats &s)
+{
+	return {{"iface", s.iface}, {"counters", encode(s.counters)}, {"rates", encode(s.rates)}};
+}
+
+json encode(const StatsReply &r)
+{
+	json list = json::array();
+	for (const auto &s : r.interfaces)
+		list.push_back(encode(s));
+	return {{"interfaces", list}};
+}
+
+json encode(const BreakerMove &m)
+{
+	return {{"iface", m.iface},
+		{"from", std::string(to_string(m.from))},
+		{"to", std::string(to_string(m.to))},
+		{"state", std::string(to_string(m.state))}};
+}
+
+json encode(const PolicySet &p)
+{
+	return {{"iface", p.iface}, {"rate_pps", p.rate_pps}, {"burst", p.burst}};
+}
+
+json encode(const BucketView &b)
+{
+	return {{"iface", b.iface},       {"addr", b.addr.str()},     {"source", b.source.str()},
+		{"slots", b.slots},       {"tokens", b.tokens},       {"tokens_left", b.tokens_left},
+		{"burst", b.burst},       {"rate_pps", b.rate_pps}};
+}
+
+json encode(const ListChange &c)
+{
+	return {{"iface", c.iface}, {"list", to_string(c.list)}, {"changed", c.changed}};
+}
+
+json encode(const ListShow &s)
+{
+	json cidrs = json::array();
+	for (const auto &c : s.cidrs)
+		cidrs.push_back(c.str());
+	return {{"iface", s.iface}, {"list", to_string(s.list)}, {"cidrs", cidrs}};
+}
+
+json encode(const AuditResult &a)
+{
+	json audit = audit_json(a.report);
+	audit["slots"] = a.slots;
+	return {{"iface", a.iface}, {"audit", audit}};
+}
+
+json encode(const TopView &t)
+{
+	json sources = json::array();
+	for (const auto &s : t.sources)
+		sources.push_back({{"source", s.source.str()},
+				   {"est_dropped_pps", s.est_dropped_pps},
+				   {"samples", s.samples},
+				   {"error", s.error},
+				   {"tokens", s.tokens}});
+	return {{"iface", t.iface},
+		{"dropped_pps", t.dropped_pps},
+		{"sample_every", t.sample_every},
+		{"window_s", t.window_s},
+		{"window_complete", t.window_complete},
+		{"samples", t.samples},
+		{"capacity", t.capacity},
+		{"summary_size", t.summary_size},
+		{"sources", sources}};
+}
+
+json encode(const AttachResult &a)
+{
+	return {{"iface", a.iface}, {"mode", a.mode ? json(std::string(to_string(*a.mode))) : json(nullptr)}};
+}
+
+json encode(const DetachResult &d)
+{
+	return {{"iface", d.iface}};
+}
+
+} // namespace sluice

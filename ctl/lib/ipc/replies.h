@@ -1,0 +1,144 @@
+// replies.h - what the daemon's commands return, as typed structs. The
+// daemon's domain code builds these; ipc/encode.h is the one place they
+// become the JSON shapes protocol.h documents.
+#pragma once
+
+#include "base/address.h"
+#include "bpf/audit.h"
+#include "bpf/maps.h"
+#include "bpf/status.h"
+#include "logic/breaker.h"
+#include "logic/policy.h"
+
+#include <array>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace sluice {
+
+// Per-second rates over one control period, per outcome (rounded to whole
+// packets and bits per second).
+struct Rate {
+	double pps = 0;
+	double bps = 0;
+};
+using RateSet = std::array<Rate, SLUICE_OUTCOMES>;
+
+// status.interfaces[]: what the maps say, plus what only the daemon knows.
+struct ManagedStatus {
+	std::string iface;
+	std::optional<InterfaceStatus> maps; // none: they could not be read, see error
+	std::string error;
+	AuditReport audit;
+	std::optional<RateSet> rates; // none before the first period
+	std::string oper_state;       // "up", "down", "gone", ...
+	std::string pin_dir;
+};
+
+// status.daemon
+struct DaemonInfo {
+	int pid = 0;
+	double uptime_s = 0;
+	std::string socket;
+	std::string pin_dir;
+	double period_s = 0;
+	PolicyConfig policy;
+};
+
+struct StatusReply {
+	DaemonInfo daemon;
+	std::vector<ManagedStatus> interfaces;
+};
+
+// sluicectl status with the daemon down: the pins' part only.
+struct PinsStatusReply {
+	std::string socket; // where no daemon answered
+	std::vector<InterfaceStatus> interfaces;
+};
+
+// stats.interfaces[]
+struct InterfaceStats {
+	std::string iface;
+	CounterSet counters{};
+	std::optional<RateSet> rates;
+};
+
+struct StatsReply {
+	std::vector<InterfaceStats> interfaces;
+};
+
+struct BreakerMove {
+	std::string iface;
+	BreakerState from = BreakerState::serving;
+	BreakerState to = BreakerState::serving;
+	BreakerState state = BreakerState::serving; // in force after the move
+};
+
+struct PolicySet {
+	std::string iface;
+	uint64_t rate_pps = 0;
+	uint64_t burst = 0;
+};
+
+// bucket and refill: one source's two slots.
+struct BucketView {
+	std::string iface;
+	Address addr;
+	Cidr source;
+	std::array<uint32_t, 2> slots{};
+	std::array<uint64_t, 2> tokens{};
+	uint64_t tokens_left = 0; // the fuller slot's
+	uint64_t burst = 0;
+	uint64_t rate_pps = 0;
+};
+
+struct ListChange {
+	std::string iface;
+	ListKind list = ListKind::allow;
+	size_t changed = 0; // prefixes in the request
+};
+
+struct ListShow {
+	std::string iface;
+	ListKind list = ListKind::allow;
+	std::vector<Cidr> cidrs;
+};
+
+struct AuditResult {
+	std::string iface;
+	uint64_t slots = 0;
+	AuditReport report;
+};
+
+struct TopSource {
+	Cidr source;
+	double est_dropped_pps = 0;
+	uint64_t samples = 0;
+	uint64_t error = 0;
+	uint64_t tokens = 0; // the fuller slot's, now
+};
+
+struct TopView {
+	std::string iface;
+	double dropped_pps = 0;
+	uint32_t sample_every = 0;
+	double window_s = 0;
+	bool window_complete = false;
+	uint64_t samples = 0;
+	size_t capacity = 0;
+	size_t summary_size = 0;
+	std::vector<TopSource> sources;
+};
+
+struct AttachResult {
+	std::string iface;
+	std::optional<AttachMode> mode; // in force; none if the kernel does not say
+};
+
+struct DetachResult {
+	std::string iface;
+};
+
+} // namespace sluice
