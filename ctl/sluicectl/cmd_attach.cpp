@@ -25,7 +25,7 @@ Status do_attach(Context &ctx, const Invocation &inv)
 		return std::unexpected(iface.error());
 	if (auto ok = inv.at_most(1); !ok)
 		return ok;
-	json request{{"cmd", "attach"}, {"iface", *iface}};
+	json request = request_for(sluice::Command::attach, {{"iface", *iface}});
 	if (auto mode = inv.option("mode")) {
 		if (auto parsed = sluice::parse_attach_mode(*mode); !parsed)
 			return std::unexpected(inv.usage_error(parsed.error().message));

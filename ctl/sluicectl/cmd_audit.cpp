@@ -15,7 +15,7 @@ Status do_audit(Context &ctx, const Invocation &inv)
 		return std::unexpected(iface.error());
 	if (auto ok = inv.at_most(1); !ok)
 		return ok;
-	auto reply = Client(ctx.socket).call({{"cmd", "audit"}, {"iface", *iface}});
+	auto reply = Client(ctx.socket).call(request_for(sluice::Command::audit, {{"iface", *iface}}));
 	if (!reply)
 		return std::unexpected(reply.error());
 	if (ctx.json) {

@@ -35,7 +35,7 @@ Status do_breaker(Context &ctx, const Invocation &inv)
 	if (auto ok = inv.at_most(2); !ok)
 		return ok;
 
-	auto reply = Client(ctx.socket).call({{"cmd", "breaker"}, {"iface", *iface}, {"to", target}});
+	auto reply = Client(ctx.socket).call(request_for(sluice::Command::breaker, {{"iface", *iface}, {"to", target}}));
 	if (!reply)
 		return std::unexpected(reply.error());
 	ctx.out << reply->at("iface").get<std::string>() << ": breaker " << reply->at("from").get<std::string>()

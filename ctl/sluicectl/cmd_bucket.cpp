@@ -28,7 +28,7 @@ Status do_bucket(Context &ctx, const Invocation &inv)
 	if (auto ok = inv.at_most(2); !ok)
 		return ok;
 
-	json request{{"cmd", "bucket"}, {"iface", *iface}, {"addr", addr->str()}};
+	json request = request_for(sluice::Command::bucket, {{"iface", *iface}, {"addr", addr->str()}});
 	if (auto set = inv.option("set")) {
 		if (auto ok = inv.no_json(ctx); !ok)
 			return ok;

@@ -14,7 +14,7 @@ Status do_detach(Context &ctx, const Invocation &inv)
 		return std::unexpected(iface.error());
 	if (auto ok = inv.at_most(1); !ok)
 		return ok;
-	auto reply = Client(ctx.socket).call({{"cmd", "detach"}, {"iface", *iface}});
+	auto reply = Client(ctx.socket).call(request_for(sluice::Command::detach, {{"iface", *iface}}));
 	if (!reply)
 		return std::unexpected(reply.error());
 	ctx.out << reply->at("iface").get<std::string>() << ": detached\n";

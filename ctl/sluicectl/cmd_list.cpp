@@ -46,7 +46,8 @@ Status show(Context &ctx, const Invocation &inv, const std::string &iface)
 		return std::unexpected(inv.usage_error("--from is for add and del"));
 	if (auto ok = inv.at_most(2); !ok)
 		return ok;
-	auto reply = Client(ctx.socket).call({{"cmd", "list_show"}, {"iface", iface}, {"list", inv.command}});
+	auto reply =
+		Client(ctx.socket).call(request_for(sluice::Command::list_show, {{"iface", iface}, {"list", inv.command}}));
 	if (!reply)
 		return std::unexpected(reply.error());
 	if (ctx.json) {
@@ -102,7 +103,8 @@ Status do_list(Context &ctx, const Invocation &inv)
 		return std::unexpected(inv.usage_error("missing CIDR (or --from FILE)"));
 
 	bool add = *action == "add";
-	json request{{"cmd", add ? "list_add" : "list_del"}, {"iface", *iface}, {"list", inv.command}, {"cidrs", cidrs}};
+	json request = request_for(add ? sluice::Command::list_add : sluice::Command::list_del,
+				   {{"iface", *iface}, {"list", inv.command}, {"cidrs", cidrs}});
 	if (file_fd)
 		request["from_fd"] = true;
 	auto reply = Client(ctx.socket).call(request, file_fd.get());

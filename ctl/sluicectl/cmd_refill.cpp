@@ -28,7 +28,8 @@ Status do_refill(Context &ctx, const Invocation &inv)
 	if (auto ok = inv.at_most(3); !ok)
 		return ok;
 
-	auto reply = Client(ctx.socket).call({{"cmd", "refill"}, {"iface", *iface}, {"addr", addr->str()}, {"n", *n}});
+	auto reply = Client(ctx.socket).call(
+		request_for(sluice::Command::refill, {{"iface", *iface}, {"addr", addr->str()}, {"n", *n}}));
 	if (!reply)
 		return std::unexpected(reply.error());
 	print_bucket(ctx, *reply);

@@ -22,7 +22,7 @@ Status do_set(Context &ctx, const Invocation &inv)
 		return std::unexpected(iface.error());
 	if (auto ok = inv.at_most(1); !ok)
 		return ok;
-	json request{{"cmd", "set"}, {"iface", *iface}};
+	json request = request_for(sluice::Command::set, {{"iface", *iface}});
 	for (const char *name : {"rate", "burst"}) {
 		auto text = inv.option(name);
 		if (!text)

@@ -16,7 +16,7 @@ Status do_stats(Context &ctx, const Invocation &inv)
 {
 	if (auto ok = inv.at_most(1); !ok)
 		return ok;
-	json request{{"cmd", "stats"}};
+	json request = request_for(sluice::Command::stats);
 	if (!inv.args.empty()) {
 		auto iface = inv.iface(0);
 		if (!iface)

@@ -157,7 +157,7 @@ Status do_status(Context &ctx, const Invocation &inv)
 			return status_from_pins(ctx, iface, connected.error());
 		return connected;
 	}
-	json request{{"cmd", "status"}};
+	json request = request_for(sluice::Command::status);
 	if (iface)
 		request["iface"] = *iface;
 	auto reply = client.call(request);

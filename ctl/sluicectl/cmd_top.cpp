@@ -52,7 +52,7 @@ Status do_top(Context &ctx, const Invocation &inv)
 		return std::unexpected(iface.error());
 	if (auto ok = inv.at_most(1); !ok)
 		return ok;
-	json request{{"cmd", "top"}, {"iface", *iface}};
+	json request = request_for(sluice::Command::top, {{"iface", *iface}});
 	if (auto text = inv.option("count")) {
 		auto n = parse_count(*text, "-n");
 		if (!n)

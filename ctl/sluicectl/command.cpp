@@ -56,6 +56,12 @@ Status Invocation::no_json(const Context &ctx) const
 			       "allow|deny list, audit); '" + command + "' prints text only");
 }
 
+json request_for(sluice::Command c, json args)
+{
+	args["cmd"] = std::string(sluice::command_name(c));
+	return args;
+}
+
 bool looks_like_integer(std::string_view text)
 {
 	if (text.starts_with('-'))

@@ -4,13 +4,16 @@
 #pragma once
 
 #include "base/address.h"
+#include "ipc/commands.h"
 #include "ipc/protocol.h"
 #include "base/result.h"
 
 #include <boost/program_options.hpp>
 
 #include <cstdint>
+#include <initializer_list>
 #include <optional>
+#include <span>
 #include <ostream>
 #include <string>
 #include <string_view>
@@ -61,6 +64,9 @@ struct Invocation {
 struct Cmd {
 	const char *name;
 	Status (*handler)(Context &, const Invocation &);
+	// The daemon's commands it sends (ipc/commands.h); every command of the
+	// registry is sent by some sluicectl command (tests/ctl/commands_test.cpp).
+	std::initializer_list<sluice::Command> sends;
 	const char *help;
 	const char *synopsis;                        // forms separated by '\n'
 	void (*options)(po::options_description &); // nullptr: no options
@@ -68,6 +74,12 @@ struct Cmd {
 	// that "-5" stays a number there (refill ... -5, --set -1).
 	bool short_options = false;
 };
+
+// sluicectl's commands, in `sluicectl --help` order.
+std::span<const Cmd> command_table();
+
+// A request: `args` with "cmd" the command's registry name.
+json request_for(sluice::Command c, json args = json::object());
 
 // Input checks; the errors name the argument, the text, and what is wanted.
 Result<int64_t> parse_integer(std::string_view text, const std::string &what);

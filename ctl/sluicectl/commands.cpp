@@ -12,31 +12,34 @@ namespace sluicectl {
 
 namespace {
 
-// bpftool's table: name, handler, one-line help; then the syntax for --help.
+// bpftool's table: name, handler, the daemon's commands it sends (the
+// registry's, ipc/commands.h), one-line help; then the syntax for --help.
+using C = sluice::Command;
 const Cmd kCommands[] = {
-	{"status", do_status, "show each interface: attachment, breaker, limits, audit, counters",
+	{"status", do_status, {C::status}, "show each interface: attachment, breaker, limits, audit, counters",
 	 "status [IFACE]", nullptr},
-	{"stats", do_stats, "show counters and per-second rates per outcome",
+	{"stats", do_stats, {C::stats}, "show counters and per-second rates per outcome",
 	 "stats [IFACE] [--watch] [--interval SEC]", stats_options},
-	{"breaker", do_breaker, "move the breaker: trip (shedding), recover (recovering), close (serving)",
-	 "breaker trip|recover|close IFACE", nullptr},
-	{"set", do_set, "change the rate and burst every source gets", "set IFACE [--rate N] [--burst N]",
+	{"breaker", do_breaker, {C::breaker},
+	 "move the breaker: trip (shedding), recover (recovering), close (serving)", "breaker trip|recover|close IFACE",
+	 nullptr},
+	{"set", do_set, {C::set}, "change the rate and burst every source gets", "set IFACE [--rate N] [--burst N]",
 	 set_options},
-	{"bucket", do_bucket, "show (or --set) the tokens of an address's two slots",
+	{"bucket", do_bucket, {C::bucket}, "show (or --set) the tokens of an address's two slots",
 	 "bucket IFACE ADDR [--set N]", bucket_options},
-	{"refill", do_refill, "add N tokens (N may be negative) to an address's two slots",
+	{"refill", do_refill, {C::refill}, "add N tokens (N may be negative) to an address's two slots",
 	 "refill IFACE ADDR N", nullptr},
-	{"allow", do_list, "add, remove or list prefixes that pass while shedding",
+	{"allow", do_list, {C::list_add, C::list_del, C::list_show}, "add, remove or list prefixes that pass while shedding",
 	 "allow add|del IFACE CIDR...\nallow add|del IFACE --from FILE\nallow list IFACE", list_options},
-	{"deny", do_list, "add, remove or list prefixes that are always dropped",
+	{"deny", do_list, {C::list_add, C::list_del, C::list_show}, "add, remove or list prefixes that are always dropped",
 	 "deny add|del IFACE CIDR...\ndeny add|del IFACE --from FILE\ndeny list IFACE", list_options},
-	{"attach", do_attach, "load the data plane and attach it to an interface",
+	{"attach", do_attach, {C::attach}, "load the data plane and attach it to an interface",
 	 "attach IFACE [--mode native|skb|auto]", attach_options},
-	{"detach", do_detach, "detach the data plane from an interface and remove its pins", "detach IFACE",
-	 nullptr},
-	{"audit", do_audit, "sweep an interface's table now and report invariant violations", "audit IFACE",
-	 nullptr},
-	{"top", do_top, "show the sources dropped the most (sampled) and their buckets' tokens",
+	{"detach", do_detach, {C::detach}, "detach the data plane from an interface and remove its pins",
+	 "detach IFACE", nullptr},
+	{"audit", do_audit, {C::audit}, "sweep an interface's table now and report invariant violations",
+	 "audit IFACE", nullptr},
+	{"top", do_top, {C::top}, "show the sources dropped the most (sampled) and their buckets' tokens",
 	 "top IFACE [-n N] [--watch] [--interval SEC]", top_options, true},
 };
 
@@ -105,6 +108,13 @@ void print_command_help(std::ostream &out, const Cmd &cmd)
 		synopsis.remove_prefix(std::min(synopsis.size(), line.size() + 1));
 	}
 	out << cmd.help << ".\n";
+	// What it asks of sluiced, from the registry (ipc/commands.h).
+	out << "\nRequests to sluiced:";
+	for (size_t i = 0; auto c : cmd.sends) {
+		const auto &spec = sluice::command_spec(c);
+		out << (i++ ? ", " : " ") << spec.name << " (" << sluice::to_string(spec.access) << ")";
+	}
+	out << '\n';
 	if (cmd.options)
 		out << '\n' << command_options(cmd);
 	out << "\nGlobal options (-j/--json, --socket PATH, --pin-dir DIR): see 'sluicectl --help'.\n";
@@ -207,6 +217,11 @@ Status run(Context &ctx, const std::vector<std::string> &tokens)
 }
 
 } // namespace
+
+std::span<const Cmd> command_table()
+{
+	return kCommands;
+}
 
 } // namespace sluicectl
 

@@ -2,9 +2,11 @@
 
 #include "base/clock.h"
 #include "base/log.h"
+#include "ipc/commands.h"
 #include "ipc/encode.h"
 
 #include <algorithm>
+#include <iterator>
 #include <cerrno>
 #include <cmath>
 #include <csignal>
@@ -134,13 +136,6 @@ json Daemon::status(const Request &req)
 	if (*only && !ifaces_.count(**only))
 		return error_reply(Error{ErrorKind::invalid, 0, "sluiced does not manage interface '" + **only + "'"});
 	auto wanted = [&](const std::string &name) { return !*only || **only == name; };
-	if (req.cmd == "stats") {
-		StatsReply r;
-		for (const auto &[name, m] : ifaces_)
-			if (wanted(name))
-				r.interfaces.push_back(m->stats());
-		return ok_reply(encode(r));
-	}
 	StatusReply r;
 	r.daemon = {getpid(), std::round(monotonic_seconds() - started_s_), opts_.socket_path, opts_.pin_dir,
 		    opts_.period_s, opts_.policy};
@@ -150,115 +145,207 @@ json Daemon::status(const Request &req)
 	return ok_reply(encode(r));
 }
 
-json Daemon::handle(const Request &req)
+json Daemon::stats(const Request &req)
 {
-	const std::string &cmd = req.cmd;
-	if (cmd == "status" || cmd == "stats")
-		return status(req);
-	if (cmd == "attach") {
-		auto name = req.str("iface");
-		auto mode_text = req.opt_str("mode");
-		if (!name)
-			return error_reply(name.error());
-		if (!mode_text)
-			return error_reply(mode_text.error());
-		AttachMode mode = opts_.mode;
-		if (*mode_text) {
-			auto m = parse_attach_mode(**mode_text);
-			if (!m)
-				return error_reply(m.error());
-			mode = *m;
-		}
-		if (ifaces_.count(*name))
-			return error_reply(Error{ErrorKind::refused, EEXIST, *name + " is already attached"});
-		if (name->empty() || name->size() >= 16)
-			return error_reply(Error{ErrorKind::invalid, 0, "interface name must be 1..15 characters"});
-		auto m = ManagedInterface::start(opts_, *name, mode);
+	auto only = req.opt_str("iface");
+	if (!only)
+		return error_reply(only.error());
+	if (*only && !ifaces_.count(**only))
+		return error_reply(Error{ErrorKind::invalid, 0, "sluiced does not manage interface '" + **only + "'"});
+	StatsReply r;
+	for (const auto &[name, m] : ifaces_)
+		if (!*only || **only == name)
+			r.interfaces.push_back(m->stats());
+	return ok_reply(encode(r));
+}
+
+json Daemon::attach(const Request &req)
+{
+	auto name = req.str("iface");
+	auto mode_text = req.opt_str("mode");
+	if (!name)
+		return error_reply(name.error());
+	if (!mode_text)
+		return error_reply(mode_text.error());
+	AttachMode mode = opts_.mode;
+	if (*mode_text) {
+		auto m = parse_attach_mode(**mode_text);
 		if (!m)
 			return error_reply(m.error());
-		ManagedInterface &added = *ifaces_.emplace(*name, std::move(*m)).first->second;
-		auto st = added.status();
-		return ok_reply(encode(AttachResult{*name, st.maps ? st.maps->attach_mode : std::nullopt}));
+		mode = *m;
 	}
+	if (ifaces_.count(*name))
+		return error_reply(Error{ErrorKind::refused, EEXIST, *name + " is already attached"});
+	if (name->empty() || name->size() >= 16)
+		return error_reply(Error{ErrorKind::invalid, 0, "interface name must be 1..15 characters"});
+	auto m = ManagedInterface::start(opts_, *name, mode);
+	if (!m)
+		return error_reply(m.error());
+	ManagedInterface &added = *ifaces_.emplace(*name, std::move(*m)).first->second;
+	auto st = added.status();
+	return ok_reply(encode(AttachResult{*name, st.maps ? st.maps->attach_mode : std::nullopt}));
+}
+
+json Daemon::breaker(ManagedInterface &mi, const Request &req)
+{
+	auto to = req.str("to");
+	if (!to)
+		return error_reply(to.error());
+	auto state = breaker_state_from(*to);
+	if (!state)
+		return error_reply(
+			Error{ErrorKind::invalid, 0, "breaker state '" + *to + "' is not one of serving, shedding, recovering"});
+	return reply_of(mi.move_breaker(*state));
+}
+
+json Daemon::set(ManagedInterface &mi, const Request &req)
+{
+	auto rate = req.opt_integer("rate");
+	auto burst = req.opt_integer("burst");
+	if (!rate)
+		return error_reply(rate.error());
+	if (!burst)
+		return error_reply(burst.error());
+	return reply_of(mi.set_policy(*rate, *burst));
+}
+
+json Daemon::bucket(ManagedInterface &mi, const Request &req)
+{
+	auto addr = req.str("addr");
+	if (!addr)
+		return error_reply(addr.error());
+	auto set = req.opt_integer("set");
+	return set ? reply_of(mi.bucket(*addr, *set)) : error_reply(set.error());
+}
+
+json Daemon::refill(ManagedInterface &mi, const Request &req)
+{
+	auto addr = req.str("addr");
+	if (!addr)
+		return error_reply(addr.error());
+	auto n = req.integer("n");
+	return n ? reply_of(mi.refill(*addr, *n)) : error_reply(n.error());
+}
+
+namespace {
+
+Result<ListKind> list_of(const Request &req)
+{
+	auto list = req.str("list");
+	if (!list)
+		return std::unexpected(list.error());
+	if (*list != "allow" && *list != "deny")
+		return invalid("\"list\" must be \"allow\" or \"deny\"");
+	return *list == "allow" ? ListKind::allow : ListKind::deny;
+}
+
+} // namespace
+
+json Daemon::list_change(ManagedInterface &mi, const Request &req)
+{
+	auto kind = list_of(req);
+	if (!kind)
+		return error_reply(kind.error());
+	std::vector<std::string> cidrs;
+	if (req.args.contains("cidrs")) {
+		auto inline_cidrs = req.str_list("cidrs");
+		if (!inline_cidrs)
+			return error_reply(inline_cidrs.error());
+		cidrs = std::move(*inline_cidrs);
+	}
+	if (req.passed_fd) {
+		auto from_file = read_list_file(req.passed_fd->get());
+		if (!from_file)
+			return error_reply(from_file.error());
+		for (const auto &c : *from_file)
+			cidrs.push_back(c.str());
+	}
+	return reply_of(mi.list_change(*kind, cidrs, req.cmd == command_name(Command::list_add)));
+}
+
+json Daemon::list_show(ManagedInterface &mi, const Request &req)
+{
+	auto kind = list_of(req);
+	return kind ? reply_of(mi.list_show(*kind)) : error_reply(kind.error());
+}
+
+json Daemon::detach(ManagedInterface &mi, const Request &)
+{
+	std::string name = mi.name();
+	auto ok = mi.detach();
+	if (!ok)
+		return error_reply(ok.error());
+	ifaces_.erase(name);
+	return ok_reply(encode(DetachResult{name}));
+}
+
+json Daemon::audit(ManagedInterface &mi, const Request &)
+{
+	return reply_of(mi.audit_now());
+}
+
+json Daemon::top(ManagedInterface &mi, const Request &req)
+{
+	auto n = req.opt_integer("n");
+	if (!n)
+		return error_reply(n.error());
+	int64_t count = n->value_or(10);
+	if (count < 1 || count > (1 << 20))
+		return error_reply(Error{ErrorKind::invalid, 0, "\"n\" must be 1..1048576"});
+	return reply_of(mi.top(static_cast<size_t>(count), monotonic_seconds()));
+}
+
+// One handler per command of the registry, in its order: a command added to
+// ipc/commands.h and not here (or here out of order) fails the static_assert.
+struct Daemon::Handler {
+	Command cmd;
+	json (Daemon::*daemon)(const Request &);                      // commands about the daemon
+	json (Daemon::*managed)(ManagedInterface &, const Request &); // about one managed interface
+};
+
+const Daemon::Handler &Daemon::handler(Command c)
+{
+	static constexpr Handler handlers[] = {
+		{Command::status, &Daemon::status, nullptr},
+		{Command::stats, &Daemon::stats, nullptr},
+		{Command::breaker, nullptr, &Daemon::breaker},
+		{Command::set, nullptr, &Daemon::set},
+		{Command::bucket, nullptr, &Daemon::bucket},
+		{Command::refill, nullptr, &Daemon::refill},
+		{Command::list_add, nullptr, &Daemon::list_change},
+		{Command::list_del, nullptr, &Daemon::list_change},
+		{Command::list_show, nullptr, &Daemon::list_show},
+		{Command::attach, &Daemon::attach, nullptr},
+		{Command::detach, nullptr, &Daemon::detach},
+		{Command::audit, nullptr, &Daemon::audit},
+		{Command::top, nullptr, &Daemon::top},
+	};
+	static_assert(std::size(handlers) == kCommandCount, "every command of the registry needs a handler");
+	static_assert(
+		[] {
+			for (size_t i = 0; i < std::size(handlers); i++)
+				if (static_cast<size_t>(handlers[i].cmd) != i || !handlers[i].daemon == !handlers[i].managed)
+					return false;
+			return true;
+		}(),
+		"handlers in registry order, each with exactly one function");
+	return handlers[static_cast<size_t>(c)];
+}
+
+json Daemon::handle(const Request &req)
+{
+	const CommandSpec *spec = find_command(req.cmd);
+	if (!spec)
+		return error_reply(Error{ErrorKind::invalid, 0, "unknown command '" + req.cmd + "'"});
+	if (auto ok = check_args(*spec, req); !ok)
+		return error_reply(ok.error());
+	const Handler &h = handler(spec->id);
+	if (h.daemon)
+		return (this->*h.daemon)(req);
 	auto m = find(req);
 	if (!m)
 		return error_reply(m.error());
-	ManagedInterface &mi = **m;
-	if (cmd == "breaker") {
-		auto to = req.str("to");
-		if (!to)
-			return error_reply(to.error());
-		auto state = breaker_state_from(*to);
-		if (!state)
-			return error_reply(Error{ErrorKind::invalid, 0,
-						 "breaker state '" + *to + "' is not one of serving, shedding, recovering"});
-		return reply_of(mi.move_breaker(*state));
-	}
-	if (cmd == "set") {
-		auto rate = req.opt_integer("rate");
-		auto burst = req.opt_integer("burst");
-		if (!rate)
-			return error_reply(rate.error());
-		if (!burst)
-			return error_reply(burst.error());
-		return reply_of(mi.set_policy(*rate, *burst));
-	}
-	if (cmd == "bucket" || cmd == "refill") {
-		auto addr = req.str("addr");
-		if (!addr)
-			return error_reply(addr.error());
-		if (cmd == "refill") {
-			auto n = req.integer("n");
-			return n ? reply_of(mi.refill(*addr, *n)) : error_reply(n.error());
-		}
-		auto set = req.opt_integer("set");
-		return set ? reply_of(mi.bucket(*addr, *set)) : error_reply(set.error());
-	}
-	if (cmd == "list_add" || cmd == "list_del" || cmd == "list_show") {
-		auto list = req.str("list");
-		if (!list)
-			return error_reply(list.error());
-		if (*list != "allow" && *list != "deny")
-			return error_reply(Error{ErrorKind::invalid, 0, "\"list\" must be \"allow\" or \"deny\""});
-		ListKind kind = *list == "allow" ? ListKind::allow : ListKind::deny;
-		if (cmd == "list_show")
-			return reply_of(mi.list_show(kind));
-		std::vector<std::string> cidrs;
-		if (req.args.contains("cidrs")) {
-			auto inline_cidrs = req.str_list("cidrs");
-			if (!inline_cidrs)
-				return error_reply(inline_cidrs.error());
-			cidrs = std::move(*inline_cidrs);
-		}
-		if (req.passed_fd) {
-			auto from_file = read_list_file(req.passed_fd->get());
-			if (!from_file)
-				return error_reply(from_file.error());
-			for (const auto &c : *from_file)
-				cidrs.push_back(c.str());
-		}
-		return reply_of(mi.list_change(kind, cidrs, cmd == "list_add"));
-	}
-	if (cmd == "audit")
-		return reply_of(mi.audit_now());
-	if (cmd == "top") {
-		auto n = req.opt_integer("n");
-		if (!n)
-			return error_reply(n.error());
-		int64_t count = n->value_or(10);
-		if (count < 1 || count > (1 << 20))
-			return error_reply(Error{ErrorKind::invalid, 0, "\"n\" must be 1..1048576"});
-		return reply_of(mi.top(static_cast<size_t>(count), monotonic_seconds()));
-	}
-	if (cmd == "detach") {
-		std::string name = mi.name();
-		auto ok = mi.detach();
-		if (!ok)
-			return error_reply(ok.error());
-		ifaces_.erase(name);
-		return ok_reply(encode(DetachResult{name}));
-	}
-	return error_reply(Error{ErrorKind::invalid, 0, "unknown command '" + cmd + "'"});
+	return (this->*h.managed)(**m, req);
 }
 
 int Daemon::run()

@@ -1,6 +1,7 @@
 // daemon.h - sluiced's wiring: options -> interfaces -> loop -> control server.
 #pragma once
 
+#include "ipc/commands.h"
 #include "ipc/control_server.h"
 #include "sluiced/managed_interface.h"
 #include "sluiced/metrics_server.h"
@@ -24,7 +25,23 @@ public:
 private:
 	Daemon() = default;
 	Result<ManagedInterface *> find(const Request &req);
+
+	// The handlers, one per command of the registry (ipc/commands.h);
+	// handle() has checked the arguments' types against its schema.
+	struct Handler;
+	static const Handler &handler(Command c);
 	json status(const Request &req);
+	json stats(const Request &req);
+	json attach(const Request &req);
+	json breaker(ManagedInterface &mi, const Request &req);
+	json set(ManagedInterface &mi, const Request &req);
+	json bucket(ManagedInterface &mi, const Request &req);
+	json refill(ManagedInterface &mi, const Request &req);
+	json list_change(ManagedInterface &mi, const Request &req); // list_add, list_del
+	json list_show(ManagedInterface &mi, const Request &req);
+	json detach(ManagedInterface &mi, const Request &req);
+	json audit(ManagedInterface &mi, const Request &req);
+	json top(ManagedInterface &mi, const Request &req);
 	void publish_metrics(double tick_mono_s);
 
 	DaemonOptions opts_;

@@ -1,23 +1,7 @@
 #include "ipc/protocol.h"
 
-#include <array>
 
 namespace sluice {
-
-namespace {
-constexpr std::array<std::string_view, 13> kCommands = {
-	"status", "stats", "breaker", "set", "bucket", "refill", "list_add", "list_del", "list_show",
-	"attach", "detach", "audit", "top",
-};
-} // namespace
-
-bool known_command(std::string_view cmd)
-{
-	for (auto c : kCommands)
-		if (c == cmd)
-			return true;
-	return false;
-}
 
 Result<Request> parse_request(std::string_view line)
 {

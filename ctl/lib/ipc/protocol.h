@@ -10,7 +10,8 @@
 //           {"ok": false, "error": "<message>", "kind": "refused|invalid|system"}
 //           (kind decides sluicectl's exit code: refused/system 1, invalid 2)
 //
-// Commands and their arguments (iface is an interface name):
+// Commands and their arguments (iface is an interface name; the registry,
+// ipc/commands.h, holds the same list and checks the arguments' types):
 //   status      [iface]                     -> {"daemon": {...}, "interfaces": [status...]}
 //   stats       [iface]                     -> {"interfaces": [{"iface", "counters", "rates"}...]}
 //   breaker     iface, to: serving|shedding|recovering
@@ -43,6 +44,7 @@
 //   status.daemon:      {running, pid, uptime_s, socket, pin_dir, period_s,
 //                        policy: {trip_pps, clear_pps, trip_periods, hold_s,
 //                                 recovery_s, recovery_start_ppm}}
+// (the replies are typed structs, ipc/replies.h, encoded in ipc/encode.cpp)
 //   status.interfaces[]: interface_status() (status.h) plus
 //                        audit: {swept, violations (all sweeps), last_sweep_violations,
 //                                full_sweeps, last_sweep (ISO time)},
@@ -99,7 +101,7 @@ struct Request {
 	Result<std::vector<std::string>> str_list(const char *name) const;
 };
 
-// The commands a daemon answers, for validation and for `sluicectl --help`.
+// A command of the registry (ipc/commands.h)?
 bool known_command(std::string_view cmd);
 
 // Parse one request line (without the newline).

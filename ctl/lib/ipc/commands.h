@@ -1,0 +1,141 @@
+// commands.h - the one registry of the commands sluiced answers: for each
+// its name, its arguments (name, type, required or not), whether it reads or
+// writes, and a one-line summary. The protocol's known_command(), the
+// daemon's dispatch table (sluiced/daemon.cpp) and sluicectl's command table
+// (each sluicectl command names the requests it sends) all come from here;
+// a command added here and not there fails to compile (the daemon) or fails
+// tests/ctl/commands_test.cpp (sluicectl).
+//
+// "from_fd" is not in any schema: it may come with any request, and the
+// control server takes it (control_server.cpp).
+#pragma once
+
+#include "ipc/protocol.h"
+
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <span>
+#include <string_view>
+
+namespace sluice {
+
+// In the registry's order; kCommandSpecs[i].id == Command(i).
+enum class Command : uint8_t {
+	status,
+	stats,
+	breaker,
+	set,
+	bucket,
+	refill,
+	list_add,
+	list_del,
+	list_show,
+	attach,
+	detach,
+	audit,
+	top,
+};
+inline constexpr size_t kCommandCount = static_cast<size_t>(Command::top) + 1;
+
+enum class ArgType : uint8_t {
+	string,      // Request::str
+	integer,     // Request::integer (a JSON integer that fits int64)
+	string_list, // Request::str_list
+};
+
+struct ArgSpec {
+	std::string_view name;
+	ArgType type;
+	bool required;
+};
+
+// What a command does to the data plane or the daemon's settings.
+enum class Access : uint8_t {
+	read,
+	write,
+	read_or_write, // bucket: reads, and writes with "set"
+};
+const char *to_string(Access a); // "reads", "writes", "reads or writes"
+
+struct CommandSpec {
+	Command id;
+	std::string_view name;
+	Access access;
+	std::span<const ArgSpec> args; // checked in this order
+	std::string_view summary;
+};
+
+namespace command_args {
+using T = ArgType;
+inline constexpr ArgSpec optional_iface[] = {{"iface", T::string, false}};
+inline constexpr ArgSpec iface[] = {{"iface", T::string, true}};
+inline constexpr ArgSpec breaker[] = {{"iface", T::string, true}, {"to", T::string, true}};
+inline constexpr ArgSpec set[] = {{"iface", T::string, true}, {"rate", T::integer, false},
+				  {"burst", T::integer, false}};
+inline constexpr ArgSpec bucket[] = {{"iface", T::string, true}, {"addr", T::string, true},
+				     {"set", T::integer, false}};
+inline constexpr ArgSpec refill[] = {{"iface", T::string, true}, {"addr", T::string, true},
+				     {"n", T::integer, true}};
+// cidrs is optional: with from_fd the list comes as a file.
+inline constexpr ArgSpec list_change[] = {{"iface", T::string, true}, {"list", T::string, true},
+					  {"cidrs", T::string_list, false}};
+inline constexpr ArgSpec list_show[] = {{"iface", T::string, true}, {"list", T::string, true}};
+inline constexpr ArgSpec attach[] = {{"iface", T::string, true}, {"mode", T::string, false}};
+inline constexpr ArgSpec top[] = {{"iface", T::string, true}, {"n", T::integer, false}};
+} // namespace command_args
+
+inline constexpr std::array<CommandSpec, kCommandCount> kCommandSpecs = {{
+	{Command::status, "status", Access::read, command_args::optional_iface,
+	 "the daemon and each interface: attachment, breaker, limits, audit, counters, rates"},
+	{Command::stats, "stats", Access::read, command_args::optional_iface,
+	 "counters and per-second rates per outcome"},
+	{Command::breaker, "breaker", Access::write, command_args::breaker, "move an interface's breaker"},
+	{Command::set, "set", Access::write, command_args::set, "change the rate and burst every source gets"},
+	{Command::bucket, "bucket", Access::read_or_write, command_args::bucket,
+	 "an address's two slots and their tokens (set: write them)"},
+	{Command::refill, "refill", Access::write, command_args::refill, "add n tokens to an address's two slots"},
+	{Command::list_add, "list_add", Access::write, command_args::list_change,
+	 "add prefixes to the allow or deny list (all or nothing)"},
+	{Command::list_del, "list_del", Access::write, command_args::list_change,
+	 "remove prefixes from the allow or deny list (all or nothing)"},
+	{Command::list_show, "list_show", Access::read, command_args::list_show,
+	 "the prefixes of the allow or deny list"},
+	{Command::attach, "attach", Access::write, command_args::attach,
+	 "load the data plane and attach it to an interface"},
+	{Command::detach, "detach", Access::write, command_args::iface,
+	 "detach the data plane from an interface and remove its pins"},
+	{Command::audit, "audit", Access::read, command_args::iface,
+	 "sweep an interface's table now and report invariant violations"},
+	{Command::top, "top", Access::read, command_args::top,
+	 "the sources dropped the most in the last sampling window"},
+}};
+
+constexpr bool registry_in_order()
+{
+	for (size_t i = 0; i < kCommandSpecs.size(); i++)
+		if (static_cast<size_t>(kCommandSpecs[i].id) != i)
+			return false;
+	return true;
+}
+static_assert(registry_in_order(), "kCommandSpecs must list the commands in enum order");
+
+constexpr const CommandSpec &command_spec(Command c)
+{
+	return kCommandSpecs[static_cast<size_t>(c)];
+}
+constexpr std::string_view command_name(Command c)
+{
+	return command_spec(c).name;
+}
+
+// The command named `name`, or none.
+const CommandSpec *find_command(std::string_view name);
+
+// A request's arguments against its command's schema, in schema order: a
+// missing required argument or one of the wrong type is an input error
+// (the messages of Request's getters). Arguments the schema does not name
+// are ignored.
+Status check_args(const CommandSpec &spec, const Request &req);
+
+} // namespace sluice
