@@ -24,9 +24,33 @@ constexpr uint64_t kRecordBytes = 8 + ((sizeof(sluice_drop_sample) + 7) & ~size_
 
 } // namespace
 
+SampleWindows::SampleWindows(size_t capacity, double window_s, double now_s, uint64_t seed)
+	: current_(capacity, seed), last_(capacity, seed ^ 0x9e3779b97f4a7c15ull), window_s_(window_s),
+	  window_start_s_(now_s)
+{
+}
+
+void SampleWindows::roll(double now_s)
+{
+	if (now_s - window_start_s_ >= window_s_ - 1e-6) {
+		std::swap(current_, last_);
+		current_.clear();
+		last_seconds_ = now_s - window_start_s_;
+		window_start_s_ = now_s;
+		have_last_ = true;
+	}
+}
+
+SampleWindows::Window SampleWindows::window(double now_s) const
+{
+	if (have_last_)
+		return {&last_, last_seconds_, true};
+	return {&current_, now_s - window_start_s_, false};
+}
+
 DropSampler::DropSampler(const sluice_settings &s, size_t capacity, double window_s, double now_s)
-	: settings_(s), current_(capacity, random_seed()), last_(capacity, random_seed()), window_s_(window_s),
-	  window_start_s_(now_s), budget_(SLUICE_SAMPLE_RING_BYTES / kRecordBytes)
+	: settings_(s), windows_(capacity, window_s, now_s, random_seed()),
+	  budget_(SLUICE_SAMPLE_RING_BYTES / kRecordBytes)
 {
 }
 
@@ -63,7 +87,7 @@ int DropSampler::on_sample(void *ctx, void *data, size_t size)
 		c.addr.family = v6 ? Family::v6 : Family::v4;
 		std::memcpy(c.addr.bytes.data(), src.w, v6 ? 16 : 4);
 		c.prefix = v6 ? self->settings_.v6_prefix : self->settings_.v4_prefix;
-		self->current_.add(cidr_key(c));
+		self->windows_.add(cidr_key(c));
 	}
 	self->drained_++;
 	// Bounded work per period: stop after one ring's worth (this record is
@@ -84,20 +108,12 @@ void DropSampler::drain(bool keep)
 void DropSampler::tick(double now_s)
 {
 	drain(true);
-	if (now_s - window_start_s_ >= window_s_ - 1e-6) {
-		std::swap(current_, last_);
-		current_.clear();
-		last_seconds_ = now_s - window_start_s_;
-		window_start_s_ = now_s;
-		have_last_ = true;
-	}
+	windows_.roll(now_s);
 }
 
 DropSampler::Window DropSampler::window(double now_s) const
 {
-	if (have_last_)
-		return {&last_, last_seconds_, true};
-	return {&current_, now_s - window_start_s_, false};
+	return windows_.window(now_s);
 }
 
 } // namespace sluice

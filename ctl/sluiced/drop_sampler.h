@@ -22,13 +22,38 @@ struct ring_buffer;
 
 namespace sluice {
 
-class DropSampler {
+// The windows alone, apart from the ring (so tests drive them with a fake
+// clock): samples go to the current window; at a period's end roll() makes
+// it the last complete one once window_s has passed. `top` reads the last
+// complete window, or the current one until one completes.
+class SampleWindows {
 public:
 	struct Window {
 		const SpaceSaving *summary;
 		double seconds;  // how long it collected
 		bool complete;   // false: the current window, still filling
 	};
+
+	// seed keys the summaries' hash tables.
+	SampleWindows(size_t capacity, double window_s, double now_s, uint64_t seed);
+
+	void add(const HitterKey &key) { current_.add(key); }
+	void roll(double now_s);
+	Window window(double now_s) const;
+	size_t capacity() const { return current_.capacity(); }
+	double window_s() const { return window_s_; }
+
+private:
+	SpaceSaving current_, last_;
+	double window_s_;
+	double window_start_s_;
+	double last_seconds_ = 0;
+	bool have_last_ = false;
+};
+
+class DropSampler {
+public:
+	using Window = SampleWindows::Window;
 
 	// ring_fd: the drop_samples map. Samples already in the ring (made while
 	// no daemon ran) are discarded.
@@ -42,8 +67,8 @@ public:
 	void tick(double now_s);
 	Window window(double now_s) const;
 	uint32_t sample_every() const { return settings_.sample_every; }
-	size_t capacity() const { return current_.capacity(); }
-	double window_s() const { return window_s_; }
+	size_t capacity() const { return windows_.capacity(); }
+	double window_s() const { return windows_.window_s(); }
 	// Records drained and left for the next period because the budget ran
 	// out (since start), for the log and tests.
 	uint64_t drained() const { return drained_; }
@@ -56,11 +81,7 @@ private:
 
 	sluice_settings settings_;
 	ring_buffer *rb_ = nullptr;
-	SpaceSaving current_, last_;
-	double window_s_;
-	double window_start_s_;
-	double last_seconds_ = 0;
-	bool have_last_ = false;
+	SampleWindows windows_;
 	bool keep_ = true;   // false while discarding stale samples
 	uint64_t budget_ = 0, left_ = 0;
 	uint64_t drained_ = 0, budget_stops_ = 0;
