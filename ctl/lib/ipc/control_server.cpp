@@ -51,6 +51,13 @@ long now_ns()
 	return long(ts.tv_sec) * 1'000'000'000L + ts.tv_nsec;
 }
 
+std::string too_long_reply()
+{
+	return error_reply(Error{ErrorKind::invalid, 0, "request line over " + std::to_string(kMaxLineBytes) + " bytes"})
+		       .dump() +
+	       "\n";
+}
+
 // Is a daemon answering at path?
 bool live_socket(const std::string &path)
 {
@@ -198,73 +205,27 @@ void ControlServer::read_client(Client &c)
 			c.fd.reset();
 		return;
 	}
-	if (c.head > 0) { // drop what was answered before appending
-		c.in.erase(0, c.head);
-		c.head = 0;
-	}
-	c.in.append(buf, static_cast<size_t>(n));
-	// Bounded here, not only when the line's turn comes: while skipping,
-	// nothing is kept; a partial line is never kept past kMaxLineBytes.
-	size_t nl = c.in.find('\n');
-	if (c.skipping) {
-		if (nl == std::string::npos) {
-			c.in.clear();
-			return;
-		}
-		c.head = nl + 1;
-		c.skipping = false;
-		nl = c.in.find('\n', c.head);
-	}
-	if (nl == std::string::npos && c.in.size() - c.head > kMaxLineBytes) {
-		c.out += error_reply(Error{ErrorKind::invalid, 0,
-					  "request line over " + std::to_string(kMaxLineBytes) + " bytes"}).dump() + "\n";
-		c.in.clear();
-		c.head = 0;
-		c.skipping = true;
-	}
+	if (c.in.append(std::string_view(buf, static_cast<size_t>(n))))
+		c.out += too_long_reply();
 }
 
 bool ControlServer::has_backlog(const Client &c)
 {
-	return c.in.find('\n', c.head) != std::string::npos;
+	return c.in.has_line();
 }
 
 bool ControlServer::next_line(Client &c, std::string &line)
 {
 	for (;;) {
-		size_t nl = c.in.find('\n', c.head);
-		if (c.skipping) { // inside an over-long line: drop up to its newline
-			if (nl == std::string::npos) {
-				c.in.clear();
-				c.head = 0;
-				return false;
-			}
-			c.head = nl + 1;
-			c.skipping = false;
-			continue;
-		}
-		if (nl == std::string::npos) {
-			if (c.in.size() - c.head > kMaxLineBytes) { // over-long and still coming
-				c.out += error_reply(Error{ErrorKind::invalid, 0,
-							  "request line over " + std::to_string(kMaxLineBytes) + " bytes"}).dump() + "\n";
-				c.in.clear();
-				c.head = 0;
-				c.skipping = true;
-			}
+		switch (c.in.next(line)) {
+		case LineFramer::Next::none:
 			return false;
+		case LineFramer::Next::line:
+			return true;
+		case LineFramer::Next::too_long:
+			c.out += too_long_reply();
+			break;
 		}
-		size_t len = nl - c.head;
-		if (len > kMaxLineBytes) { // over-long, and complete already
-			c.out += error_reply(Error{ErrorKind::invalid, 0,
-						  "request line over " + std::to_string(kMaxLineBytes) + " bytes"}).dump() + "\n";
-			c.head = nl + 1;
-			continue;
-		}
-		line.assign(c.in, c.head, len);
-		c.head = nl + 1;
-		if (line.find_first_not_of(" \t\r") == std::string::npos)
-			continue; // blank line: nothing asked
-		return true;
 	}
 }
 

@@ -21,6 +21,7 @@
 #pragma once
 
 #include "base/fd.h"
+#include "ipc/line_framer.h"
 #include "ipc/protocol.h"
 #include "base/result.h"
 
@@ -64,18 +65,16 @@ public:
 private:
 	struct Client {
 		UniqueFd fd;
-		std::string in;   // read, not yet answered: whole lines, then a partial one
-		size_t head = 0;  // in[0, head) is answered already
+		LineFramer in{kMaxLineBytes}; // read, not yet answered
 		std::string out;
-		bool skipping = false; // inside an over-long line: drop until newline
 		bool closing = false;  // flush `out`, then close
 		std::vector<std::shared_ptr<UniqueFd>> fds; // passed with SCM_RIGHTS, oldest first
 	};
 	ControlServer() = default;
 	void accept_clients();
 	void read_client(Client &c);
-	// The next request line of c to answer (blank lines and the error for an
-	// over-long one are dealt with here); false when none is complete.
+	// The next request line of c to answer (the error for an over-long one
+	// is queued here); false when none is complete.
 	bool next_line(Client &c, std::string &line);
 	static bool has_backlog(const Client &c);
 	void answer(Client &c, const std::string &line, const Handler &handler);
