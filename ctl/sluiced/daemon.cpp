@@ -6,12 +6,12 @@
 #include "ipc/encode.h"
 
 #include <algorithm>
-#include <iterator>
 #include <cerrno>
 #include <cmath>
 #include <csignal>
 #include <ctime>
 #include <grp.h>
+#include <iterator>
 #include <sys/signalfd.h>
 #include <sys/stat.h>
 #include <systemd/sd-daemon.h>
@@ -128,13 +128,21 @@ Result<ManagedInterface *> Daemon::find(const Request &req)
 	return it->second.get();
 }
 
-json Daemon::status(const Request &req)
+Result<std::optional<std::string>> Daemon::only(const Request &req) const
 {
 	auto only = req.opt_str("iface");
 	if (!only)
-		return error_reply(only.error());
+		return std::unexpected(only.error());
 	if (*only && !ifaces_.count(**only))
-		return error_reply(Error{ErrorKind::invalid, 0, "sluiced does not manage interface '" + **only + "'"});
+		return invalid("sluiced does not manage interface '" + **only + "'");
+	return only;
+}
+
+json Daemon::status(const Request &req)
+{
+	auto only = this->only(req);
+	if (!only)
+		return error_reply(only.error());
 	auto wanted = [&](const std::string &name) { return !*only || **only == name; };
 	StatusReply r;
 	r.daemon = {getpid(), std::round(monotonic_seconds() - started_s_), opts_.socket_path, opts_.pin_dir,
@@ -147,11 +155,9 @@ json Daemon::status(const Request &req)
 
 json Daemon::stats(const Request &req)
 {
-	auto only = req.opt_str("iface");
+	auto only = this->only(req);
 	if (!only)
 		return error_reply(only.error());
-	if (*only && !ifaces_.count(**only))
-		return error_reply(Error{ErrorKind::invalid, 0, "sluiced does not manage interface '" + **only + "'"});
 	StatsReply r;
 	for (const auto &[name, m] : ifaces_)
 		if (!*only || **only == name)

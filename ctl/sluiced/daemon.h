@@ -25,6 +25,8 @@ public:
 private:
 	Daemon() = default;
 	Result<ManagedInterface *> find(const Request &req);
+	// status and stats: the one interface asked for (it must be managed), or none for all.
+	Result<std::optional<std::string>> only(const Request &req) const;
 
 	// The handlers, one per command of the registry (ipc/commands.h);
 	// handle() has checked the arguments' types against its schema.
