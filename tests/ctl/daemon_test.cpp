@@ -1,0 +1,129 @@
+// Daemon::handle without a kernel: a daemon that manages no interface yet
+// (no BPF needed to start one), asked every command of the registry. What
+// comes back before any interface is touched: the schema's argument errors,
+// the unmanaged-interface error, the status of an empty daemon.
+#include "sluiced/daemon.h"
+
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <stdexcept>
+#include <string>
+#include <unistd.h>
+
+namespace sluice {
+namespace {
+
+class TempDir {
+public:
+	TempDir()
+	{
+		char tmpl[] = "/tmp/sluiced-daemon-test-XXXXXX";
+		if (!mkdtemp(tmpl))
+			throw std::runtime_error("mkdtemp failed");
+		path_ = tmpl;
+	}
+	~TempDir() { std::filesystem::remove_all(path_); }
+	const std::string &path() const { return path_; }
+
+private:
+	std::string path_;
+};
+
+class DaemonTest : public ::testing::Test {
+protected:
+	void SetUp() override
+	{
+		DaemonOptions opts;
+		opts.socket_path = dir.path() + "/sluiced.sock";
+		opts.pin_dir = dir.path() + "/pins";
+		opts.period_s = 0.5;
+		opts.policy.trip_pps = 1234;
+		auto d = Daemon::start(opts);
+		ASSERT_TRUE(d.has_value()) << d.error().describe();
+		daemon = std::move(*d);
+	}
+
+	json ask(json args)
+	{
+		std::string cmd = args.at("cmd").get<std::string>();
+		return daemon->handle(Request{cmd, std::move(args), nullptr});
+	}
+
+	void expect_error(json args, const std::string &kind, const std::string &message)
+	{
+		SCOPED_TRACE(args.dump());
+		json reply = ask(std::move(args));
+		EXPECT_EQ(reply.value("ok", true), false);
+		EXPECT_EQ(reply.value("kind", ""), kind);
+		EXPECT_EQ(reply.value("error", ""), message);
+	}
+
+	TempDir dir;
+	std::unique_ptr<Daemon> daemon;
+};
+
+TEST_F(DaemonTest, StatusOfADaemonWithNoInterface)
+{
+	json r = ask({{"cmd", "status"}});
+	EXPECT_EQ(r["ok"], true);
+	EXPECT_EQ(r["interfaces"], json::array());
+	const json &d = r["daemon"];
+	EXPECT_EQ(d["running"], true);
+	EXPECT_EQ(d["pid"], getpid());
+	EXPECT_EQ(d["socket"], dir.path() + "/sluiced.sock");
+	EXPECT_EQ(d["pin_dir"], dir.path() + "/pins");
+	EXPECT_EQ(d["period_s"], 0.5);
+	EXPECT_EQ(d["policy"]["trip_pps"], 1234);
+	EXPECT_TRUE(d["uptime_s"].is_number_float());
+	for (const char *k : {"clear_pps", "trip_periods", "hold_s", "recovery_s", "recovery_start_ppm"})
+		EXPECT_TRUE(d["policy"].contains(k)) << k;
+
+	r = ask({{"cmd", "stats"}});
+	EXPECT_EQ(r, (json{{"ok", true}, {"interfaces", json::array()}}));
+}
+
+TEST_F(DaemonTest, EveryCommandAboutAnInterfaceWantsAManagedOne)
+{
+	const std::string unmanaged = "sluiced does not manage interface 'eth9' (it manages: none; "
+				      "`sluicectl attach eth9` adds it)";
+	// The smallest well-formed request of each, for an interface not managed.
+	for (json args : {json{{"cmd", "breaker"}, {"to", "shedding"}}, json{{"cmd", "set"}, {"rate", 5}},
+			  json{{"cmd", "bucket"}, {"addr", "10.0.0.1"}},
+			  json{{"cmd", "refill"}, {"addr", "10.0.0.1"}, {"n", 1}},
+			  json{{"cmd", "list_add"}, {"list", "deny"}, {"cidrs", {"10.0.0.0/8"}}},
+			  json{{"cmd", "list_del"}, {"list", "deny"}, {"cidrs", {"10.0.0.0/8"}}},
+			  json{{"cmd", "list_show"}, {"list", "allow"}}, json{{"cmd", "detach"}},
+			  json{{"cmd", "audit"}}, json{{"cmd", "top"}}}) {
+		args["iface"] = "eth9";
+		expect_error(args, "invalid", unmanaged);
+	}
+	expect_error({{"cmd", "status"}, {"iface", "eth9"}}, "invalid", "sluiced does not manage interface 'eth9'");
+	expect_error({{"cmd", "stats"}, {"iface", "eth9"}}, "invalid", "sluiced does not manage interface 'eth9'");
+}
+
+TEST_F(DaemonTest, ArgumentsAreCheckedBeforeTheHandlerRuns)
+{
+	expect_error({{"cmd", "detach"}}, "invalid", "'detach' needs \"iface\"");
+	expect_error({{"cmd", "stats"}, {"iface", 7}}, "invalid", "\"iface\" must be a string");
+	expect_error({{"cmd", "set"}, {"rate", 5}}, "invalid", "'set' needs \"iface\"");
+	expect_error({{"cmd", "set"}, {"iface", "eth9"}, {"rate", "100"}}, "invalid", "\"rate\" must be an integer");
+	expect_error({{"cmd", "refill"}, {"iface", "eth9"}, {"addr", "10.0.0.1"}}, "invalid", "'refill' needs \"n\"");
+	expect_error({{"cmd", "list_add"}, {"iface", "eth9"}, {"list", "deny"}, {"cidrs", "10.0.0.0/8"}}, "invalid",
+		     "\"cidrs\" must be an array of strings");
+	expect_error({{"cmd", "top"}, {"iface", "eth9"}, {"n", 1.5}}, "invalid", "\"n\" must be an integer");
+	expect_error({{"cmd", "reboot"}}, "invalid", "unknown command 'reboot'");
+}
+
+TEST_F(DaemonTest, AttachRefusesABadNameBeforeTouchingAnything)
+{
+	expect_error({{"cmd", "attach"}, {"iface", "abcdefghijklmnopq"}}, "invalid",
+		     "interface name must be 1..15 characters");
+	expect_error({{"cmd", "attach"}, {"iface", "lo"}, {"mode", "turbo"}}, "invalid",
+		     "attach mode 'turbo' is not one of native, skb, auto");
+	EXPECT_FALSE(std::filesystem::exists(dir.path() + "/pins"));
+}
+
+} // namespace
+} // namespace sluice
