@@ -1,6 +1,5 @@
 #include "ipc/protocol.h"
 
-
 namespace sluice {
 
 Result<Request> parse_request(std::string_view line)

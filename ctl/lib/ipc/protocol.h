@@ -40,11 +40,11 @@
 //               window, or of the current one until one completes; refused
 //               when the program was loaded with --sample-every 0)
 //
-// Shapes of the larger replies:
+// Shapes of the larger replies (the daemon builds them as typed structs,
+// ipc/replies.h, and ipc/encode.cpp alone turns those into JSON):
 //   status.daemon:      {running, pid, uptime_s, socket, pin_dir, period_s,
 //                        policy: {trip_pps, clear_pps, trip_periods, hold_s,
 //                                 recovery_s, recovery_start_ppm}}
-// (the replies are typed structs, ipc/replies.h, encoded in ipc/encode.cpp)
 //   status.interfaces[]: interface_status() (status.h) plus
 //                        audit: {swept, violations (all sweeps), last_sweep_violations,
 //                                full_sweeps, last_sweep (ISO time)},
@@ -101,7 +101,7 @@ struct Request {
 	Result<std::vector<std::string>> str_list(const char *name) const;
 };
 
-// A command of the registry (ipc/commands.h)?
+// A command of the registry? (ipc/commands.h; defined in commands.cpp)
 bool known_command(std::string_view cmd);
 
 // Parse one request line (without the newline).
