@@ -1,5 +1,7 @@
 #include "sluicectl/client.h"
 
+#include "base/limits.h"
+
 #include <cerrno>
 #include <cstring>
 #include <grp.h>
@@ -61,9 +63,8 @@ sluice::Status Client::connect()
 		return {};
 	sockaddr_un addr{};
 	addr.sun_family = AF_UNIX;
-	if (path_.empty() || path_.size() >= sizeof(addr.sun_path))
-		return sluice::invalid("--socket '" + path_ + "' must be 1 to " +
-				       std::to_string(sizeof(addr.sun_path) - 1) + " bytes long");
+	if (auto ok = sluice::named("--socket", sluice::check_socket_path(path_)); !ok)
+		return ok;
 	std::memcpy(addr.sun_path, path_.data(), path_.size());
 
 	sluice::UniqueFd fd(::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0));

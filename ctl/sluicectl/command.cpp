@@ -1,9 +1,10 @@
 #include "sluicectl/command.h"
 
+#include "base/limits.h"
+
 #include <cctype>
 #include <charconv>
 #include <cmath>
-#include <net/if.h>
 
 namespace sluicectl {
 
@@ -96,20 +97,19 @@ Result<double> parse_seconds(std::string_view text, const std::string &what)
 {
 	double v = 0;
 	auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
-	if (text.empty() || ec != std::errc() || end != text.data() + text.size() || !std::isfinite(v) ||
-	    v <= 0 || v > 86400)
-		return sluice::invalid(what + " wants seconds (0 < SEC <= 86400), got '" + std::string(text) + "'");
+	if (text.empty() || ec != std::errc() || end != text.data() + text.size() || !sluice::check_interval_s(v))
+		return sluice::invalid(what + " wants seconds (0 < SEC <= " + std::to_string(int(sluice::kIntervalMaxS)) +
+				       "), got '" + std::string(text) + "'");
 	return v;
 }
 
 Status check_iface_name(std::string_view name)
 {
-	bool ok = !name.empty() && name.size() < IFNAMSIZ && name != "." && name != "..";
-	for (char c : name)
-		ok = ok && c != '/' && !std::isspace(static_cast<unsigned char>(c));
-	if (!ok)
+	// Only the rule: whether sluiced manages the name is sluiced's to say.
+	if (!sluice::check_interface_name(name))
 		return sluice::invalid("'" + std::string(name) + "' is not an interface name (1 to " +
-				       std::to_string(IFNAMSIZ - 1) + " characters, no '/' or spaces)");
+				       std::to_string(sluice::kInterfaceNameMax) +
+				       " characters, no '/', ':', spaces or control characters)");
 	return {};
 }
 

@@ -1,6 +1,7 @@
 #include "sluiced/daemon.h"
 
 #include "base/clock.h"
+#include "base/limits.h"
 #include "base/log.h"
 #include "ipc/commands.h"
 #include "ipc/encode.h"
@@ -182,8 +183,10 @@ json Daemon::attach(const Request &req)
 	}
 	if (ifaces_.count(*name))
 		return error_reply(Error{ErrorKind::refused, EEXIST, *name + " is already attached"});
-	if (name->empty() || name->size() >= 16)
-		return error_reply(Error{ErrorKind::invalid, 0, "interface name must be 1..15 characters"});
+	if (!check_managed_interface_name(*name))
+		return error_reply(Error{ErrorKind::invalid, 0,
+					 "interface name must be 1.." + std::to_string(kInterfaceNameMax) +
+						 " characters of printable ASCII, no '/', ':' or spaces"});
 	auto m = ManagedInterface::start(opts_, *name, mode);
 	if (!m)
 		return error_reply(m.error());
@@ -296,8 +299,8 @@ json Daemon::top(ManagedInterface &mi, const Request &req)
 	if (!n)
 		return error_reply(n.error());
 	int64_t count = n->value_or(10);
-	if (count < 1 || count > (1 << 20))
-		return error_reply(Error{ErrorKind::invalid, 0, "\"n\" must be 1..1048576"});
+	if (auto ok = named("\"n\"", check_top_count(count)); !ok)
+		return error_reply(ok.error());
 	return reply_of(mi.top(static_cast<size_t>(count), monotonic_seconds()));
 }
 

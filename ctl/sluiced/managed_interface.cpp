@@ -1,6 +1,7 @@
 #include "sluiced/managed_interface.h"
 
 #include "base/clock.h"
+#include "base/limits.h"
 #include "base/log.h"
 #include "bpf/maps.h"
 #include "logic/source.h"
@@ -332,9 +333,8 @@ Result<PolicySet> ManagedInterface::set_policy(std::optional<int64_t> rate, std:
 		return std::unexpected(cfg.error());
 	sluice_config next = *cfg;
 	if (rate) {
-		if (*rate < 0)
-			return refused("invariant 1 <= rate <= " + std::to_string(SLUICE_RATE_MAX) +
-				       " violated: rejected rate " + std::to_string(*rate));
+		if (auto ok = check_rate(*rate, Voice::invariant); !ok) // negative too: cost_for_rate takes no sign
+			return std::unexpected(ok.error());
 		auto cost = cost_for_rate(static_cast<uint64_t>(*rate));
 		if (!cost)
 			return std::unexpected(cost.error());
@@ -342,9 +342,8 @@ Result<PolicySet> ManagedInterface::set_policy(std::optional<int64_t> rate, std:
 		next.rate_pps = static_cast<uint64_t>(*rate);
 	}
 	if (burst) {
-		if (*burst < 0)
-			return refused("invariant 1 <= burst <= " + std::to_string(SLUICE_BURST_MAX) +
-				       " violated: rejected burst " + std::to_string(*burst));
+		if (auto ok = check_burst(*burst, Voice::invariant); !ok)
+			return std::unexpected(ok.error());
 		next.burst = static_cast<uint64_t>(*burst);
 	}
 	if (auto ok = dp_->config().write(next); !ok)

@@ -1,5 +1,6 @@
 #include "sluiced/options.h"
 
+#include "base/limits.h"
 #include "bpf/maps.h"
 
 #include <boost/program_options.hpp>
@@ -7,7 +8,6 @@
 #include <charconv>
 #include <filesystem>
 #include <fstream>
-#include <net/if.h>
 #include <sstream>
 
 namespace po = boost::program_options;
@@ -41,19 +41,6 @@ Result<LogLevel> parse_level(const std::string &s)
 	if (s == "error")
 		return LogLevel::error;
 	return invalid("--log-level '" + s + "' is not one of debug, info, warn, error");
-}
-
-Status validate_interface(const std::string &name)
-{
-	if (name.empty())
-		return invalid("--interface needs a name");
-	if (name.size() >= IFNAMSIZ)
-		return invalid("interface name '" + name + "' is longer than " + std::to_string(IFNAMSIZ - 1) +
-			       " characters");
-	for (unsigned char c : name)
-		if (c <= ' ' || c == '/' || c == ':' || c >= 0x7f)
-			return invalid("interface name '" + name + "' has a character interface names cannot have");
-	return {};
 }
 
 // The config file's text: a regular file of at most 1 MiB (a FIFO would
@@ -159,74 +146,71 @@ Result<ParsedOptions> parse_daemon_options(int argc, const char *const *argv)
 	if (o.interfaces.empty())
 		return invalid("no interface given: use -i IFACE");
 	for (const auto &i : o.interfaces)
-		if (auto ok = validate_interface(i); !ok)
-			return std::unexpected(ok.error());
+		if (auto ok = check_managed_interface_name(i); !ok)
+			return invalid(i.empty() ? "--interface needs a name" : ok.error().message);
 	auto m = parse_attach_mode(mode);
 	if (!m)
 		return invalid("--mode: " + m.error().message);
 	o.mode = *m;
-	if (rate < 1 || static_cast<uint64_t>(rate) > SLUICE_RATE_MAX)
-		return invalid("--rate " + std::to_string(rate) + " is outside 1.." + std::to_string(SLUICE_RATE_MAX));
-	if (burst < 1 || static_cast<uint64_t>(burst) > SLUICE_BURST_MAX)
-		return invalid("--burst " + std::to_string(burst) + " is outside 1.." + std::to_string(SLUICE_BURST_MAX));
+	if (auto ok = named("--rate", check_rate(rate)); !ok)
+		return std::unexpected(ok.error());
+	if (auto ok = named("--burst", check_burst(burst)); !ok)
+		return std::unexpected(ok.error());
 	o.rate_pps = static_cast<uint64_t>(rate);
 	o.burst = static_cast<uint64_t>(burst);
 	o.rate_given = !vm["rate"].defaulted();
 	o.burst_given = !vm["burst"].defaulted();
-	if (slots < 0 || slots > SLUICE_SLOTS_MAX)
-		return invalid("--table-size " + std::to_string(slots) + " must be a power of two between " +
-			       std::to_string(SLUICE_SLOTS_MIN) + " and " + std::to_string(SLUICE_SLOTS_MAX));
-	if (v4 < 0 || v4 > 32)
-		return invalid("--ipv4-prefix " + std::to_string(v4) + " is outside 0..32");
-	if (v6 < 0 || v6 > 128)
-		return invalid("--ipv6-prefix " + std::to_string(v6) + " is outside 0..128");
+	if (auto ok = named("--table-size", check_table_slots(slots)); !ok)
+		return std::unexpected(ok.error());
+	if (auto ok = named("--ipv4-prefix", check_v4_prefix(v4)); !ok)
+		return std::unexpected(ok.error());
+	if (auto ok = named("--ipv6-prefix", check_v6_prefix(v6)); !ok)
+		return std::unexpected(ok.error());
+	if (auto ok = named("--sample-every", check_sample_every(sample_every)); !ok)
+		return std::unexpected(ok.error());
 	o.load.slots = static_cast<uint32_t>(slots);
 	o.load.v4_prefix = static_cast<uint32_t>(v4);
 	o.load.v6_prefix = static_cast<uint32_t>(v6);
-	if (auto ok = validate_load_options(o.load); !ok)
-		return invalid("--table-size: " + ok.error().message);
+	o.load.sample_every = static_cast<uint32_t>(sample_every);
 	if (vm.count("hash-key")) { // given but empty is a bad key, not "random"
 		auto k = parse_key(key_hex);
 		if (!k)
 			return std::unexpected(k.error());
 		o.load.hash_key = *k;
 	}
-	if (o.socket_path.empty() || o.socket_path.size() >= 108)
-		return invalid("--socket path must be 1..107 characters");
+	if (!check_socket_path(o.socket_path))
+		return invalid("--socket path must be 1.." + std::to_string(kSocketPathMax) + " characters");
 	if (o.pin_dir.empty() || o.pin_dir[0] != '/')
 		return invalid("--pin-dir must be an absolute path");
-	if (!(o.period_s >= 0.01 && o.period_s <= 60))
-		return invalid("--period must be between 0.01 and 60 seconds");
-	if (trip < 1)
-		return invalid("--trip-pps must be at least 1");
+	if (auto ok = named("--period", check_period_s(o.period_s)); !ok)
+		return std::unexpected(ok.error());
+	if (auto ok = named("--trip-pps", check_trip_pps(trip)); !ok)
+		return std::unexpected(ok.error());
 	o.policy.trip_pps = static_cast<uint64_t>(trip);
 	// -1 marks "not given"; a negative value given must not pass for it.
-	if (vm.count("clear-pps") && clear < 1)
-		return invalid("--clear-pps must be between 1 and --trip-pps (" + std::to_string(trip) + ")");
+	if (vm.count("clear-pps"))
+		if (auto ok = named("--clear-pps", check_clear_pps(clear, trip)); !ok)
+			return std::unexpected(ok.error());
 	o.policy.clear_pps = vm.count("clear-pps") ? static_cast<uint64_t>(clear) : o.policy.trip_pps;
-	if (periods < 1 || periods > 3600)
-		return invalid("--trip-periods must be 1..3600");
+	if (auto ok = named("--trip-periods", check_trip_periods(periods)); !ok)
+		return std::unexpected(ok.error());
 	o.policy.trip_periods = static_cast<uint32_t>(periods);
-	if (!(start_pct >= 0.1 && start_pct <= 100))
-		return invalid("--recovery-start must be 0.1..100 percent");
+	if (auto ok = named("--recovery-start", check_admission_percent(start_pct)); !ok)
+		return std::unexpected(ok.error());
 	o.policy.start_ppm = static_cast<uint32_t>(start_pct * 10000.0 + 0.5);
 	if (auto ok = validate_policy(o.policy); !ok)
 		return std::unexpected(ok.error());
-	if (audit < 1 || audit > (1 << 24))
-		return invalid("--audit-slots must be 1..16777216");
+	if (auto ok = named("--audit-slots", check_audit_slots(audit)); !ok)
+		return std::unexpected(ok.error());
 	o.audit_per_period = static_cast<uint32_t>(audit);
-	if (clients < 1 || clients > 1024)
-		return invalid("--max-clients must be 1..1024");
+	if (auto ok = named("--max-clients", check_max_clients(clients)); !ok)
+		return std::unexpected(ok.error());
 	o.max_clients = static_cast<uint32_t>(clients);
-	if (sample_every < 0 || sample_every > SLUICE_SAMPLE_EVERY_MAX || (sample_every & (sample_every - 1)) != 0)
-		return invalid("--sample-every " + std::to_string(sample_every) + " must be 0 (off) or a power of two up to " +
-			       std::to_string(SLUICE_SAMPLE_EVERY_MAX));
-	o.load.sample_every = static_cast<uint32_t>(sample_every);
-	if (top_capacity < 1 || top_capacity > (1 << 20))
-		return invalid("--top-capacity must be 1..1048576");
+	if (auto ok = named("--top-capacity", check_top_capacity(top_capacity)); !ok)
+		return std::unexpected(ok.error());
 	o.top_capacity = static_cast<size_t>(top_capacity);
-	if (!(o.top_window_s >= 0.1 && o.top_window_s <= 3600))
-		return invalid("--top-window must be between 0.1 and 3600 seconds");
+	if (auto ok = named("--top-window", check_top_window_s(o.top_window_s)); !ok)
+		return std::unexpected(ok.error());
 	auto lvl = parse_level(level);
 	if (!lvl)
 		return std::unexpected(lvl.error());

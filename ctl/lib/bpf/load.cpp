@@ -4,6 +4,8 @@
 #include "bpf/attachment.h"
 #include "bpf/dataplane.h"
 
+#include "base/limits.h"
+
 #include "sluice_bpf.skel.h"
 
 #include <bpf/bpf.h>
@@ -16,17 +18,13 @@ namespace sluice {
 
 Status validate_load_options(const LoadOptions &o)
 {
-	if (o.slots < SLUICE_SLOTS_MIN || o.slots > SLUICE_SLOTS_MAX || (o.slots & (o.slots - 1)) != 0)
-		return invalid("table size " + std::to_string(o.slots) + " must be a power of two between " +
-			       std::to_string(SLUICE_SLOTS_MIN) + " and " + std::to_string(SLUICE_SLOTS_MAX));
-	if (o.v4_prefix > 32)
-		return invalid("IPv4 prefix length " + std::to_string(o.v4_prefix) + " is outside 0..32");
-	if (o.v6_prefix > 128)
-		return invalid("IPv6 prefix length " + std::to_string(o.v6_prefix) + " is outside 0..128");
-	if (o.sample_every > SLUICE_SAMPLE_EVERY_MAX || (o.sample_every & (o.sample_every - 1)) != 0)
-		return invalid("drop sampling 1 in " + std::to_string(o.sample_every) +
-			       " must be 0 (off) or a power of two up to " + std::to_string(SLUICE_SAMPLE_EVERY_MAX));
-	return {};
+	if (auto ok = named("table size", check_table_slots(o.slots)); !ok)
+		return ok;
+	if (auto ok = named("IPv4 prefix length", check_v4_prefix(o.v4_prefix)); !ok)
+		return ok;
+	if (auto ok = named("IPv6 prefix length", check_v6_prefix(o.v6_prefix)); !ok)
+		return ok;
+	return named("drop sampling 1 in", check_sample_every(o.sample_every));
 }
 
 namespace {

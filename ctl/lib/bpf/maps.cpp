@@ -1,5 +1,6 @@
 #include "bpf/maps.h"
 
+#include "base/limits.h"
 #include "bpf/bucket.h"
 
 #include <bpf/bpf.h>
@@ -22,30 +23,22 @@ uint64_t dataplane_now()
 
 Result<uint64_t> cost_for_rate(uint64_t rate)
 {
-	if (rate < SLUICE_RATE_MIN || rate > SLUICE_RATE_MAX)
-		return refused("invariant " + std::to_string(SLUICE_RATE_MIN) + " <= rate <= " +
-			       std::to_string(SLUICE_RATE_MAX) + " violated: rejected rate " + std::to_string(rate));
+	if (auto ok = check_rate(rate, Voice::invariant); !ok)
+		return std::unexpected(ok.error());
 	return (SLUICE_NSEC_PER_SEC + rate / 2) / rate;
 }
 
 Status validate_config(const sluice_config &c)
 {
-	// cost_ns = 1e9 / rate, so the rate bounds are cost bounds.
-	constexpr uint64_t min_cost = SLUICE_NSEC_PER_SEC / SLUICE_RATE_MAX;
-	if (c.cost_ns < min_cost || c.cost_ns > SLUICE_NSEC_PER_SEC)
-		return refused("invariant " + std::to_string(min_cost) + " <= cost_ns <= 1000000000 (rate " +
-			       std::to_string(SLUICE_RATE_MIN) + ".." + std::to_string(SLUICE_RATE_MAX) +
-			       ") violated: rejected cost_ns " + std::to_string(c.cost_ns));
-	if (c.burst < SLUICE_BURST_MIN || c.burst > SLUICE_BURST_MAX)
-		return refused("invariant " + std::to_string(SLUICE_BURST_MIN) + " <= burst <= " +
-			       std::to_string(SLUICE_BURST_MAX) + " violated: rejected burst " + std::to_string(c.burst));
+	if (auto ok = check_cost_ns(c.cost_ns); !ok)
+		return ok;
+	if (auto ok = check_burst(c.burst, Voice::invariant); !ok)
+		return ok;
 	if (c.breaker_state >= SLUICE_BREAKER_STATES)
 		return refused("invariant breaker_state in {serving, shedding, recovering} violated: rejected state " +
 			       std::to_string(c.breaker_state));
-	if (c.admission_ppm < SLUICE_PPM_MIN || c.admission_ppm > SLUICE_PPM_FULL)
-		return refused("invariant " + std::to_string(SLUICE_PPM_MIN) + " <= admission_ppm <= " +
-			       std::to_string(SLUICE_PPM_FULL) + " violated: rejected admission_ppm " +
-			       std::to_string(c.admission_ppm));
+	if (auto ok = check_admission_ppm(c.admission_ppm, Voice::invariant); !ok)
+		return ok;
 	if (c.list_flags & ~0xfu)
 		return refused("invariant list_flags within 0xf violated: rejected " + std::to_string(c.list_flags));
 	return {};

@@ -27,7 +27,7 @@ uint64_t dataplane_now();
 // Nanoseconds per token for a rate in tokens per second, rounded to nearest.
 Result<uint64_t> cost_for_rate(uint64_t rate_pps);
 
-// Check a config against the invariants above.
+// Check a config against the invariants above (the bounds are base/limits.h's).
 Status validate_config(const sluice_config &cfg);
 
 class ConfigMap {

@@ -1,5 +1,6 @@
 #include "logic/policy.h"
 
+#include "base/limits.h"
 #include "bpf/sluice_abi.h"
 
 #include <algorithm>
@@ -9,19 +10,17 @@ namespace sluice {
 
 Status validate_policy(const PolicyConfig &c)
 {
-	if (c.trip_pps == 0)
-		return invalid("--trip-pps must be at least 1");
-	if (c.clear_pps == 0 || c.clear_pps > c.trip_pps)
-		return invalid("--clear-pps must be between 1 and --trip-pps (" + std::to_string(c.trip_pps) + ")");
-	if (c.trip_periods == 0 || c.trip_periods > 3600)
-		return invalid("--trip-periods must be 1..3600");
-	if (!(c.hold_s >= 0) || c.hold_s > 86400)
-		return invalid("--hold must be 0..86400 seconds");
-	if (!(c.recovery_s > 0) || c.recovery_s > 86400)
-		return invalid("--recovery must be more than 0 and at most 86400 seconds");
-	if (c.start_ppm < SLUICE_PPM_MIN || c.start_ppm > SLUICE_PPM_FULL)
-		return invalid("--recovery-start must be 0.1..100 percent");
-	return {};
+	if (auto ok = named("--trip-pps", check_trip_pps(c.trip_pps)); !ok)
+		return ok;
+	if (auto ok = named("--clear-pps", check_clear_pps(c.clear_pps, c.trip_pps)); !ok)
+		return ok;
+	if (auto ok = named("--trip-periods", check_trip_periods(c.trip_periods)); !ok)
+		return ok;
+	if (auto ok = named("--hold", check_hold_s(c.hold_s)); !ok)
+		return ok;
+	if (auto ok = named("--recovery", check_recovery_s(c.recovery_s)); !ok)
+		return ok;
+	return named("--recovery-start", check_admission_percent(c.start_ppm / 10000.0));
 }
 
 uint32_t AutoPolicy::ramp_ppm(double elapsed_s) const

@@ -1,0 +1,243 @@
+#include "base/limits.h"
+
+#include "bpf/sluice_abi.h"
+
+#include <cmath>
+#include <cstdio>
+#include <net/if.h>
+#include <sys/un.h>
+
+namespace sluice {
+
+static_assert(kInterfaceNameMax == IFNAMSIZ - 1);
+static_assert(kSocketPathMax == sizeof(sockaddr_un::sun_path) - 1);
+
+std::string Given::str() const
+{
+	return (negative_ ? "-" : "") + std::to_string(magnitude_);
+}
+
+Status named(std::string_view name, Status check)
+{
+	if (check)
+		return check;
+	Error e = std::move(check.error());
+	e.message = std::string(name) + " " + e.message;
+	return std::unexpected(std::move(e));
+}
+
+namespace {
+
+// "0.01", "60", "nan": as an operator would type the number.
+std::string text_of(double v)
+{
+	char buf[32];
+	std::snprintf(buf, sizeof(buf), "%g", v);
+	return buf;
+}
+
+template <std::integral T>
+std::string text_of(T v)
+{
+	return std::to_string(v);
+}
+
+constexpr bool power_of_two(uint64_t v)
+{
+	return (v & (v - 1)) == 0;
+}
+
+// The bound of a quantity the data plane depends on, in either voice:
+// "0 is outside 1..100000000" or
+// "invariant 1 <= rate <= 100000000 violated: rejected rate 0".
+Status within(Given v, uint64_t lo, uint64_t hi, const char *quantity, Voice voice)
+{
+	if (v.within(lo, hi))
+		return {};
+	if (voice == Voice::invariant)
+		return refused("invariant " + text_of(lo) + " <= " + quantity + " <= " + text_of(hi) +
+			       " violated: rejected " + quantity + " " + v.str());
+	return invalid(v.str() + " is outside " + text_of(lo) + ".." + text_of(hi));
+}
+
+// A tunable's range, bound first: "must be 1..1024, got 0".
+Status count_within(Given v, uint64_t lo, uint64_t hi)
+{
+	if (v.within(lo, hi))
+		return {};
+	return invalid("must be " + text_of(lo) + ".." + text_of(hi) + ", got " + v.str());
+}
+
+// Seconds in [lo, hi] (NaN is outside every range): "must be between 0.01 and 60 seconds, got 0".
+Status seconds_within(double v, double lo, double hi)
+{
+	if (v >= lo && v <= hi)
+		return {};
+	return invalid("must be between " + text_of(lo) + " and " + text_of(hi) + " seconds, got " + text_of(v));
+}
+
+} // namespace
+
+Status check_rate(Given rate, Voice voice)
+{
+	return within(rate, SLUICE_RATE_MIN, SLUICE_RATE_MAX, "rate", voice);
+}
+
+Status check_burst(Given burst, Voice voice)
+{
+	return within(burst, SLUICE_BURST_MIN, SLUICE_BURST_MAX, "burst", voice);
+}
+
+Status check_cost_ns(Given cost_ns)
+{
+	// cost_ns = 1e9 / rate, so the rate bounds are cost bounds.
+	constexpr uint64_t min_cost = SLUICE_NSEC_PER_SEC / SLUICE_RATE_MAX;
+	if (cost_ns.within(min_cost, SLUICE_NSEC_PER_SEC))
+		return {};
+	return refused("invariant " + text_of(min_cost) + " <= cost_ns <= " + text_of(SLUICE_NSEC_PER_SEC) + " (rate " +
+		       text_of(SLUICE_RATE_MIN) + ".." + text_of(SLUICE_RATE_MAX) + ") violated: rejected cost_ns " +
+		       cost_ns.str());
+}
+
+Status check_admission_ppm(Given ppm, Voice voice)
+{
+	return within(ppm, SLUICE_PPM_MIN, SLUICE_PPM_FULL, "admission_ppm", voice);
+}
+
+Status check_admission_percent(double percent)
+{
+	constexpr double lo = SLUICE_PPM_MIN / 10000.0, hi = SLUICE_PPM_FULL / 10000.0;
+	if (percent >= lo && percent <= hi)
+		return {};
+	return invalid("must be " + text_of(lo) + ".." + text_of(hi) + " percent, got " + text_of(percent));
+}
+
+Status check_table_slots(Given slots)
+{
+	if (slots.within(SLUICE_SLOTS_MIN, SLUICE_SLOTS_MAX) && power_of_two(slots.magnitude()))
+		return {};
+	return invalid(slots.str() + " must be a power of two between " + text_of(SLUICE_SLOTS_MIN) + " and " +
+		       text_of(SLUICE_SLOTS_MAX));
+}
+
+Status check_v4_prefix(Given prefix)
+{
+	return within(prefix, 0, 32, "IPv4 prefix", Voice::input);
+}
+
+Status check_v6_prefix(Given prefix)
+{
+	return within(prefix, 0, 128, "IPv6 prefix", Voice::input);
+}
+
+Status check_sample_every(Given every)
+{
+	if (every.within(0, SLUICE_SAMPLE_EVERY_MAX) && power_of_two(every.magnitude()))
+		return {};
+	return invalid(every.str() + " must be 0 (off) or a power of two up to " + text_of(SLUICE_SAMPLE_EVERY_MAX));
+}
+
+Status check_period_s(double seconds)
+{
+	return seconds_within(seconds, kPeriodMinS, kPeriodMaxS);
+}
+
+Status check_trip_pps(Given pps)
+{
+	if (pps.within(1, UINT64_MAX))
+		return {};
+	return invalid("must be at least 1, got " + pps.str());
+}
+
+Status check_clear_pps(Given pps, Given trip_pps)
+{
+	if (!trip_pps.negative() && pps.within(1, trip_pps.magnitude()))
+		return {};
+	return invalid("must be between 1 and --trip-pps (" + trip_pps.str() + "), got " + pps.str());
+}
+
+Status check_trip_periods(Given periods)
+{
+	return count_within(periods, 1, kTripPeriodsMax);
+}
+
+Status check_hold_s(double seconds)
+{
+	if (seconds >= 0 && seconds <= kHoldMaxS)
+		return {};
+	return invalid("must be 0.." + text_of(kHoldMaxS) + " seconds, got " + text_of(seconds));
+}
+
+Status check_recovery_s(double seconds)
+{
+	if (seconds > 0 && seconds <= kRecoveryMaxS)
+		return {};
+	return invalid("must be more than 0 and at most " + text_of(kRecoveryMaxS) + " seconds, got " + text_of(seconds));
+}
+
+Status check_audit_slots(Given slots)
+{
+	return count_within(slots, 1, kAuditSlotsMax);
+}
+
+Status check_max_clients(Given clients)
+{
+	return count_within(clients, 1, kMaxClientsMax);
+}
+
+Status check_top_capacity(Given sources)
+{
+	return count_within(sources, 1, kTopCapacityMax);
+}
+
+Status check_top_window_s(double seconds)
+{
+	return seconds_within(seconds, kTopWindowMinS, kTopWindowMaxS);
+}
+
+Status check_top_count(Given n)
+{
+	return count_within(n, 1, kTopCountMax);
+}
+
+Status check_interval_s(double seconds)
+{
+	if (seconds > 0 && seconds <= kIntervalMaxS)
+		return {};
+	return invalid("must be seconds (0 < SEC <= " + text_of(kIntervalMaxS) + "), got " + text_of(seconds));
+}
+
+Status check_interface_name(std::string_view name)
+{
+	std::string quoted = "interface name '" + std::string(name) + "'";
+	if (name.empty())
+		return invalid("interface name is empty");
+	if (name.size() > kInterfaceNameMax)
+		return invalid(quoted + " is longer than " + std::to_string(kInterfaceNameMax) + " characters");
+	if (name == "." || name == "..")
+		return invalid(quoted + " is not a name");
+	for (unsigned char c : name)
+		if (c <= ' ' || c == 0x7f || c == '/' || c == ':') // space, and every control character
+			return invalid(quoted + " has a character interface names cannot have");
+	return {};
+}
+
+Status check_managed_interface_name(std::string_view name)
+{
+	if (auto ok = check_interface_name(name); !ok)
+		return ok;
+	for (unsigned char c : name)
+		if (c >= 0x80)
+			return invalid("interface name '" + std::string(name) +
+				       "' has a character interface names cannot have");
+	return {};
+}
+
+Status check_socket_path(std::string_view path)
+{
+	if (!path.empty() && path.size() <= kSocketPathMax)
+		return {};
+	return invalid("'" + std::string(path) + "' must be 1 to " + std::to_string(kSocketPathMax) + " bytes long");
+}
+
+} // namespace sluice

@@ -1,0 +1,134 @@
+// limits.h - the one checker of every bound sluice enforces. The numbers the
+// data plane depends on are sluice_abi.h's (SLUICE_RATE_MAX, ...); the
+// daemon's own tunables are bounded here. Nothing else compares a value with
+// a bound: options parsing, config and slot writes, requests and the CLI all
+// call these.
+//
+// Each check says which value it rejected and what the bound is, without the
+// name the reader knows it by: the caller puts that in front, with named():
+//
+//   named("--rate", check_rate(0))  ->  "--rate 0 is outside 1..100000000"
+//   named("table size", ...)        ->  "table size 8 must be a power of two between 16 and 67108864"
+//
+// Those are input errors (ErrorKind::invalid, exit 2). A write that would
+// break an invariant of the data plane is refused instead (exit 1): the
+// Voice::invariant form of a check is the whole message,
+// "invariant 1 <= rate <= 100000000 violated: rejected rate 0".
+#pragma once
+
+#include "base/result.h"
+
+#include <concepts>
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <type_traits>
+
+namespace sluice {
+
+// Any integer as a caller holds it (options and requests hold int64_t, map
+// fields uint64_t or uint32_t), compared exactly and printed as given: a
+// negative request stays negative in the message, UINT64_MAX stays itself.
+class Given {
+public:
+	template <std::integral T>
+	constexpr Given(T v) // NOLINT: implicit on purpose, every integer type is a Given
+		: negative_(below_zero(v)),
+		  magnitude_(below_zero(v) ? uint64_t(0) - static_cast<uint64_t>(v) : static_cast<uint64_t>(v))
+	{
+	}
+	constexpr bool within(uint64_t lo, uint64_t hi) const { return !negative_ && magnitude_ >= lo && magnitude_ <= hi; }
+	constexpr bool negative() const { return negative_; }
+	constexpr uint64_t magnitude() const { return magnitude_; } // the value, when not negative
+	std::string str() const;
+
+private:
+	template <std::integral T>
+	static constexpr bool below_zero(T v)
+	{
+		if constexpr (std::is_signed_v<T>)
+			return v < 0;
+		else
+			return false;
+	}
+	bool negative_;
+	uint64_t magnitude_;
+};
+
+// Input error (the message of `check` led by "name "), or nothing.
+Status named(std::string_view name, Status check);
+
+// How a check words its refusal: as bad input for the caller to name, or as
+// a broken invariant of a config write (ErrorKind::refused, complete).
+enum class Voice { input, invariant };
+
+// --- The data plane's bounds (sluice_abi.h) ---
+// tokens per second per source: SLUICE_RATE_MIN..SLUICE_RATE_MAX
+Status check_rate(Given rate, Voice voice = Voice::input);
+// bucket capacity in tokens: SLUICE_BURST_MIN..SLUICE_BURST_MAX
+Status check_burst(Given burst, Voice voice = Voice::input);
+// nanoseconds per token, the rate bounds as the config holds them
+// (1e9 / SLUICE_RATE_MAX .. 1e9); invariant only
+Status check_cost_ns(Given cost_ns);
+// admission while recovering, parts per million: SLUICE_PPM_MIN..SLUICE_PPM_FULL
+Status check_admission_ppm(Given ppm, Voice voice = Voice::input);
+// the same bound as an operator types it, in percent (0.1..100)
+Status check_admission_percent(double percent);
+// slots in the table: a power of two in SLUICE_SLOTS_MIN..SLUICE_SLOTS_MAX
+Status check_table_slots(Given slots);
+// source prefix lengths: 0..32 and 0..128
+Status check_v4_prefix(Given prefix);
+Status check_v6_prefix(Given prefix);
+// drop sampling, 1 in N: 0 (off) or a power of two up to SLUICE_SAMPLE_EVERY_MAX
+Status check_sample_every(Given every);
+
+// --- The daemon's tunables ---
+inline constexpr double kPeriodMinS = 0.01, kPeriodMaxS = 60;  // control period
+inline constexpr uint64_t kTripPeriodsMax = 3600;              // periods a breaker condition must hold
+inline constexpr double kHoldMaxS = 86400, kRecoveryMaxS = 86400;
+inline constexpr uint64_t kAuditSlotsMax = 1u << 24;           // slots audited per period
+inline constexpr uint64_t kMaxClientsMax = 1024;               // concurrent control clients
+inline constexpr uint64_t kTopCapacityMax = 1u << 20;          // sources the `top` summary tracks
+inline constexpr double kTopWindowMinS = 0.1, kTopWindowMaxS = 3600;
+inline constexpr uint64_t kTopCountMax = 1u << 20;             // sources one `top` reply lists
+inline constexpr double kIntervalMaxS = 86400;                 // sluicectl --watch/--interval
+
+// These name the value after the bound ("must be 1..1024, got 0"): how
+// their messages have always read.
+Status check_period_s(double seconds);          // kPeriodMinS..kPeriodMaxS
+Status check_trip_pps(Given pps);                // at least 1
+Status check_clear_pps(Given pps, Given trip_pps); // 1..trip_pps
+Status check_trip_periods(Given periods);        // 1..kTripPeriodsMax
+Status check_hold_s(double seconds);             // 0..kHoldMaxS
+Status check_recovery_s(double seconds);         // (0, kRecoveryMaxS]
+Status check_audit_slots(Given slots);           // 1..kAuditSlotsMax
+Status check_max_clients(Given clients);         // 1..kMaxClientsMax
+Status check_top_capacity(Given sources);        // 1..kTopCapacityMax
+Status check_top_window_s(double seconds);       // kTopWindowMinS..kTopWindowMaxS
+Status check_top_count(Given n);                 // 1..kTopCountMax
+Status check_interval_s(double seconds);         // (0, kIntervalMaxS]
+
+// --- Names and paths ---
+// The longest interface name (IFNAMSIZ - 1) and the longest UNIX socket path
+// (sizeof(sockaddr_un::sun_path) - 1), in bytes.
+inline constexpr size_t kInterfaceNameMax = 15;
+inline constexpr size_t kSocketPathMax = 107;
+
+// The one interface-name rule: what the kernel takes for a name
+// (dev_valid_name: 1..kInterfaceNameMax bytes, not "." or "..", no '/', ':'
+// or whitespace), and no control characters. Messages:
+// "interface name is empty", "interface name 'X' is longer than 15
+// characters", "interface name 'X' has a character interface names cannot
+// have", "interface name '..' is not a name". (The CLI and the control
+// socket state the rule in their own words, which their users already read.)
+Status check_interface_name(std::string_view name);
+// A name sluiced manages is printable ASCII too: it goes into pin paths, log
+// lines, JSON replies and Prometheus labels, which cannot all carry any byte.
+// (The CLI checks only the rule above and lets sluiced say whether it
+// manages a name.)
+Status check_managed_interface_name(std::string_view name);
+
+// A UNIX socket path: "'P' must be 1 to 107 bytes long".
+Status check_socket_path(std::string_view path);
+
+} // namespace sluice
