@@ -5,6 +5,7 @@
 
 #include "base/address.h"
 #include "ipc/commands.h"
+#include "base/defaults.h"
 #include "ipc/protocol.h"
 #include "base/result.h"
 
@@ -27,8 +28,8 @@ using sluice::json;
 using sluice::Result;
 using sluice::Status;
 
-inline constexpr const char *kDefaultSocket = "/run/sluice/sluiced.sock";
-inline constexpr const char *kDefaultPinDir = "/sys/fs/bpf/sluice";
+inline constexpr const char *kDefaultSocket = sluice::defaults::kSocketPath;
+inline constexpr const char *kDefaultPinDir = sluice::defaults::kPinDir;
 
 struct Context {
 	std::ostream &out;

@@ -1,6 +1,7 @@
 #include "sluiced/daemon.h"
 
 #include "base/clock.h"
+#include "base/defaults.h"
 #include "base/limits.h"
 #include "base/log.h"
 #include "ipc/commands.h"
@@ -298,7 +299,7 @@ json Daemon::top(ManagedInterface &mi, const Request &req)
 	auto n = req.opt_integer("n");
 	if (!n)
 		return error_reply(n.error());
-	int64_t count = n->value_or(10);
+	int64_t count = n->value_or(defaults::kTopCount);
 	if (auto ok = named("\"n\"", check_top_count(count)); !ok)
 		return error_reply(ok.error());
 	return reply_of(mi.top(static_cast<size_t>(count), monotonic_seconds()));

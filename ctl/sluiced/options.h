@@ -1,11 +1,13 @@
 // options.h - sluiced's options: Boost.Program_options definitions, read from
 // the command line and from an INI config file (--config; the command line
-// wins), then validated. Every bad value is an input error naming the option.
+// wins), then validated. Every bad value is an input error naming the option;
+// the defaults are base/defaults.h's, the bounds base/limits.h's.
 #pragma once
 
 #include "bpf/dataplane.h"
 #include "sluiced/metrics.h"
 #include "logic/policy.h"
+#include "base/defaults.h"
 #include "base/log.h"
 #include "base/option_text.h"
 #include "base/result.h"
@@ -17,29 +19,28 @@
 
 namespace sluice {
 
-
 struct DaemonOptions {
 	std::vector<std::string> interfaces;
 	AttachMode mode = AttachMode::native;
-	uint64_t rate_pps = 10000;
-	uint64_t burst = 20000;
+	uint64_t rate_pps = defaults::kRatePps;
+	uint64_t burst = defaults::kBurst;
 	bool rate_given = false;  // set explicitly (command line or file): applied to adopted pins
 	bool burst_given = false;
 	LoadOptions load;         // table size, prefixes, dry run, key
-	std::string socket_path = "/run/sluice/sluiced.sock";
+	std::string socket_path = defaults::kSocketPath;
 	std::string socket_group; // empty: 0600 root only; else 0660 with this group
-	std::string pin_dir = "/sys/fs/bpf/sluice";
-	double period_s = 1.0;
+	std::string pin_dir = defaults::kPinDir;
+	double period_s = defaults::kPeriodS;
 	PolicyConfig policy;
-	uint32_t audit_per_period = 65536;
-	uint32_t max_clients = 64;
+	uint32_t audit_per_period = defaults::kAuditSlotsPerPeriod;
+	uint32_t max_clients = defaults::kMaxClients;
 	LogLevel log_level = LogLevel::info;
 	bool detach_on_exit = false;
 	std::string config_file;  // empty: none
 	// `sluicectl top`: the heavy-hitters summary of sampled drops (the
 	// sampling rate itself is load.sample_every).
-	size_t top_capacity = 1024;  // sources the summary tracks
-	double top_window_s = 2.0;   // seconds one summary covers
+	size_t top_capacity = defaults::kTopCapacity; // sources the summary tracks
+	double top_window_s = defaults::kTopWindowS;  // seconds one summary covers
 	std::optional<ListenAddress> metrics_listen; // --metrics-listen: /metrics and /healthz; none: off
 };
 
@@ -51,6 +52,5 @@ struct ParsedOptions {
 
 // argv as main() gets it. Errors are ErrorKind::invalid (exit 2).
 Result<ParsedOptions> parse_daemon_options(int argc, const char *const *argv);
-
 
 } // namespace sluice

@@ -13,6 +13,7 @@
 // detach() (sluicectl detach) removes it.
 #pragma once
 
+#include "base/defaults.h"
 #include "base/result.h"
 #include "bpf/attach_mode.h"
 #include "bpf/bpffs.h"
@@ -31,14 +32,14 @@ namespace sluice {
 class Attachment;
 
 struct LoadOptions {
-	uint32_t slots = SLUICE_SLOTS_DEFAULT;
-	uint32_t v4_prefix = 32;
-	uint32_t v6_prefix = 64;
+	uint32_t slots = defaults::kTableSlots;
+	uint32_t v4_prefix = defaults::kV4Prefix;
+	uint32_t v6_prefix = defaults::kV6Prefix;
 	bool dry_run = false;
 	bool one_choice = false;
 	// Drop sampling for `sluicectl top`: 1 in sample_every drops (a power of
 	// two up to SLUICE_SAMPLE_EVERY_MAX), 0 off.
-	uint32_t sample_every = SLUICE_SAMPLE_EVERY_DEFAULT;
+	uint32_t sample_every = defaults::kSampleEvery;
 	// Load and attach through libxdp's multiprog dispatcher (sluiced
 	// --multiprog) instead of a bpf_link of our own; see attach().
 	bool multiprog = false;

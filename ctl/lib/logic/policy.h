@@ -16,6 +16,7 @@
 //               closes the breaker.
 #pragma once
 
+#include "base/defaults.h"
 #include "logic/breaker.h"
 
 #include <cstdint>
@@ -25,12 +26,12 @@
 namespace sluice {
 
 struct PolicyConfig {
-	uint64_t trip_pps = 1000000;  // admitted pps that trips (serving)
-	uint64_t clear_pps = 1000000; // incoming pps under which shedding may end
-	uint32_t trip_periods = 3;    // consecutive periods a condition must hold
-	double hold_s = 10;           // least time in shedding
-	double recovery_s = 60;       // ramp duration
-	uint32_t start_ppm = 100000;  // ramp start: 10%
+	uint64_t trip_pps = defaults::kTripPps;           // admitted pps that trips (serving)
+	uint64_t clear_pps = defaults::kTripPps;          // incoming pps under which shedding may end
+	uint32_t trip_periods = defaults::kTripPeriods;   // consecutive periods a condition must hold
+	double hold_s = defaults::kHoldS;                 // least time in shedding
+	double recovery_s = defaults::kRecoveryS;         // ramp duration
+	uint32_t start_ppm = defaults::kRecoveryStartPpm; // ramp start: 10%
 };
 
 struct PolicySample {

@@ -1,0 +1,44 @@
+// defaults.h - every default sluice runs with when nobody asks otherwise, in
+// one table: sluiced's options (sluiced/options.h), the CLI's (sluicectl
+// --socket, --pin-dir) and the load and policy structs take them from here.
+// README.md ("Defaults, and why") says why each is what it is;
+// packaging/sluice.conf lists them commented out. The data plane's own
+// defaults (table size, drop sampling) are sluice_abi.h's.
+#pragma once
+
+#include "bpf/sluice_abi.h"
+
+#include <cstdint>
+
+namespace sluice::defaults {
+
+// Where sluiced listens and where it pins (one directory per interface).
+inline constexpr const char *kSocketPath = "/run/sluice/sluiced.sock";
+inline constexpr const char *kPinDir = "/sys/fs/bpf/sluice";
+
+// Per-source buckets.
+inline constexpr uint64_t kRatePps = 10000; // tokens per second per source
+inline constexpr uint64_t kBurst = 20000;   // two seconds of the rate
+inline constexpr uint32_t kTableSlots = SLUICE_SLOTS_DEFAULT;
+inline constexpr uint32_t kV4Prefix = 32;
+inline constexpr uint32_t kV6Prefix = 64;   // an IPv6 host owns a /64
+inline constexpr uint32_t kSampleEvery = SLUICE_SAMPLE_EVERY_DEFAULT;
+
+// The control period and what is done in it.
+inline constexpr double kPeriodS = 1.0;
+inline constexpr uint32_t kAuditSlotsPerPeriod = 65536;
+inline constexpr uint32_t kMaxClients = 64;
+
+// The breaker's policy.
+inline constexpr uint64_t kTripPps = 1000000; // admitted pps that trips; clear_pps defaults to it
+inline constexpr uint32_t kTripPeriods = 3;
+inline constexpr double kHoldS = 10;
+inline constexpr double kRecoveryS = 60;
+inline constexpr uint32_t kRecoveryStartPpm = 100000; // 10%
+
+// `sluicectl top`.
+inline constexpr uint32_t kTopCapacity = 1024; // sources the summary tracks
+inline constexpr double kTopWindowS = 2.0;     // seconds one summary covers
+inline constexpr uint32_t kTopCount = 10;      // sources one reply lists
+
+} // namespace sluice::defaults
