@@ -23,13 +23,6 @@ namespace sluice {
 
 namespace {
 
-uint64_t realtime_ns()
-{
-	timespec ts{};
-	clock_gettime(CLOCK_REALTIME, &ts);
-	return uint64_t(ts.tv_sec) * 1000000000ull + uint64_t(ts.tv_nsec);
-}
-
 std::string read_oper_state(const std::string &iface)
 {
 	std::ifstream f("/sys/class/net/" + iface + "/operstate");

@@ -1,19 +1,9 @@
 #include "bpf/audit.h"
 
+#include "base/clock.h"
 #include "logic/audit_check.h"
 
-#include <ctime>
-
 namespace sluice {
-
-namespace {
-uint64_t realtime_ns()
-{
-	timespec ts{};
-	clock_gettime(CLOCK_REALTIME, &ts);
-	return uint64_t(ts.tv_sec) * 1000000000ull + uint64_t(ts.tv_nsec);
-}
-} // namespace
 
 Status Auditor::check(const SlotTable &slots, uint32_t first, uint32_t count)
 {

@@ -8,18 +8,9 @@
 
 #include <algorithm>
 #include <cstring>
-#include <ctime>
 #include <string>
 
 namespace sluice {
-
-uint64_t dataplane_now()
-{
-	timespec ts{};
-	clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
-	return static_cast<uint64_t>(ts.tv_sec) * SLUICE_NSEC_PER_SEC + static_cast<uint64_t>(ts.tv_nsec) +
-	       SLUICE_TIME_BIAS;
-}
 
 Result<uint64_t> cost_for_rate(uint64_t rate)
 {

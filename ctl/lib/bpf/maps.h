@@ -10,6 +10,7 @@
 #pragma once
 
 #include "base/address.h"
+#include "base/clock.h"
 #include "base/result.h"
 #include "bpf/sluice_abi.h"
 
@@ -20,9 +21,7 @@
 
 namespace sluice {
 
-// The data plane's clock (bpf_ktime_get_coarse_ns is CLOCK_MONOTONIC_COARSE)
-// plus SLUICE_TIME_BIAS, the form bucket.h takes.
-uint64_t dataplane_now();
+// (The data plane's clock, dataplane_now(), is in base/clock.h.)
 
 // Nanoseconds per token for a rate in tokens per second, rounded to nearest.
 Result<uint64_t> cost_for_rate(uint64_t rate_pps);

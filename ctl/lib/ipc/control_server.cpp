@@ -1,11 +1,11 @@
 #include "ipc/control_server.h"
 
+#include "base/clock.h"
 #include "base/log.h"
 
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
-#include <ctime>
 #include <filesystem>
 #include <sys/eventfd.h>
 #include <sys/socket.h>
@@ -42,13 +42,6 @@ bool peer_in_group(int fd, const ucred &cred, gid_t group)
 	}
 	groups.resize(len / sizeof(gid_t));
 	return std::find(groups.begin(), groups.end(), group) != groups.end();
-}
-
-long now_ns()
-{
-	timespec ts{};
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return long(ts.tv_sec) * 1'000'000'000L + ts.tv_nsec;
 }
 
 std::string too_long_reply()
@@ -294,7 +287,7 @@ void ControlServer::serve(const std::vector<pollfd> &fds, const Handler &handler
 	}
 	// Answer, one request per client in turn, within the round's budget.
 	size_t n = clients_.size(), budget = kRequestsPerRound;
-	long deadline = now_ns() + kServeBudgetNs;
+	uint64_t deadline = monotonic_ns() + kServeBudgetNs;
 	std::string line;
 	for (bool progress = true; progress && budget > 0 && n > 0;) {
 		progress = false;
@@ -304,7 +297,7 @@ void ControlServer::serve(const std::vector<pollfd> &fds, const Handler &handler
 				continue;
 			answer(c, line, handler);
 			progress = true;
-			if (--budget > 0 && now_ns() >= deadline)
+			if (--budget > 0 && monotonic_ns() >= deadline)
 				budget = 0;
 		}
 	}
