@@ -183,10 +183,7 @@ static __always_inline __u32 judge(const struct sluice_config *cfg, struct sluic
 	if (cfg->cost_ns == 0)
 		return SLUICE_PASSED; /* never configured: the loader writes config before attach */
 
-	if (is_v6)
-		sluice_mask_v6(src, settings.v6_prefix);
-	else
-		src->w[0] = sluice_mask_v4((__u32)src->w[0], settings.v4_prefix);
+	sluice_mask_source(src, is_v6, &settings);
 
 	__u64 key[2] = { settings.hash_key[0], settings.hash_key[1] };
 	struct sluice_slot_pair idx = sluice_slots_of(sluice_source_hash(key, src, is_v6),

@@ -13,6 +13,7 @@
 
 #include <linux/types.h>
 #include "parse.h"
+#include "sluice_abi.h"
 #include "siphash.h"
 
 /* Keep the first `prefix` bits (network order) of an address held as a
@@ -43,6 +44,22 @@ static inline void sluice_mask_v6(struct sluice_source *src, __u32 prefix)
 	} else {
 		src->w[1] = sluice_mask_word(src->w[1], prefix - 64);
 	}
+}
+
+/* The one prefix mask: keep the first settings->v4_prefix or v6_prefix bits
+ * of a parsed source, as its family says, in place. The program, the CLI's
+ * slot lookup (ctl/lib/logic/source.cpp) and the drop sampler
+ * (ctl/sluiced/drop_sampler.cpp) all mask with this. The settings are
+ * volatile for the program's sake: its settings are read-only data the
+ * loader fills in, which the compiler must not fold, and each prefix is read
+ * only on its own family's branch, so the program reads one setting. */
+static inline void sluice_mask_source(struct sluice_source *src, int is_v6,
+				      const volatile struct sluice_settings *settings)
+{
+	if (is_v6)
+		sluice_mask_v6(src, settings->v6_prefix);
+	else
+		src->w[0] = sluice_mask_v4((__u32)src->w[0], settings->v4_prefix);
 }
 
 /* Hash of a masked source. IPv4 hashes 4 bytes and IPv6 16, so the two

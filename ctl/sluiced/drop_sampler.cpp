@@ -79,10 +79,7 @@ int DropSampler::on_sample(void *ctx, void *data, size_t size)
 		std::memcpy(&s, data, sizeof(s));
 		sluice_source src{{s.w[0], s.w[1]}};
 		bool v6 = s.family == 6;
-		if (v6)
-			sluice_mask_v6(&src, self->settings_.v6_prefix);
-		else
-			src.w[0] = sluice_mask_v4(static_cast<uint32_t>(src.w[0]), self->settings_.v4_prefix);
+		sluice_mask_source(&src, v6, &self->settings_);
 		Cidr c;
 		c.addr.family = v6 ? Family::v6 : Family::v4;
 		std::memcpy(c.addr.bytes.data(), src.w, v6 ? 16 : 4);

@@ -11,10 +11,7 @@ SourceSlots source_slots(const sluice_settings &s, const Address &addr)
 	sluice_source src{};
 	bool v6 = addr.family == Family::v6;
 	std::memcpy(src.w, addr.bytes.data(), v6 ? 16 : 4);
-	if (v6)
-		sluice_mask_v6(&src, s.v6_prefix);
-	else
-		src.w[0] = sluice_mask_v4(static_cast<uint32_t>(src.w[0]), s.v4_prefix);
+	sluice_mask_source(&src, v6, &s);
 	const __u64 key[2] = {s.hash_key[0], s.hash_key[1]};
 	sluice_slot_pair pair = sluice_slots_of(sluice_source_hash(key, &src, v6), s.slot_mask, s.one_choice);
 
