@@ -43,18 +43,34 @@ enum sluice_breaker_state {
 	SLUICE_BREAKER_STATES = 3,
 };
 
-/* What happened to a frame. One per-CPU counter (packets and bytes) each. */
+/*
+ * What happened to a frame. One per-CPU counter (packets and bytes) each,
+ * keyed by the outcome's value. This table is the only list of the outcomes:
+ * the enum below, outcome_name() (ctl/lib/bpf/maps.cpp: the JSON keys,
+ * Prometheus labels and CLI tables), the bpf tests' fixture and the Python
+ * readers (bpf/sluice_abi.py, for tests/netns and scripts/demo.sh) are all
+ * made from it. Columns: the enumerator, its value, its name, and its
+ * verdict on an IP source (admitted or dropped; none for a frame that is no
+ * source's verdict). One row per line: the Python reader parses them.
+ */
+#define SLUICE_OUTCOME_TABLE(X) \
+	X(SLUICE_PASSED,      0, "passed",      admitted) /* IP, admitted by its buckets */ \
+	X(SLUICE_DROP_RATE,   1, "drop_rate",   dropped)  /* IP, its buckets were empty */ \
+	X(SLUICE_DROP_SHED,   2, "drop_shed",   dropped)  /* IP, breaker shedding and not allowlisted */ \
+	X(SLUICE_DROP_DENY,   3, "drop_deny",   dropped)  /* IP, source in the denylist (every state) */ \
+	X(SLUICE_ALLOWLISTED, 4, "allowlisted", admitted) /* IP, passed while shedding by the allowlist */ \
+	X(SLUICE_NON_IP,      5, "non_ip",      none)     /* ARP, LLDP, ...: passed, not limited */ \
+	X(SLUICE_MALFORMED,   6, "malformed",   none)     /* truncated, bad IHL/version, > 2 VLAN tags: dropped */ \
+	X(SLUICE_WOULD_DROP,  7, "would_drop",  none)     /* dry run: a drop verdict, but the frame passed */
+
+#define SLUICE_OUTCOME_ENUMERATOR(sym, value, name, verdict) sym = value,
+#define SLUICE_OUTCOME_ONE(sym, value, name, verdict) +1
 enum sluice_outcome {
-	SLUICE_PASSED = 0,       /* IP, admitted by its buckets */
-	SLUICE_DROP_RATE = 1,    /* IP, its buckets were empty */
-	SLUICE_DROP_SHED = 2,    /* IP, breaker shedding and not allowlisted */
-	SLUICE_DROP_DENY = 3,    /* IP, source in the denylist (every state) */
-	SLUICE_ALLOWLISTED = 4,  /* IP, passed while shedding by the allowlist */
-	SLUICE_NON_IP = 5,       /* ARP, LLDP, ...: passed, not limited */
-	SLUICE_MALFORMED = 6,    /* truncated, bad IHL/version, > 2 VLAN tags: dropped */
-	SLUICE_WOULD_DROP = 7,   /* dry run: a drop verdict, but the frame passed */
-	SLUICE_OUTCOMES = 8,
+	SLUICE_OUTCOME_TABLE(SLUICE_OUTCOME_ENUMERATOR)
+	SLUICE_OUTCOMES = 0 SLUICE_OUTCOME_TABLE(SLUICE_OUTCOME_ONE), /* values are 0..SLUICE_OUTCOMES-1 */
 };
+#undef SLUICE_OUTCOME_ENUMERATOR
+#undef SLUICE_OUTCOME_ONE
 
 struct sluice_counter {
 	__u64 packets;

@@ -133,8 +133,13 @@ import json, signal, sys
 
 signal.signal(signal.SIGINT, signal.SIG_IGN)  # a Ctrl-C is the demo's to handle
 
-ADMITTED = ("passed", "allowlisted")
-DROPPED = ("drop_rate", "drop_shed", "drop_deny")
+# The outcomes by their verdict on a source, from the table in bpf/sluice_abi.h
+# (argv[1] is bpf/): admitted passed, allowlisted; dropped drop_rate, _shed, _deny.
+sys.path.insert(0, sys.argv[1])
+sys.dont_write_bytecode = True
+from sluice_abi import outcome_names_by_verdict
+ADMITTED = outcome_names_by_verdict("admitted")
+DROPPED = outcome_names_by_verdict("dropped")
 
 def interface(doc, name):
     for e in doc.get("interfaces", []):
@@ -184,7 +189,7 @@ PY
 start_json() {
 	local python=/usr/bin/python3
 	[ -x "$python" ] || python=python3
-	coproc JSONPY { exec "$python" -c "$PYPROG"; }
+	coproc JSONPY { exec "$python" -c "$PYPROG" "$root/bpf"; }
 }
 
 # json MODE ARGS... <DOCUMENT: the answer's tab-separated fields in REPLY.

@@ -39,10 +39,16 @@ using frames::Bytes;
 inline constexpr __u64 kTestKey[2] = {0x0706050403020100ull, 0x0f0e0d0c0b0a0908ull};
 inline constexpr std::uint64_t kCoarseTickNs = 4'000'000; // HZ=250, see bpf_ktime_get_coarse_ns
 
+// The enumerator without "SLUICE_" ("DROP_RATE"), from sluice_abi.h's table.
 inline const char *outcome_name(unsigned o)
 {
-	static const char *names[] = {"PASSED",     "DROP_RATE", "DROP_SHED", "DROP_DENY",
-				      "ALLOWLISTED", "NON_IP",   "MALFORMED", "WOULD_DROP"};
+	static constexpr auto names = [] {
+		std::array<const char *, SLUICE_OUTCOMES> n{};
+#define SLUICE_OUTCOME_SYMBOL(sym, value, name, verdict) n[value] = &#sym[sizeof("SLUICE_") - 1];
+		SLUICE_OUTCOME_TABLE(SLUICE_OUTCOME_SYMBOL)
+#undef SLUICE_OUTCOME_SYMBOL
+		return n;
+	}();
 	return o < SLUICE_OUTCOMES ? names[o] : "?";
 }
 

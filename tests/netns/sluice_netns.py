@@ -23,6 +23,9 @@ TRAFFIC = os.environ.get("SLUICE_TRAFFIC", "sluice-traffic")
 SANITIZED = os.environ.get("SLUICE_SANITIZED") == "1"
 TESTBED = os.path.join(SOURCE_DIR, "scripts", "testbed.sh")
 
+sys.path.insert(0, os.path.join(SOURCE_DIR, "bpf"))
+from sluice_abi import outcome_names  # noqa: E402 (bpf/sluice_abi.h's outcome table)
+
 
 def use_tools(sluiced=None, sluicectl=None, traffic=None):
     """Run these binaries instead of the ones the environment names (CTest
@@ -205,8 +208,8 @@ def pinned_settings(tb, iface=None):
     return bytes(int(b, 16) for b in dump[0]["value"])
 
 
-# The outcomes, in the order of the counters map's keys (sluice_abi.h).
-OUTCOMES = ["passed", "drop_rate", "drop_shed", "drop_deny", "allowlisted", "non_ip", "malformed", "would_drop"]
+# The outcomes, in the order of the counters map's keys: sluice_abi.h's table.
+OUTCOMES = outcome_names()
 
 
 def counters(tb, iface=None):

@@ -166,12 +166,25 @@ Result<CounterSet> Counters::read() const
 	return total;
 }
 
+namespace {
+
+// From sluice_abi.h's table, each name at its value (a value out of range
+// does not compile; a value missing leaves a null the assert below finds).
+constexpr std::array<const char *, SLUICE_OUTCOMES> outcome_names = [] {
+	std::array<const char *, SLUICE_OUTCOMES> names{};
+#define SLUICE_OUTCOME_NAME(sym, value, name, verdict) names[value] = name;
+	SLUICE_OUTCOME_TABLE(SLUICE_OUTCOME_NAME)
+#undef SLUICE_OUTCOME_NAME
+	return names;
+}();
+static_assert(std::find(outcome_names.begin(), outcome_names.end(), nullptr) == outcome_names.end(),
+	      "SLUICE_OUTCOME_TABLE must give every value 0..SLUICE_OUTCOMES-1 a name");
+
+} // namespace
+
 const char *outcome_name(uint32_t outcome)
 {
-	static const char *const names[SLUICE_OUTCOMES] = {
-		"passed", "drop_rate", "drop_shed", "drop_deny", "allowlisted", "non_ip", "malformed", "would_drop",
-	};
-	return outcome < SLUICE_OUTCOMES ? names[outcome] : "unknown";
+	return outcome < SLUICE_OUTCOMES ? outcome_names[outcome] : "unknown";
 }
 
 const char *to_string(ListKind k)
