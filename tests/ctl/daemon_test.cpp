@@ -118,8 +118,10 @@ TEST_F(DaemonTest, ArgumentsAreCheckedBeforeTheHandlerRuns)
 
 TEST_F(DaemonTest, AttachRefusesABadNameBeforeTouchingAnything)
 {
-	expect_error({{"cmd", "attach"}, {"iface", "abcdefghijklmnopq"}}, "invalid",
-		     "interface name must be 1..15 characters");
+	const std::string name_rule =
+		"interface name must be 1..15 characters of printable ASCII, no '/', ':' or spaces";
+	expect_error({{"cmd", "attach"}, {"iface", "abcdefghijklmnopq"}}, "invalid", name_rule);
+	expect_error({{"cmd", "attach"}, {"iface", "eth0:1"}}, "invalid", name_rule);
 	expect_error({{"cmd", "attach"}, {"iface", "lo"}, {"mode", "turbo"}}, "invalid",
 		     "attach mode 'turbo' is not one of native, skb, auto");
 	EXPECT_FALSE(std::filesystem::exists(dir.path() + "/pins"));
