@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause) */
 /*
  * source_key.h - from a parsed source address to its two slots. No BPF
- * helpers: sluicectl computes the same slots for `sluicectl bucket IFACE ADDR`
- * with this header, so the CLI and the data plane cannot disagree.
+ * helpers: sluiced computes the same slots with this header (ctl/lib/logic/
+ * source, for `sluicectl bucket IFACE ADDR`, and the drop sampler's masking),
+ * so the control plane and the data plane cannot disagree.
  *
  * The address is masked to the configured prefix (an IPv6 sender rotating
  * through one /64 is one source by default), hashed with keyed SipHash, and the

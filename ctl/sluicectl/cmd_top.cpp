@@ -3,6 +3,7 @@
 // sluiced keeps a bounded Space-Saving summary of their source prefixes per
 // window (protocol.h, "top"); this prints its heaviest entries with their
 // estimated dropped pps and their bucket's tokens now, once or refreshed.
+#include "base/defaults.h"
 #include "sluicectl/command.h"
 #include "sluicectl/output.h"
 #include "sluicectl/table.h"
@@ -12,7 +13,7 @@ namespace sluicectl {
 void top_options(po::options_description &options)
 {
 	options.add_options()
-		("count,n", po::value<std::string>()->value_name("N"), "how many sources (default 10)")
+		("count,n", po::value<std::string>()->value_name("N"), ("how many sources (default " + std::to_string(sluice::defaults::kTopCount) + ")").c_str())
 		("watch", po::bool_switch(), "refresh in place until interrupted (with -j: a JSON line each time)")
 		("interval", po::value<std::string>()->value_name("SEC"), "seconds between refreshes (default 1)");
 }

@@ -204,7 +204,7 @@ json Daemon::breaker(ManagedInterface &mi, const Request &req)
 	auto state = breaker_state_from(*to);
 	if (!state)
 		return error_reply(
-			Error{ErrorKind::invalid, 0, "breaker state '" + *to + "' is not one of serving, shedding, recovering"});
+			Error{ErrorKind::invalid, 0, "breaker state '" + *to + "' is not one of " + breaker_state_names()});
 	return reply_of(mi.move_breaker(*state));
 }
 

@@ -32,15 +32,9 @@ Result<std::array<uint64_t, 2>> parse_key(const std::string &hex)
 
 Result<LogLevel> parse_level(const std::string &s)
 {
-	if (s == "debug")
-		return LogLevel::debug;
-	if (s == "info")
-		return LogLevel::info;
-	if (s == "warn")
-		return LogLevel::warn;
-	if (s == "error")
-		return LogLevel::error;
-	return invalid("--log-level '" + s + "' is not one of debug, info, warn, error");
+	if (auto l = log_level_named(s))
+		return *l;
+	return invalid("--log-level '" + s + "' is not one of " + log_level_names());
 }
 
 // The config file's text: a regular file of at most 1 MiB (a FIFO would

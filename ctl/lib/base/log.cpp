@@ -1,5 +1,7 @@
 #include "base/log.h"
 
+#include "base/names.h"
+
 #include <cstdio>
 #include <string>
 
@@ -7,21 +9,28 @@ namespace sluice {
 
 namespace {
 LogLevel g_level = LogLevel::info;
-const char *name(LogLevel l)
-{
-	switch (l) {
-	case LogLevel::debug:
-		return "debug";
-	case LogLevel::info:
-		return "info";
-	case LogLevel::warn:
-		return "warn";
-	case LogLevel::error:
-		return "error";
-	}
-	return "info";
-}
+constexpr std::array<Named<LogLevel>, 4> kLevelNames{{
+	{LogLevel::debug, "debug"},
+	{LogLevel::info, "info"},
+	{LogLevel::warn, "warn"},
+	{LogLevel::error, "error"},
+}};
 } // namespace
+
+std::string_view to_string(LogLevel level)
+{
+	return name_of(kLevelNames, level, "info");
+}
+
+std::optional<LogLevel> log_level_named(std::string_view name)
+{
+	return value_named(kLevelNames, name);
+}
+
+std::string log_level_names()
+{
+	return names_of(kLevelNames);
+}
 
 void set_log_level(LogLevel level)
 {
@@ -32,7 +41,7 @@ void log(LogLevel level, std::string_view message)
 {
 	if (level < g_level)
 		return;
-	std::string line = std::string(name(level)) + ": " + std::string(message) + "\n";
+	std::string line = std::string(to_string(level)) + ": " + std::string(message) + "\n";
 	std::fwrite(line.data(), 1, line.size(), stderr);
 	std::fflush(stderr);
 }

@@ -2,11 +2,17 @@
 // prefixes are left to the unit file: stderr lines are enough for journald).
 #pragma once
 
+#include <optional>
+#include <string>
 #include <string_view>
 
 namespace sluice {
 
 enum class LogLevel { debug, info, warn, error };
+
+std::string_view to_string(LogLevel level);
+std::optional<LogLevel> log_level_named(std::string_view name);
+std::string log_level_names(); // "debug, info, warn, error"
 
 void set_log_level(LogLevel level);
 void log(LogLevel level, std::string_view message);

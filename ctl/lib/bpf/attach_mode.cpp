@@ -1,5 +1,7 @@
 #include "bpf/attach_mode.h"
 
+#include "base/names.h"
+
 #include <bpf/libbpf.h>
 #include <linux/if_link.h>
 
@@ -8,28 +10,24 @@
 
 namespace sluice {
 
+namespace {
+constexpr std::array<Named<AttachMode>, 3> kModeNames{{
+	{AttachMode::native, "native"},
+	{AttachMode::skb, "skb"},
+	{AttachMode::automatic, "auto"},
+}};
+} // namespace
+
 Result<AttachMode> parse_attach_mode(std::string_view t)
 {
-	if (t == "native")
-		return AttachMode::native;
-	if (t == "skb")
-		return AttachMode::skb;
-	if (t == "auto")
-		return AttachMode::automatic;
-	return invalid("attach mode '" + std::string(t) + "' is not one of native, skb, auto");
+	if (auto m = value_named(kModeNames, t))
+		return *m;
+	return invalid("attach mode '" + std::string(t) + "' is not one of " + names_of(kModeNames));
 }
 
 std::string_view to_string(AttachMode m)
 {
-	switch (m) {
-	case AttachMode::native:
-		return "native";
-	case AttachMode::skb:
-		return "skb";
-	case AttachMode::automatic:
-		return "auto";
-	}
-	return "unknown";
+	return name_of(kModeNames, m);
 }
 
 Result<AttachMode> attached_mode(int ifindex)

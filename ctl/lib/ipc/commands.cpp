@@ -1,5 +1,7 @@
 #include "ipc/commands.h"
 
+#include "base/names.h"
+
 #include <string>
 
 namespace sluice {
@@ -14,15 +16,12 @@ const CommandSpec *find_command(std::string_view name)
 
 const char *to_string(Access a)
 {
-	switch (a) {
-	case Access::read:
-		return "reads";
-	case Access::write:
-		return "writes";
-	case Access::read_or_write:
-		return "reads or writes";
-	}
-	return "writes";
+	static constexpr std::array<Named<Access>, 3> names{{
+		{Access::read, "reads"},
+		{Access::write, "writes"},
+		{Access::read_or_write, "reads or writes"},
+	}};
+	return name_of(names, a, "writes").data(); // the rows are literals: NUL-terminated
 }
 
 bool known_command(std::string_view cmd)

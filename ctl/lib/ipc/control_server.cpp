@@ -1,6 +1,7 @@
 #include "ipc/control_server.h"
 
 #include "base/clock.h"
+#include "base/limits.h"
 #include "base/log.h"
 
 #include <algorithm>
@@ -63,7 +64,7 @@ bool live_socket(const std::string &path)
 
 Result<ControlServer> ControlServer::listen(const std::string &path, std::optional<gid_t> group, size_t max_clients)
 {
-	if (path.size() >= sizeof(sockaddr_un::sun_path))
+	if (!check_socket_path(path))
 		return invalid("socket path " + path + " is too long");
 	std::error_code ec;
 	std::filesystem::create_directories(std::filesystem::path(path).parent_path(), ec);

@@ -1,6 +1,16 @@
 #include "ipc/protocol.h"
 
+#include "base/names.h"
+
 namespace sluice {
+
+namespace {
+constexpr std::array<Named<ErrorKind>, 3> kKindNames{{
+	{ErrorKind::refused, "refused"},
+	{ErrorKind::invalid, "invalid"},
+	{ErrorKind::system, "system"},
+}};
+} // namespace
 
 Result<Request> parse_request(std::string_view line)
 {
@@ -81,23 +91,12 @@ Result<std::vector<std::string>> Request::str_list(const char *name) const
 
 const char *kind_name(ErrorKind k)
 {
-	switch (k) {
-	case ErrorKind::refused:
-		return "refused";
-	case ErrorKind::invalid:
-		return "invalid";
-	case ErrorKind::system:
-		return "system";
-	}
-	return "system";
+	return name_of(kKindNames, k, "system").data(); // the rows are literals: NUL-terminated
 }
 
 std::optional<ErrorKind> kind_from(std::string_view name)
 {
-	for (auto k : {ErrorKind::refused, ErrorKind::invalid, ErrorKind::system})
-		if (name == kind_name(k))
-			return k;
-	return std::nullopt;
+	return value_named(kKindNames, name);
 }
 
 json ok_reply(json body)

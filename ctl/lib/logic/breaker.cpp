@@ -1,5 +1,7 @@
 #include "logic/breaker.h"
 
+#include "base/names.h"
+
 #include <algorithm>
 #include <array>
 #include <string>
@@ -10,27 +12,26 @@ namespace {
 constexpr std::array<BreakerState, 1> from_serving{BreakerState::shedding};
 constexpr std::array<BreakerState, 1> from_shedding{BreakerState::recovering};
 constexpr std::array<BreakerState, 2> from_recovering{BreakerState::serving, BreakerState::shedding};
+constexpr std::array<Named<BreakerState>, 3> kStateNames{{
+	{BreakerState::serving, "serving"},
+	{BreakerState::shedding, "shedding"},
+	{BreakerState::recovering, "recovering"},
+}};
 } // namespace
 
 std::string_view to_string(BreakerState s)
 {
-	switch (s) {
-	case BreakerState::serving:
-		return "serving";
-	case BreakerState::shedding:
-		return "shedding";
-	case BreakerState::recovering:
-		return "recovering";
-	}
-	return "unknown";
+	return name_of(kStateNames, s);
 }
 
 std::optional<BreakerState> breaker_state_from(std::string_view name)
 {
-	for (auto s : {BreakerState::serving, BreakerState::shedding, BreakerState::recovering})
-		if (to_string(s) == name)
-			return s;
-	return std::nullopt;
+	return value_named(kStateNames, name);
+}
+
+std::string breaker_state_names()
+{
+	return names_of(kStateNames);
 }
 
 std::optional<BreakerState> breaker_state_from(uint32_t raw)

@@ -27,6 +27,8 @@ enum class BreakerState : uint32_t {
 
 std::string_view to_string(BreakerState s);
 std::optional<BreakerState> breaker_state_from(std::string_view name);
+// "serving, shedding, recovering", for messages that list them.
+std::string breaker_state_names();
 std::optional<BreakerState> breaker_state_from(uint32_t raw);
 
 class Breaker {
