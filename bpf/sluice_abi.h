@@ -169,6 +169,30 @@ struct sluice_drop_sample {
 #define SLUICE_SAMPLE_EVERY_DEFAULT 1024u
 #define SLUICE_SAMPLE_EVERY_MAX (1u << 24)
 
+/*
+ * Standing: the sources this host has a relationship with that the kernel
+ * verified (bpf/standing.h has the math). A fixed table of sets, a power of two
+ * of them fixed at load, indexed by the same keyed hash as the buckets; each
+ * set holds SLUICE_STANDING_WAYS entries of one u64:
+ *   bits 63..32  fingerprint: the hash's high half, never 0 (0: empty)
+ *   bits 31..0   stamp: when the source was last seen, in ticks of 2^30 ns
+ *                (about 1.07 s) of the biased clock, wrapping after 146 years
+ * One word per entry, so a reader never sees half a write; a set is one
+ * map value (64 bytes, one cache line), so a lookup is one
+ * bpf_map_lookup_elem and one line. The default, 2^16 sets (524,288 entries,
+ * 4 MiB), keeps 10^5 sources with standing losing 0.0024% of their entries to
+ * full sets and 2x10^5 losing 0.19% (Poisson occupancy, 8 ways).
+ */
+#define SLUICE_STANDING_WAYS 8
+#define SLUICE_STANDING_TICK_SHIFT 30
+#define SLUICE_STANDING_SETS_MIN (1u << 4)
+#define SLUICE_STANDING_SETS_MAX (1u << 22)
+#define SLUICE_STANDING_SETS_DEFAULT (1u << 16)
+
+struct sluice_standing_set {
+	__u64 way[SLUICE_STANDING_WAYS];
+};
+
 /* Pin names under <pin-dir>/<ifname>/ */
 #define SLUICE_PIN_LINK "link"
 #define SLUICE_PIN_SLOTS "slots"

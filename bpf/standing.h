@@ -1,0 +1,132 @@
+/* SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause) */
+/*
+ * standing.h - the standing table's math, and nothing else. No BPF helpers:
+ * compiled into the kernel programs and into the host unit tests, which drive
+ * it with a fake clock. The caller hashes the source (source_key.h: the same
+ * masked source and keyed hash as the buckets, so a frame pays one SipHash)
+ * and reads the clock.
+ *
+ * A source is found by its set (the hash's low half, masked to the table) and
+ * its fingerprint (the high half) within the set. A random source that does not
+ * own an entry matches one only when its fingerprint equals one of the at most
+ * SLUICE_STANDING_WAYS live fingerprints in its set: at most 8 x 2^-32, about
+ * 2 in 10^9, however full the table (tests/unit/standing_test.cpp measures it).
+ *
+ * An entry is live while its age, in ticks of 2^30 ns, is at most the lapse
+ * time; it lapses by itself, no sweep needed. Ages are differences of 32-bit
+ * stamps, so they are right across the stamp's wrap; an entry stamped ahead of
+ * now (a clock that seems to go backwards) has a huge age and reads as lapsed:
+ * a doubt about the clock never grants standing.
+ *
+ * Concurrency: each entry is one aligned u64, written whole, so a reader sees
+ * the old entry or the new one. Two CPUs granting into one set at the same
+ * instant may pick the same way and one grant is lost; the next connection of
+ * that source grants it again. Nothing here can make an entry match a source
+ * that did not earn it.
+ */
+#ifndef SLUICE_STANDING_H
+#define SLUICE_STANDING_H
+
+#include "sluice_abi.h"
+
+/* The fingerprint of a source's hash: its high half, never 0 (0 marks an empty way). */
+static inline __u32 sluice_standing_fingerprint(__u64 hash)
+{
+	__u32 fp = (__u32)(hash >> 32);
+	return fp ? fp : 1;
+}
+
+/* The set a source's hash lives in. */
+static inline __u32 sluice_standing_set_of(__u64 hash, __u32 set_mask)
+{
+	return (__u32)hash & set_mask;
+}
+
+/* The stamp of a biased clock reading (bucket.h's SLUICE_TIME_BIAS form). */
+static inline __u32 sluice_standing_stamp(__u64 now)
+{
+	return (__u32)(now >> SLUICE_STANDING_TICK_SHIFT);
+}
+
+static inline __u64 sluice_standing_entry(__u32 fp, __u32 stamp)
+{
+	return ((__u64)fp << 32) | stamp;
+}
+
+static inline __u32 sluice_standing_entry_fp(__u64 entry)
+{
+	return (__u32)(entry >> 32);
+}
+
+/* Ticks since the entry was stamped, modulo 2^32. */
+static inline __u32 sluice_standing_age(__u64 entry, __u32 stamp)
+{
+	return stamp - (__u32)entry;
+}
+
+static inline int sluice_standing_live(__u64 entry, __u32 stamp, __u32 lapse_ticks)
+{
+	return sluice_standing_entry_fp(entry) != 0 && sluice_standing_age(entry, stamp) <= lapse_ticks;
+}
+
+/* The way of `set` that holds fingerprint fp, live now; -1 if none. */
+static inline int sluice_standing_find(const struct sluice_standing_set *set, __u32 fp, __u32 stamp,
+				       __u32 lapse_ticks)
+{
+	for (int w = 0; w < SLUICE_STANDING_WAYS; w++) {
+		__u64 e = set->way[w];
+		if (sluice_standing_entry_fp(e) == fp && sluice_standing_age(e, stamp) <= lapse_ticks)
+			return w;
+	}
+	return -1;
+}
+
+/* A live entry is stamped again once it is older than an eighth of the lapse
+ * time, so a source that keeps sending keeps its standing while an entry is
+ * written at most eight times per lapse time, not once a frame. */
+static inline int sluice_standing_needs_refresh(__u64 entry, __u32 stamp, __u32 lapse_ticks)
+{
+	return sluice_standing_age(entry, stamp) > (lapse_ticks >> 3);
+}
+
+/*
+ * The way a grant of fp writes: the way that holds fp already (live or not),
+ * else an empty or lapsed way, else the way stamped longest ago. So a set
+ * never holds one fingerprint twice, and a full set gives up its least
+ * recently seen source.
+ */
+static inline int sluice_standing_victim(const struct sluice_standing_set *set, __u32 fp, __u32 stamp,
+					 __u32 lapse_ticks)
+{
+	int same = -1, free_way = -1, oldest = 0;
+	__u32 oldest_age = 0;
+
+	for (int w = 0; w < SLUICE_STANDING_WAYS; w++) {
+		__u64 e = set->way[w];
+		__u32 age = sluice_standing_age(e, stamp);
+		if (sluice_standing_entry_fp(e) == fp && same < 0)
+			same = w;
+		if (!sluice_standing_live(e, stamp, lapse_ticks) && free_way < 0)
+			free_way = w;
+		if (age > oldest_age) {
+			oldest_age = age;
+			oldest = w;
+		}
+	}
+	if (same >= 0)
+		return same;
+	if (free_way >= 0)
+		return free_way;
+	return oldest;
+}
+
+/* Grant (or refresh) the standing of fp in its set, stamped now; the way written. */
+static inline int sluice_standing_grant(struct sluice_standing_set *set, __u32 fp, __u32 stamp,
+					__u32 lapse_ticks)
+{
+	int w = sluice_standing_victim(set, fp, stamp, lapse_ticks);
+	*(volatile __u64 *)&set->way[w] = sluice_standing_entry(fp, stamp);
+	return w;
+}
+
+#endif /* SLUICE_STANDING_H */
