@@ -6,7 +6,8 @@
  *   parse.h        Ethernet (+ up to 2 VLAN tags) -> IPv4/IPv6 source, or
  *                  non-IP (passed), or malformed (dropped)
  *   deny list      only when the config says the family's list has entries
- *   shedding       allowlisted sources pass, every other IP frame drops
+ *   shedding       allowlisted sources pass; a source with live standing
+ *                  (standing.h) goes on to its buckets; every other IP frame drops
  *   source_key.h   mask to the prefix, keyed SipHash, two slot indices
  *   bucket.h       admit when the fuller slot has a token; both pay
  *   counters       one per-CPU counter per outcome, packets and bytes
@@ -14,15 +15,25 @@
  * Work the configuration does not need costs nothing: the lists are looked up
  * only when the daemon has marked them non-empty in config.list_flags (one LPM
  * lookup costs more than the whole bucket update), the allowlist only while
- * shedding, and the clock is read only on the bucket path.
+ * shedding, the standing table only while shedding, and the clock is read
+ * only on the bucket and standing paths.
+ *
+ * The same object carries the standing table's feeders (see "Standing" in
+ * docs/architecture.md): a sock_ops program granting the peer of every TCP
+ * connection that completed its handshake, and cgroup connect/sendmsg
+ * programs granting the peers the host chose to talk to. The daemon attaches
+ * them with bpf_links on the cgroup v2 root; they share `settings` (hash key,
+ * prefixes) and the `standing` map with the XDP program.
  */
 #include <linux/bpf.h>
 #include <bpf/bpf_helpers.h>
+#include <bpf/bpf_endian.h>
 
 #include "sluice_abi.h"
 #include "bucket.h"
 #include "parse.h"
 #include "source_key.h"
+#include "standing.h"
 
 char LICENSE[] SEC("license") = "Dual BSD/GPL";
 
@@ -71,6 +82,10 @@ const volatile struct sluice_settings settings = {
 	.v4_prefix = 32,
 	.v6_prefix = 64,
 	.sample_every = SLUICE_SAMPLE_EVERY_DEFAULT,
+	.standing_set_mask = SLUICE_STANDING_SETS_DEFAULT - 1,
+	.standing_lapse_ticks = 3353, /* SLUICE_STANDING_LAPSE_DEFAULT_S in ticks, rounded up */
+	.ephemeral_lo = 32768,
+	.ephemeral_hi = 60999,
 };
 
 /* max_entries is replaced at load by the configured table size. */
@@ -108,6 +123,15 @@ SLUICE_LPM_MAP(allow_v4, struct sluice_lpm_v4);
 SLUICE_LPM_MAP(allow_v6, struct sluice_lpm_v6);
 SLUICE_LPM_MAP(deny_v4, struct sluice_lpm_v4);
 SLUICE_LPM_MAP(deny_v6, struct sluice_lpm_v6);
+
+/* The standing table (sluice_abi.h, standing.h); max_entries is replaced at
+ * load by the configured number of sets. */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, SLUICE_STANDING_SETS_DEFAULT);
+	__type(key, __u32);
+	__type(value, struct sluice_standing_set);
+} standing SEC(".maps");
 
 /* Sampled drops for `sluicectl top` (sluice_abi.h, struct sluice_drop_sample). */
 struct {
@@ -163,6 +187,41 @@ static __always_inline int listed(void *v4_map, void *v6_map, const struct sluic
 	return bpf_map_lookup_elem(v4_map, &k4) != NULL;
 }
 
+/* The masked source's keyed hash: the one SipHash a frame (or a grant) pays,
+ * for its slots and its standing alike. Masks src in place. */
+static __always_inline __u64 source_hash(struct sluice_source *src, int is_v6)
+{
+	sluice_mask_source(src, is_v6, &settings);
+
+	__u64 key[2] = { settings.hash_key[0], settings.hash_key[1] };
+	return sluice_source_hash(key, src, is_v6);
+}
+
+/* Has the source of this hash live standing? A live entry older than an
+ * eighth of the lapse time is stamped again (by compare-and-swap: an entry
+ * another CPU replaced meanwhile is left alone), so a source that keeps
+ * sending while shedding keeps its standing. */
+static __always_inline int has_standing(__u64 hash)
+{
+	__u32 idx = sluice_standing_set_of(hash, settings.standing_set_mask);
+	struct sluice_standing_set *set = bpf_map_lookup_elem(&standing, &idx);
+
+	if (!set)
+		return 0; /* cannot happen: standing_set_mask < max_entries */
+	__u32 stamp = sluice_standing_stamp(SLUICE_CLOCK() + SLUICE_TIME_BIAS);
+	__u32 fp = sluice_standing_fingerprint(hash);
+	int w = sluice_standing_find(set, fp, stamp, settings.standing_lapse_ticks);
+
+	if (w < 0)
+		return 0;
+	__u64 *way = &set->way[w & (SLUICE_STANDING_WAYS - 1)];
+	__u64 old = *way;
+
+	if (sluice_standing_needs_refresh(old, stamp, settings.standing_lapse_ticks))
+		__sync_val_compare_and_swap(way, old, sluice_standing_entry(fp, stamp));
+	return 1;
+}
+
 /* The verdict of an IP frame from `src`, as an outcome. */
 static __always_inline __u32 judge(const struct sluice_config *cfg, struct sluice_source *src,
 				   int is_v6)
@@ -177,17 +236,22 @@ static __always_inline __u32 judge(const struct sluice_config *cfg, struct sluic
 	if (state == SLUICE_SHEDDING) {
 		if ((cfg->list_flags & allow_bit) && listed(&allow_v4, &allow_v6, src, is_v6))
 			return SLUICE_ALLOWLISTED;
-		return sampled_drop(src, is_v6, SLUICE_DROP_SHED);
+		if (cfg->cost_ns == 0)
+			return sampled_drop(src, is_v6, SLUICE_DROP_SHED); /* never configured */
+	} else if (cfg->cost_ns == 0) {
+		return SLUICE_PASSED; /* never configured: the loader writes config before attach */
 	}
 
-	if (cfg->cost_ns == 0)
-		return SLUICE_PASSED; /* never configured: the loader writes config before attach */
+	/* The shed sample carries the source as the frame did; the rate
+	 * sample the masked one (the daemon masks both alike). */
+	struct sluice_source masked = *src;
+	__u64 hash = source_hash(&masked, is_v6);
 
-	sluice_mask_source(src, is_v6, &settings);
+	/* Shedding: only a source with standing goes on to its buckets. */
+	if (state == SLUICE_SHEDDING && !has_standing(hash))
+		return sampled_drop(src, is_v6, SLUICE_DROP_SHED);
 
-	__u64 key[2] = { settings.hash_key[0], settings.hash_key[1] };
-	struct sluice_slot_pair idx = sluice_slots_of(sluice_source_hash(key, src, is_v6),
-						      settings.slot_mask, settings.one_choice);
+	struct sluice_slot_pair idx = sluice_slots_of(hash, settings.slot_mask, settings.one_choice);
 #ifdef SLUICE_BENCH_STOP_AFTER_HASH
 	SLUICE_BENCH_KEEP(idx.a);
 	SLUICE_BENCH_KEEP(idx.b);
@@ -226,8 +290,8 @@ static __always_inline __u32 judge(const struct sluice_config *cfg, struct sluic
 	return SLUICE_BENCH_STOPPED;
 #endif
 	if (sluice_admit2(a, b, now, cost, cfg->burst * cost))
-		return SLUICE_PASSED;
-	return sampled_drop(src, is_v6, SLUICE_DROP_RATE);
+		return state == SLUICE_SHEDDING ? SLUICE_STANDING : SLUICE_PASSED;
+	return sampled_drop(&masked, is_v6, SLUICE_DROP_RATE);
 }
 
 SEC("xdp")
@@ -264,7 +328,7 @@ int sluice_xdp(struct xdp_md *ctx)
 #endif
 	}
 	count(outcome, bytes);
-	if (outcome == SLUICE_PASSED || outcome == SLUICE_ALLOWLISTED)
+	if (outcome == SLUICE_PASSED || outcome == SLUICE_ALLOWLISTED || outcome == SLUICE_STANDING)
 		return XDP_PASS;
 	if (settings.dry_run) {
 		/* WOULD_DROP overlays the reason counted above: frames seen =
@@ -273,4 +337,122 @@ int sluice_xdp(struct xdp_md *ctx)
 		return XDP_PASS;
 	}
 	return XDP_DROP;
+}
+
+/* ---- The standing table's feeders ---- */
+
+/* Grant the peer `src` standing, stamped now. */
+static __always_inline void grant(struct sluice_source *src, int is_v6)
+{
+	__u64 hash = source_hash(src, is_v6);
+	__u32 idx = sluice_standing_set_of(hash, settings.standing_set_mask);
+	struct sluice_standing_set *set = bpf_map_lookup_elem(&standing, &idx);
+
+	if (!set)
+		return;
+	__u32 stamp = sluice_standing_stamp(SLUICE_CLOCK() + SLUICE_TIME_BIAS);
+	__u32 fp = sluice_standing_fingerprint(hash);
+	int w = sluice_standing_victim(set, fp, stamp, settings.standing_lapse_ticks);
+
+	set->way[w & (SLUICE_STANDING_WAYS - 1)] = sluice_standing_entry(fp, stamp);
+}
+
+static __always_inline void grant_v4(__u32 addr)
+{
+	struct sluice_source src = { .w = { addr, 0 } };
+
+	grant(&src, 0);
+}
+
+/* An IPv6 peer as four network-order words; a v4-mapped one (::ffff:a.b.c.d,
+ * a dual-stack socket's IPv4 peer) is granted as the IPv4 address its frames
+ * carry. */
+static __always_inline void grant_v6(__u32 a0, __u32 a1, __u32 a2, __u32 a3)
+{
+	if (a0 == 0 && a1 == 0 && a2 == bpf_htonl(0x0000ffff)) {
+		grant_v4(a3);
+		return;
+	}
+	__u32 a[4] = { a0, a1, a2, a3 };
+	struct sluice_source src;
+
+	__builtin_memcpy(src.w, a, sizeof(a));
+	grant(&src, 1);
+}
+
+/* A TCP connection reached ESTABLISHED: passive, a peer completed the
+ * handshake to a local listener (it answered our SYN-ACK, so its address is
+ * real); active, a connection the host opened. Nothing a spoofed packet makes
+ * the host send (SYN-ACK, RST) reaches either callback. These two callbacks
+ * run without any BPF_SOCK_OPS_*_CB_FLAGS, so the program sets none. */
+SEC("sockops")
+int sluice_sockops(struct bpf_sock_ops *skops)
+{
+	if (skops->op != BPF_SOCK_OPS_PASSIVE_ESTABLISHED_CB && skops->op != BPF_SOCK_OPS_ACTIVE_ESTABLISHED_CB)
+		return 1;
+	if (skops->family == 2 /* AF_INET */)
+		grant_v4(skops->remote_ip4);
+	else if (skops->family == 10 /* AF_INET6 */)
+		grant_v6(skops->remote_ip6[0], skops->remote_ip6[1], skops->remote_ip6[2], skops->remote_ip6[3]);
+	return 1;
+}
+
+/* Is this UDP socket a client's? Bound to a port of the ephemeral range (the
+ * kernel's autobind) or not bound yet (connect() before bind: the kernel binds
+ * it from that range next). A socket bound to any other port is a server's:
+ * its replies go to whoever sent it a query, spoofed or not, and never grant. */
+static __always_inline int udp_client_socket(struct bpf_sock_addr *ctx, int unbound_ok)
+{
+	struct bpf_sock *sk = ctx->sk;
+
+	if (!sk)
+		return 0;
+	__u32 port = sk->src_port; /* host order */
+	if (port == 0)
+		return unbound_ok;
+	return port >= settings.ephemeral_lo && port <= settings.ephemeral_hi;
+}
+
+/* connect(): TCP, the host chose the peer (granted before the handshake, so
+ * that the peer's SYN-ACK is not shed); UDP, a client socket's peer. */
+static __always_inline int connect_grants(struct bpf_sock_addr *ctx)
+{
+	if (ctx->type == 1 /* SOCK_STREAM */)
+		return 1;
+	return ctx->type == 2 /* SOCK_DGRAM */ && udp_client_socket(ctx, 1);
+}
+
+SEC("cgroup/connect4")
+int sluice_connect4(struct bpf_sock_addr *ctx)
+{
+	if (connect_grants(ctx))
+		grant_v4(ctx->user_ip4);
+	return 1; /* never blocks */
+}
+
+SEC("cgroup/connect6")
+int sluice_connect6(struct bpf_sock_addr *ctx)
+{
+	if (connect_grants(ctx))
+		grant_v6(ctx->user_ip6[0], ctx->user_ip6[1], ctx->user_ip6[2], ctx->user_ip6[3]);
+	return 1;
+}
+
+/* sendmsg() on an unconnected UDP socket (sendto): granted only from a client
+ * socket, see udp_client_socket(). By now the socket is bound (inet_sendmsg
+ * autobinds before this hook runs). */
+SEC("cgroup/sendmsg4")
+int sluice_sendmsg4(struct bpf_sock_addr *ctx)
+{
+	if (udp_client_socket(ctx, 0))
+		grant_v4(ctx->user_ip4);
+	return 1;
+}
+
+SEC("cgroup/sendmsg6")
+int sluice_sendmsg6(struct bpf_sock_addr *ctx)
+{
+	if (udp_client_socket(ctx, 0))
+		grant_v6(ctx->user_ip6[0], ctx->user_ip6[1], ctx->user_ip6[2], ctx->user_ip6[3]);
+	return 1;
 }

@@ -12,8 +12,10 @@
 #include <linux/types.h>
 
 /* Bumped on any change to a map's key/value layout or to the meaning of a field.
- * 2: the drop_samples ring buffer, settings.sample_every. */
-#define SLUICE_LAYOUT_VERSION 2
+ * 2: the drop_samples ring buffer, settings.sample_every.
+ * 3: the standing map and its cgroup feeders' links, settings.standing_*,
+ *    the "standing" outcome. */
+#define SLUICE_LAYOUT_VERSION 3
 
 /* Table size bounds. The slot table is a BPF_MAP_TYPE_ARRAY whose size is a
  * power of two fixed at load: the index is (hash & (slots - 1)). */
@@ -61,7 +63,8 @@ enum sluice_breaker_state {
 	X(SLUICE_ALLOWLISTED, 4, "allowlisted", admitted) /* IP, passed while shedding by the allowlist */ \
 	X(SLUICE_NON_IP,      5, "non_ip",      none)     /* ARP, LLDP, ...: passed, not limited */ \
 	X(SLUICE_MALFORMED,   6, "malformed",   none)     /* truncated, bad IHL/version, > 2 VLAN tags: dropped */ \
-	X(SLUICE_WOULD_DROP,  7, "would_drop",  none)     /* dry run: a drop verdict, but the frame passed */
+	X(SLUICE_WOULD_DROP,  7, "would_drop",  none)     /* dry run: a drop verdict, but the frame passed */ \
+	X(SLUICE_STANDING,    8, "standing",    admitted) /* IP, passed while shedding: it has standing and a token */
 
 #define SLUICE_OUTCOME_ENUMERATOR(sym, value, name, verdict) sym = value,
 #define SLUICE_OUTCOME_ONE(sym, value, name, verdict) +1
@@ -143,6 +146,13 @@ struct sluice_settings {
 	__u32 dry_run;       /* 1: count would-drops, pass everything */
 	__u32 one_choice;    /* 1: one slot per source (benchmarks only) */
 	__u32 sample_every;  /* 0: off; else a power of two: 1 in this many drops is sampled */
+	__u32 standing_set_mask;    /* standing sets - 1 */
+	__u32 standing_lapse_ticks; /* an entry lapses this many ticks (2^30 ns) after it was stamped */
+	/* The host's ephemeral port range (net.ipv4.ip_local_port_range at load):
+	 * a UDP socket bound to a port in it is a client's, so its peers earn
+	 * standing; one bound elsewhere is a server's, whose replies never do. */
+	__u32 ephemeral_lo;
+	__u32 ephemeral_hi;
 	__u32 _pad0;
 };
 
@@ -188,6 +198,11 @@ struct sluice_drop_sample {
 #define SLUICE_STANDING_SETS_MIN (1u << 4)
 #define SLUICE_STANDING_SETS_MAX (1u << 22)
 #define SLUICE_STANDING_SETS_DEFAULT (1u << 16)
+/* Lapse: an entry stays live this long after its last grant or refresh,
+ * in seconds (converted to ticks at load, rounded up). */
+#define SLUICE_STANDING_LAPSE_MIN_S 1u
+#define SLUICE_STANDING_LAPSE_MAX_S (7u * 24 * 3600)
+#define SLUICE_STANDING_LAPSE_DEFAULT_S 3600u
 
 struct sluice_standing_set {
 	__u64 way[SLUICE_STANDING_WAYS];
@@ -204,6 +219,13 @@ struct sluice_standing_set {
 #define SLUICE_PIN_DENY_V4 "deny_v4"
 #define SLUICE_PIN_DENY_V6 "deny_v6"
 #define SLUICE_PIN_DROP_SAMPLES "drop_samples"
+#define SLUICE_PIN_STANDING "standing"
+/* The standing feeders' bpf_links on the cgroup v2 root. */
+#define SLUICE_PIN_SOCKOPS_LINK "sockops_link"
+#define SLUICE_PIN_CONNECT4_LINK "connect4_link"
+#define SLUICE_PIN_CONNECT6_LINK "connect6_link"
+#define SLUICE_PIN_SENDMSG4_LINK "sendmsg4_link"
+#define SLUICE_PIN_SENDMSG6_LINK "sendmsg6_link"
 /* Instead of "link" when the program runs under libxdp's dispatcher
  * (sluiced --multiprog): the program itself; libxdp holds its link. */
 #define SLUICE_PIN_MULTIPROG "multiprog_prog"

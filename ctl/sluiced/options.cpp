@@ -73,6 +73,7 @@ Result<ParsedOptions> parse_daemon_options(int argc, const char *const *argv)
 	int64_t trip = static_cast<int64_t>(o.policy.trip_pps), clear = -1, periods = o.policy.trip_periods;
 	int64_t audit = o.audit_per_period, clients = o.max_clients;
 	int64_t sample_every = o.load.sample_every, top_capacity = static_cast<int64_t>(o.top_capacity);
+	int64_t standing_sets = o.load.standing_sets, standing_lapse = o.load.standing_lapse_s;
 	double start_pct = o.policy.start_ppm / 10000.0;
 
 	po::options_description desc("sluiced options");
@@ -89,6 +90,8 @@ Result<ParsedOptions> parse_daemon_options(int argc, const char *const *argv)
 		("dry-run", po::bool_switch(&o.load.dry_run), "compute verdicts, count would-drops, pass everything")
 		("multiprog", po::bool_switch(&o.load.multiprog), "attach through libxdp's dispatcher, beside other XDP programs (xdp-loader status lists it)")
 		("sample-every", po::value(&sample_every)->default_value(sample_every), "sample 1 in N dropped frames for `sluicectl top` (a power of two; 0: off)")
+		("standing-sets", po::value(&standing_sets)->default_value(standing_sets), "sets of 8 entries in the standing table (power of two; 64 B each)")
+		("standing-lapse", po::value(&standing_lapse)->default_value(standing_lapse), "seconds a source keeps standing after the host last saw it")
 		("top-capacity", po::value(&top_capacity)->default_value(top_capacity), "sources the `sluicectl top` summary tracks (its memory is fixed by this)")
 		("top-window", po::value(&o.top_window_s)->default_value(o.top_window_s), "seconds each `sluicectl top` summary covers")
 		("hash-key", po::value(&key_hex), "SipHash key as 32 hex digits (tests only; default from getrandom)")
@@ -166,6 +169,12 @@ Result<ParsedOptions> parse_daemon_options(int argc, const char *const *argv)
 	o.load.v4_prefix = static_cast<uint32_t>(v4);
 	o.load.v6_prefix = static_cast<uint32_t>(v6);
 	o.load.sample_every = static_cast<uint32_t>(sample_every);
+	if (auto ok = named("--standing-sets", check_standing_sets(standing_sets)); !ok)
+		return std::unexpected(ok.error());
+	if (auto ok = named("--standing-lapse", check_standing_lapse_s(standing_lapse)); !ok)
+		return std::unexpected(ok.error());
+	o.load.standing_sets = static_cast<uint32_t>(standing_sets);
+	o.load.standing_lapse_s = static_cast<uint32_t>(standing_lapse);
 	if (vm.count("hash-key")) { // given but empty is a bad key, not "random"
 		auto k = parse_key(key_hex);
 		if (!k)

@@ -90,6 +90,8 @@ struct Options {
 	std::uint32_t v6_prefix = 64;
 	std::uint32_t dry_run = 0;
 	std::uint32_t one_choice = 0;
+	std::uint32_t standing_sets = 256;       // power of two; standing_set_mask = standing_sets - 1
+	std::uint32_t standing_lapse_ticks = 64; // 2^30 ns each
 	sluice_config config{};
 };
 
@@ -195,6 +197,12 @@ public:
 		s.v6_prefix = o.v6_prefix;
 		s.dry_run = o.dry_run;
 		s.one_choice = o.one_choice;
+		s.standing_set_mask = o.standing_sets - 1;
+		s.standing_lapse_ticks = o.standing_lapse_ticks;
+		if (int e = bpf_map__set_max_entries(skel_->maps.standing, o.standing_sets)) {
+			err_ = "set_max_entries (standing): " + std::string(std::strerror(-e));
+			return;
+		}
 		if (int e = bpf_map__set_max_entries(skel_->maps.slots, o.slots)) {
 			err_ = "set_max_entries: " + std::string(std::strerror(-e));
 			return;

@@ -173,7 +173,7 @@ TEST(SluiceMetrics, ValuesAndLabels)
 	EXPECT_EQ(s["sluice_table_slots{iface=\"we\\\"ird\\\\if\\n\"}"], "16");
 	// Exactly the series expected: 8 verdicts x 2 families, 3 states, 4 edges,
 	// 3 single gauges/counters, per interface. Nothing per source.
-	EXPECT_EQ(s.size(), 2u * (16 + 3 + 4 + 3));
+	EXPECT_EQ(s.size(), 2u * (2 * SLUICE_OUTCOMES + 3 + 4 + 3));
 	// No invalid edge is ever exported.
 	for (const auto &[k, v] : s)
 		EXPECT_EQ(k.find("from=\"shedding\",to=\"serving\""), std::string::npos) << k;

@@ -24,6 +24,10 @@ inline constexpr uint32_t kV4Prefix = 32;
 inline constexpr uint32_t kV6Prefix = 64;   // an IPv6 host owns a /64
 inline constexpr uint32_t kSampleEvery = SLUICE_SAMPLE_EVERY_DEFAULT;
 
+// Standing (docs/architecture.md, "Standing").
+inline constexpr uint32_t kStandingSets = SLUICE_STANDING_SETS_DEFAULT;      // 524,288 entries, 4 MiB
+inline constexpr uint32_t kStandingLapseS = SLUICE_STANDING_LAPSE_DEFAULT_S; // an hour
+
 // The control period and what is done in it.
 inline constexpr double kPeriodS = 1.0;
 inline constexpr uint32_t kAuditSlotsPerPeriod = 65536;

@@ -137,6 +137,22 @@ Status check_sample_every(Given every)
 	return invalid(every.str() + " must be 0 (off) or a power of two up to " + text_of(SLUICE_SAMPLE_EVERY_MAX));
 }
 
+Status check_standing_sets(Given sets)
+{
+	if (sets.within(SLUICE_STANDING_SETS_MIN, SLUICE_STANDING_SETS_MAX) && power_of_two(sets.magnitude()))
+		return {};
+	return invalid(sets.str() + " must be a power of two between " + text_of(SLUICE_STANDING_SETS_MIN) + " and " +
+		       text_of(SLUICE_STANDING_SETS_MAX));
+}
+
+Status check_standing_lapse_s(Given seconds)
+{
+	if (seconds.within(SLUICE_STANDING_LAPSE_MIN_S, SLUICE_STANDING_LAPSE_MAX_S))
+		return {};
+	return invalid(seconds.str() + " is outside " + text_of(SLUICE_STANDING_LAPSE_MIN_S) + ".." +
+		       text_of(SLUICE_STANDING_LAPSE_MAX_S) + " seconds");
+}
+
 Status check_period_s(double seconds)
 {
 	return seconds_within(seconds, kPeriodMinS, kPeriodMaxS);

@@ -81,6 +81,10 @@ Status check_v4_prefix(Given prefix);
 Status check_v6_prefix(Given prefix);
 // drop sampling, 1 in N: 0 (off) or a power of two up to SLUICE_SAMPLE_EVERY_MAX
 Status check_sample_every(Given every);
+// standing sets: a power of two in SLUICE_STANDING_SETS_MIN..SLUICE_STANDING_SETS_MAX
+Status check_standing_sets(Given sets);
+// seconds a source keeps standing: SLUICE_STANDING_LAPSE_MIN_S..SLUICE_STANDING_LAPSE_MAX_S
+Status check_standing_lapse_s(Given seconds);
 
 // --- The daemon's tunables ---
 inline constexpr double kPeriodMinS = 0.01, kPeriodMaxS = 60;  // control period

@@ -49,6 +49,14 @@ Result<Dataplane> Dataplane::adopt(const std::string &dir)
 			return refused("pins under " + dir + " disagree with themselves (slot table of " +
 				       std::to_string(max_entries[i]) + ", settings say " +
 				       std::to_string(dp.settings_.slot_mask + 1) + ")" + fix);
+		else if (maps[i].entries == Entries::standing_sets && max_entries[i] != dp.settings_.standing_set_mask + 1)
+			return refused("pins under " + dir + " disagree with themselves (standing table of " +
+				       std::to_string(max_entries[i]) + " sets, settings say " +
+				       std::to_string(dp.settings_.standing_set_mask + 1) + ")" + fix);
+	auto feeders = FeederLinks::adopt(dir, fix);
+	if (!feeders)
+		return std::unexpected(feeders.error());
+	dp.feeder_links_ = std::move(*feeders);
 
 	// Attached through libxdp's dispatcher, the program is pinned instead of
 	// a link (libxdp holds and replaces the links); a link pin decides.

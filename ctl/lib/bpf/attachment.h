@@ -31,8 +31,9 @@ public:
 	// --mode skb when the driver has no native XDP; automatic falls back to
 	// skb and says so through the returned mode. Attaching again (the
 	// interface came back) attaches the same program. An attachment that
-	// loads the program itself (libxdp, the first time) fills `maps` from it.
-	virtual Result<AttachMode> attach(int ifindex, AttachMode mode, MapFds &maps) = 0;
+	// loads the program itself (libxdp, the first time) fills `maps` and
+	// `feeders` from it.
+	virtual Result<AttachMode> attach(int ifindex, AttachMode mode, MapFds &maps, FeederFds &feeders) = 0;
 	// Pin the attachment under dir (after the maps: its pin means a complete set).
 	virtual Status pin(const std::string &dir) const = 0;
 	// Take the program off its interface. The pins are the caller's.

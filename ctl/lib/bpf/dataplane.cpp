@@ -33,7 +33,14 @@ Status Dataplane::read_settings()
 
 Result<AttachMode> Dataplane::attach(int ifindex, AttachMode mode)
 {
-	return attachment_->attach(ifindex, mode, maps_);
+	auto in_force = attachment_->attach(ifindex, mode, maps_, feeder_progs_);
+	if (!in_force)
+		return in_force;
+	// An adopted set has its links already, and a re-attach keeps them.
+	if (!feeder_links_.attached() && feeder_progs_.sockops)
+		if (auto ok = feeder_links_.attach(feeder_progs_); !ok)
+			return std::unexpected(ok.error());
+	return in_force;
 }
 
 Status Dataplane::pin(const std::string &dir) const
@@ -45,6 +52,8 @@ Status Dataplane::pin(const std::string &dir) const
 	for (const auto &m : map_pins())
 		if (auto ok = pin_object((maps_.*m.fd).get(), dir, m.pin); !ok)
 			return ok;
+	if (auto ok = feeder_links_.pin(dir); !ok)
+		return ok;
 	// Last: the attachment's pin means a complete set.
 	return attachment_->pin(dir);
 }
@@ -53,6 +62,8 @@ Status Dataplane::detach(const std::string &dir)
 {
 	// Detach first: then the pins' removal cannot leave a live program behind.
 	if (auto ok = attachment_->detach(); !ok)
+		return ok;
+	if (auto ok = feeder_links_.detach(); !ok)
 		return ok;
 	return remove_pins(dir);
 }

@@ -17,6 +17,7 @@
 #include "base/result.h"
 #include "bpf/attach_mode.h"
 #include "bpf/bpffs.h"
+#include "bpf/cgroup_links.h"
 #include "bpf/maps.h"
 #include "bpf/pin_layout.h"
 #include "bpf/sluice_abi.h"
@@ -40,6 +41,10 @@ struct LoadOptions {
 	// Drop sampling for `sluicectl top`: 1 in sample_every drops (a power of
 	// two up to SLUICE_SAMPLE_EVERY_MAX), 0 off.
 	uint32_t sample_every = defaults::kSampleEvery;
+	// The standing table: sets (a power of two, SLUICE_STANDING_SETS_MIN..MAX)
+	// and the idle time after which an entry lapses, in seconds.
+	uint32_t standing_sets = defaults::kStandingSets;
+	uint32_t standing_lapse_s = defaults::kStandingLapseS;
 	// Load and attach through libxdp's multiprog dispatcher (sluiced
 	// --multiprog) instead of a bpf_link of our own; see attach().
 	bool multiprog = false;
@@ -47,6 +52,9 @@ struct LoadOptions {
 };
 
 Status validate_load_options(const LoadOptions &o);
+
+// The lapse time in standing ticks (2^30 ns), rounded up.
+uint32_t standing_lapse_ticks(uint32_t lapse_s);
 
 class Dataplane {
 public:
@@ -69,11 +77,15 @@ public:
 	// libxdp loads the program here, as an extension of its dispatcher, and
 	// refuses (undoing it) to attach the program alone.
 	Result<AttachMode> attach(int ifindex, AttachMode mode);
-	// Pin every map under dir (created if needed), then the attachment: the
-	// link, or for multiprog the program itself (SLUICE_PIN_MULTIPROG).
+	// The first attach also attaches the standing feeders to the cgroup v2
+	// root (cgroup_links.h); a re-attach keeps them.
+	// Pin every map under dir (created if needed), the feeders' cgroup links,
+	// then the attachment: the link, or for multiprog the program itself
+	// (SLUICE_PIN_MULTIPROG).
 	Status pin(const std::string &dir) const;
 	// Take the program off its interface (the link dropped, or removed from
-	// libxdp's dispatcher), then remove the pins under dir.
+	// libxdp's dispatcher) and the feeders off the cgroup, then remove the
+	// pins under dir.
 	Status detach(const std::string &dir);
 	// After a re-attach (the interface came back) the link pin under dir is
 	// the old, defunct link's: remove it so that pin() pins the new one.
@@ -91,6 +103,7 @@ public:
 	Counters counters() const { return Counters(maps_.counters.get()); }
 	// The ring buffer of sampled drops (struct sluice_drop_sample).
 	int drop_samples_fd() const { return maps_.drop_samples.get(); }
+	StandingTable standing() const { return StandingTable(maps_.standing.get(), settings_); }
 	PrefixLists lists() const
 	{
 		return PrefixLists({maps_.allow_v4.get(), maps_.allow_v6.get(), maps_.deny_v4.get(), maps_.deny_v6.get()},
@@ -102,6 +115,8 @@ private:
 	Status read_settings();
 
 	MapFds maps_;
+	FeederFds feeder_progs_;
+	FeederLinks feeder_links_;
 	sluice_settings settings_{};
 	std::unique_ptr<Attachment> attachment_;
 };

@@ -88,7 +88,7 @@ public:
 	explicit LibxdpAttachment(std::shared_ptr<sluice_bpf> opened) : pending_(std::move(opened)) {}
 	LibxdpAttachment(UniqueFd prog, std::string ifname) : prog_(std::move(prog)), ifname_(std::move(ifname)) {}
 
-	Result<AttachMode> attach(int ifindex, AttachMode mode, MapFds &maps) override;
+	Result<AttachMode> attach(int ifindex, AttachMode mode, MapFds &maps, FeederFds &feeders) override;
 	Status pin(const std::string &dir) const override;
 	Status detach() override;
 	Result<uint32_t> ifindex() const override;
@@ -103,7 +103,7 @@ private:
 	std::string ifname_;
 };
 
-Result<AttachMode> LibxdpAttachment::attach(int ifindex, AttachMode mode, MapFds &maps)
+Result<AttachMode> LibxdpAttachment::attach(int ifindex, AttachMode mode, MapFds &maps, FeederFds &feeders)
 {
 	LibxdpLog log;
 	const std::string where = "ifindex " + std::to_string(ifindex);
@@ -158,7 +158,7 @@ Result<AttachMode> LibxdpAttachment::attach(int ifindex, AttachMode mode, MapFds
 			    ENOTSUP);
 	}
 	if (pending_) {
-		prog_ = take_fds(pending_.get(), maps);
+		prog_ = take_fds(pending_.get(), maps, feeders);
 		pending_.reset();
 		if (!prog_)
 			return fail_errno("duplicating the program fd");

@@ -17,7 +17,7 @@ class LinkAttachment final : public Attachment {
 public:
 	LinkAttachment(UniqueFd prog, UniqueFd link) : prog_(std::move(prog)), link_(std::move(link)) {}
 
-	Result<AttachMode> attach(int ifindex, AttachMode mode, MapFds &) override;
+	Result<AttachMode> attach(int ifindex, AttachMode mode, MapFds &, FeederFds &) override;
 	Status pin(const std::string &dir) const override;
 	Status detach() override;
 	Result<uint32_t> ifindex() const override;
@@ -28,7 +28,7 @@ private:
 	UniqueFd prog_, link_;
 };
 
-Result<AttachMode> LinkAttachment::attach(int ifindex, AttachMode mode, MapFds &)
+Result<AttachMode> LinkAttachment::attach(int ifindex, AttachMode mode, MapFds &, FeederFds &)
 {
 	auto try_mode = [&](uint32_t flags) {
 		LIBBPF_OPTS(bpf_link_create_opts, o, .flags = flags);

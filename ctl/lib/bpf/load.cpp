@@ -11,7 +11,9 @@
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 
+#include <fstream>
 #include <memory>
+#include <utility>
 #include <sys/random.h>
 
 namespace sluice {
@@ -24,10 +26,32 @@ Status validate_load_options(const LoadOptions &o)
 		return ok;
 	if (auto ok = named("IPv6 prefix length", check_v6_prefix(o.v6_prefix)); !ok)
 		return ok;
-	return named("drop sampling 1 in", check_sample_every(o.sample_every));
+	if (auto ok = named("drop sampling 1 in", check_sample_every(o.sample_every)); !ok)
+		return ok;
+	if (auto ok = named("standing sets", check_standing_sets(o.standing_sets)); !ok)
+		return ok;
+	return named("standing lapse", check_standing_lapse_s(o.standing_lapse_s));
+}
+
+uint32_t standing_lapse_ticks(uint32_t lapse_s)
+{
+	const uint64_t tick = 1ull << SLUICE_STANDING_TICK_SHIFT;
+	return static_cast<uint32_t>((uint64_t(lapse_s) * SLUICE_NSEC_PER_SEC + tick - 1) / tick);
 }
 
 namespace {
+
+// The kernel's ephemeral port range (net.ipv4.ip_local_port_range, which
+// IPv6 shares): the ports UDP client sockets are bound to. Its default when
+// unreadable.
+std::pair<uint32_t, uint32_t> ephemeral_ports()
+{
+	std::ifstream in("/proc/sys/net/ipv4/ip_local_port_range");
+	uint32_t lo = 0, hi = 0;
+	if (in >> lo >> hi && lo > 0 && lo <= hi && hi <= 65535)
+		return {lo, hi};
+	return {32768, 60999};
+}
 
 struct SkelDeleter {
 	void operator()(sluice_bpf *s) const { sluice_bpf__destroy(s); }
@@ -64,10 +88,20 @@ Result<Dataplane> Dataplane::load(const LoadOptions &opts, const sluice_config &
 	s.dry_run = opts.dry_run;
 	s.one_choice = opts.one_choice;
 	s.sample_every = opts.sample_every;
-	for (const auto &m : map_pins())
+	s.standing_set_mask = opts.standing_sets - 1;
+	s.standing_lapse_ticks = standing_lapse_ticks(opts.standing_lapse_s);
+	auto [lo, hi] = ephemeral_ports();
+	s.ephemeral_lo = lo;
+	s.ephemeral_hi = hi;
+	for (const auto &m : map_pins()) {
 		if (m.entries == Entries::table_slots)
 			if (int err = bpf_map__set_max_entries(m.of(skel.get()), opts.slots); err)
 				return fail_bpf(err, "sizing the slot table to " + std::to_string(opts.slots));
+		if (m.entries == Entries::standing_sets)
+			if (int err = bpf_map__set_max_entries(m.of(skel.get()), opts.standing_sets); err)
+				return fail_bpf(err, "sizing the standing table to " + std::to_string(opts.standing_sets) +
+							     " sets");
+	}
 
 	Dataplane dp;
 	dp.settings_ = s;
@@ -91,7 +125,7 @@ Result<Dataplane> Dataplane::load(const LoadOptions &opts, const sluice_config &
 		return fail_bpf(err, "loading the XDP program (the kernel log has the verifier's reason; "
 				     "sluice needs Linux >= 5.12 with BTF)");
 
-	UniqueFd prog = take_fds(skel.get(), dp.maps_);
+	UniqueFd prog = take_fds(skel.get(), dp.maps_, dp.feeder_progs_);
 	if (!prog)
 		return fail_errno("duplicating the program fd");
 	dp.attachment_ = link_attachment(std::move(prog));

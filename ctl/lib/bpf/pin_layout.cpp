@@ -15,7 +15,7 @@ namespace sluice {
 
 namespace {
 
-const std::array<MapPin, 9> kMapPins{{
+const std::array<MapPin, 10> kMapPins{{
 	{SLUICE_PIN_SLOTS, &MapFds::slots, [](sluice_bpf *s) { return s->maps.slots; }, BPF_MAP_TYPE_ARRAY, 4,
 	 sizeof(sluice_slot), Entries::table_slots, 0},
 	{SLUICE_PIN_CONFIG, &MapFds::config, [](sluice_bpf *s) { return s->maps.config; }, BPF_MAP_TYPE_ARRAY, 4,
@@ -35,6 +35,21 @@ const std::array<MapPin, 9> kMapPins{{
 	 BPF_MAP_TYPE_LPM_TRIE, sizeof(sluice_lpm_v6), 1, Entries::exact, SLUICE_LIST_MAX_ENTRIES},
 	{SLUICE_PIN_DROP_SAMPLES, &MapFds::drop_samples, [](sluice_bpf *s) { return s->maps.drop_samples; },
 	 BPF_MAP_TYPE_RINGBUF, 0, 0, Entries::exact, SLUICE_SAMPLE_RING_BYTES},
+	{SLUICE_PIN_STANDING, &MapFds::standing, [](sluice_bpf *s) { return s->maps.standing; }, BPF_MAP_TYPE_ARRAY,
+	 4, sizeof(sluice_standing_set), Entries::standing_sets, 0},
+}};
+
+const std::array<FeederPin, 5> kFeederPins{{
+	{SLUICE_PIN_SOCKOPS_LINK, &FeederFds::sockops, [](sluice_bpf *s) { return s->progs.sluice_sockops; },
+	 BPF_CGROUP_SOCK_OPS},
+	{SLUICE_PIN_CONNECT4_LINK, &FeederFds::connect4, [](sluice_bpf *s) { return s->progs.sluice_connect4; },
+	 BPF_CGROUP_INET4_CONNECT},
+	{SLUICE_PIN_CONNECT6_LINK, &FeederFds::connect6, [](sluice_bpf *s) { return s->progs.sluice_connect6; },
+	 BPF_CGROUP_INET6_CONNECT},
+	{SLUICE_PIN_SENDMSG4_LINK, &FeederFds::sendmsg4, [](sluice_bpf *s) { return s->progs.sluice_sendmsg4; },
+	 BPF_CGROUP_UDP4_SENDMSG},
+	{SLUICE_PIN_SENDMSG6_LINK, &FeederFds::sendmsg6, [](sluice_bpf *s) { return s->progs.sluice_sendmsg6; },
+	 BPF_CGROUP_UDP6_SENDMSG},
 }};
 
 int dup_fd(int fd)
@@ -47,6 +62,11 @@ int dup_fd(int fd)
 std::span<const MapPin> map_pins()
 {
 	return kMapPins;
+}
+
+std::span<const FeederPin> feeder_pins()
+{
+	return kFeederPins;
 }
 
 std::string pin_path(const std::string &dir, const char *name)
@@ -78,6 +98,8 @@ Status remove_pins(const std::string &dir)
 {
 	remove_pin(dir, kLinkPin);
 	remove_pin(dir, kProgramPin);
+	for (const auto &f : feeder_pins())
+		remove_pin(dir, f.link_pin);
 	for (const auto &m : map_pins())
 		remove_pin(dir, m.pin);
 	std::error_code ec;
@@ -87,10 +109,12 @@ Status remove_pins(const std::string &dir)
 	return {};
 }
 
-UniqueFd take_fds(sluice_bpf *skel, MapFds &maps)
+UniqueFd take_fds(sluice_bpf *skel, MapFds &maps, FeederFds &feeders)
 {
 	for (const auto &m : map_pins())
 		(maps.*m.fd).reset(dup_fd(bpf_map__fd(m.of(skel))));
+	for (const auto &f : feeder_pins())
+		(feeders.*f.prog).reset(dup_fd(bpf_program__fd(f.of(skel))));
 	return UniqueFd(dup_fd(bpf_program__fd(skel->progs.sluice_xdp)));
 }
 

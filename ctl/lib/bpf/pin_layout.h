@@ -19,19 +19,27 @@
 #include <string>
 
 struct bpf_map;    // libbpf
+struct bpf_program;
 struct sluice_bpf; // the generated skeleton (sluice_bpf.skel.h)
 
 namespace sluice {
 
 // Every map of one program, as the Dataplane holds them.
 struct MapFds {
-	UniqueFd slots, config, counters, settings, allow_v4, allow_v6, deny_v4, deny_v6, drop_samples;
+	UniqueFd slots, config, counters, settings, allow_v4, allow_v6, deny_v4, deny_v6, drop_samples, standing;
+};
+
+// The standing table's feeders (sluice.bpf.c), attached with one bpf_link
+// each to the cgroup v2 root (cgroup_links.h).
+struct FeederFds {
+	UniqueFd sockops, connect4, connect6, sendmsg4, sendmsg6;
 };
 
 // How many entries a map of this build has.
 enum class Entries {
 	exact,       // MapPin::max_entries, a constant of this build
 	table_slots, // the table size the program is loaded with (LoadOptions::slots, settings.slot_mask + 1)
+	standing_sets, // the standing sets it is loaded with (LoadOptions::standing_sets, settings.standing_set_mask + 1)
 };
 
 struct MapPin {
@@ -48,6 +56,18 @@ struct MapPin {
 // Every map, in the order they are pinned.
 std::span<const MapPin> map_pins();
 
+// One feeder program and its cgroup link's pin, pinned after every map and
+// before the XDP attachment's pin.
+struct FeederPin {
+	const char *link_pin;
+	UniqueFd FeederFds::*prog;
+	bpf_program *(*of)(sluice_bpf *skel);
+	bpf_attach_type attach_type;
+};
+
+// Every feeder, in the order their links are pinned.
+std::span<const FeederPin> feeder_pins();
+
 // The attachment's pin, made after every map's, so that it means a complete
 // set: the bpf_link, or with --multiprog the program itself (libxdp holds and
 // replaces the links whenever a program joins or leaves the dispatcher).
@@ -62,8 +82,8 @@ void remove_pin(const std::string &dir, const char *name);
 // Remove the attachment's pin, every map's and the directory.
 Status remove_pins(const std::string &dir);
 
-// Of a loaded skeleton: every map's fd into maps, and the program's fd, each
-// duplicated (the skeleton closes its own).
-UniqueFd take_fds(sluice_bpf *skel, MapFds &maps);
+// Of a loaded skeleton: every map's fd into maps, every feeder's into
+// feeders, and the XDP program's fd, each duplicated (the skeleton closes its own).
+UniqueFd take_fds(sluice_bpf *skel, MapFds &maps, FeederFds &feeders);
 
 } // namespace sluice

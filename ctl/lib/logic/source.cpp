@@ -23,4 +23,17 @@ SourceSlots source_slots(const sluice_settings &s, const Address &addr)
 	return out;
 }
 
+uint64_t source_hash(const sluice_settings &s, const Address &addr)
+{
+	sluice_source src{};
+	bool v6 = addr.family == Family::v6;
+	std::memcpy(src.w, addr.bytes.data(), v6 ? 16 : 4);
+	if (v6)
+		sluice_mask_v6(&src, s.v6_prefix);
+	else
+		src.w[0] = sluice_mask_v4(static_cast<uint32_t>(src.w[0]), s.v4_prefix);
+	const __u64 key[2] = {s.hash_key[0], s.hash_key[1]};
+	return sluice_source_hash(key, &src, v6);
+}
+
 } // namespace sluice

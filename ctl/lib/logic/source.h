@@ -18,4 +18,8 @@ struct SourceSlots {
 
 SourceSlots source_slots(const sluice_settings &settings, const Address &addr);
 
+// The keyed hash of the address's source prefix: the one the data plane
+// computes for a frame from it (its slots and its standing).
+uint64_t source_hash(const sluice_settings &settings, const Address &addr);
+
 } // namespace sluice
