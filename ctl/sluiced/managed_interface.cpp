@@ -1,5 +1,7 @@
 #include "sluiced/managed_interface.h"
 
+#include "sluiced/established_peers.h"
+
 #include "base/clock.h"
 #include "base/limits.h"
 #include "base/log.h"
@@ -80,6 +82,9 @@ Result<std::unique_ptr<ManagedInterface>> ManagedInterface::start(const DaemonOp
 				mismatch("IPv6 prefix", s.v6_prefix, opts.load.v6_prefix),
 				mismatch("dry-run", s.dry_run, opts.load.dry_run),
 				mismatch("--sample-every", s.sample_every, opts.load.sample_every),
+				mismatch("--standing-sets", s.standing_set_mask + 1, opts.load.standing_sets),
+				mismatch("--standing-lapse (in ticks of 2^30 ns)", s.standing_lapse_ticks,
+					 standing_lapse_ticks(opts.load.standing_lapse_s)),
 				mismatch("--multiprog", dp->multiprog(), opts.load.multiprog)})
 			if (!st)
 				return std::unexpected(st.error());
@@ -151,6 +156,16 @@ Result<std::unique_ptr<ManagedInterface>> ManagedInterface::start(const DaemonOp
 			 std::to_string(opts.rate_pps) + " burst " + std::to_string(opts.burst) +
 			 (opts.load.dry_run ? ", dry run" : "") + "; pins under " + m->dir_);
 	}
+	// Connections older than the feeders' links (made before this daemon, or
+	// while none ran): their peers are granted standing now.
+	const auto &settings = m->dp_->settings();
+	auto peers = established_peers({settings.ephemeral_lo, settings.ephemeral_hi});
+	if (!peers)
+		return std::unexpected(peers.error());
+	if (auto ok = m->dp_->standing().grant(*peers); !ok)
+		return std::unexpected(ok.error());
+	log_info(name + ": standing granted to the " + std::to_string(peers->size()) +
+		 " peers of established connections");
 	m->policy_.emplace(opts.policy);
 	m->auditor_.emplace(opts.audit_per_period);
 	if (m->dp_->settings().sample_every) {

@@ -7,7 +7,7 @@ namespace sluice {
 uint64_t incoming_of(const CounterSet &c)
 {
 	return c[SLUICE_PASSED].packets + c[SLUICE_DROP_RATE].packets + c[SLUICE_DROP_SHED].packets +
-	       c[SLUICE_DROP_DENY].packets + c[SLUICE_ALLOWLISTED].packets;
+	       c[SLUICE_DROP_DENY].packets + c[SLUICE_ALLOWLISTED].packets + c[SLUICE_STANDING].packets;
 }
 
 RateSet rates_between(const CounterSet &before, const CounterSet &now, double dt)

@@ -1,0 +1,102 @@
+#include "sluiced/established_peers.h"
+
+#include "base/fd.h"
+
+#include <linux/inet_diag.h>
+#include <linux/netlink.h>
+#include <linux/sock_diag.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <sys/socket.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+
+namespace sluice {
+
+namespace {
+
+Address peer_of(const inet_diag_msg &m)
+{
+	Address a;
+	const auto *b = reinterpret_cast<const uint8_t *>(m.id.idiag_dst);
+	static constexpr uint8_t kMapped[12] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff};
+	if (m.idiag_family == AF_INET6 && std::memcmp(b, kMapped, 12) != 0) {
+		a.family = Family::v6;
+		std::memcpy(a.bytes.data(), b, 16);
+	} else {
+		a.family = Family::v4;
+		std::memcpy(a.bytes.data(), m.idiag_family == AF_INET6 ? b + 12 : b, 4);
+	}
+	return a;
+}
+
+// One dump: every socket of (family, protocol) in ESTABLISHED.
+Status dump(int family, int protocol, PortRange ephemeral, std::vector<Address> &out)
+{
+	UniqueFd fd(::socket(AF_NETLINK, SOCK_DGRAM | SOCK_CLOEXEC, NETLINK_SOCK_DIAG));
+	if (!fd)
+		return fail_errno("opening a NETLINK_SOCK_DIAG socket");
+	struct {
+		nlmsghdr nlh;
+		inet_diag_req_v2 req;
+	} msg{};
+	msg.nlh.nlmsg_len = sizeof(msg);
+	msg.nlh.nlmsg_type = SOCK_DIAG_BY_FAMILY;
+	msg.nlh.nlmsg_flags = NLM_F_REQUEST | NLM_F_DUMP;
+	msg.req.sdiag_family = static_cast<uint8_t>(family);
+	msg.req.sdiag_protocol = static_cast<uint8_t>(protocol);
+	msg.req.idiag_states = 1u << TCP_ESTABLISHED; // a connected UDP socket is "established" too
+	sockaddr_nl nl{};
+	nl.nl_family = AF_NETLINK;
+	if (::sendto(fd.get(), &msg, sizeof(msg), 0, reinterpret_cast<sockaddr *>(&nl), sizeof(nl)) < 0)
+		return fail_errno("asking sock_diag for established sockets");
+
+	alignas(nlmsghdr) char buf[32768];
+	for (;;) {
+		ssize_t n = ::recv(fd.get(), buf, sizeof(buf), 0);
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			return fail_errno("reading sock_diag's answer");
+		}
+		if (n == 0)
+			return {};
+		auto len = static_cast<unsigned>(n);
+		for (auto *h = reinterpret_cast<nlmsghdr *>(buf); NLMSG_OK(h, len); h = NLMSG_NEXT(h, len)) {
+			if (h->nlmsg_type == NLMSG_DONE)
+				return {};
+			if (h->nlmsg_type == NLMSG_ERROR) {
+				const auto *e = static_cast<const nlmsgerr *>(NLMSG_DATA(h));
+				return fail(ErrorKind::system, "sock_diag refused the dump", -e->error);
+			}
+			if (h->nlmsg_len < NLMSG_LENGTH(sizeof(inet_diag_msg)))
+				continue;
+			const auto *m = static_cast<const inet_diag_msg *>(NLMSG_DATA(h));
+			if (protocol == IPPROTO_UDP) {
+				uint32_t port = ntohs(m->id.idiag_sport);
+				if (port < ephemeral.lo || port > ephemeral.hi)
+					continue; // a server's socket
+			}
+			out.push_back(peer_of(*m));
+		}
+	}
+}
+
+} // namespace
+
+Result<std::vector<Address>> established_peers(PortRange ephemeral)
+{
+	std::vector<Address> out;
+	for (int family : {AF_INET, AF_INET6})
+		for (int protocol : {IPPROTO_TCP, IPPROTO_UDP})
+			if (auto ok = dump(family, protocol, ephemeral, out); !ok)
+				return std::unexpected(ok.error());
+	auto key = [](const Address &a) { return std::make_pair(a.family, a.bytes); };
+	std::sort(out.begin(), out.end(), [&](const Address &a, const Address &b) { return key(a) < key(b); });
+	out.erase(std::unique(out.begin(), out.end()), out.end());
+	return out;
+}
+
+} // namespace sluice
