@@ -35,10 +35,11 @@ TEST(Period, IncomingIsEveryIpFrame)
 	CounterSet c{};
 	for (uint32_t k = 0; k < SLUICE_OUTCOMES; k++)
 		c[k].packets = 1ull << k;
-	// passed, drop_rate, drop_shed, drop_deny, allowlisted; not non-IP,
-	// malformed or would-drop (which overlays the others).
+	// passed, drop_rate, drop_shed, drop_deny, allowlisted, standing; not
+	// non-IP, malformed or would-drop (which overlays the others).
 	EXPECT_EQ(incoming_of(c), (1ull << SLUICE_PASSED) + (1ull << SLUICE_DROP_RATE) + (1ull << SLUICE_DROP_SHED) +
-					  (1ull << SLUICE_DROP_DENY) + (1ull << SLUICE_ALLOWLISTED));
+					  (1ull << SLUICE_DROP_DENY) + (1ull << SLUICE_ALLOWLISTED) +
+					  (1ull << SLUICE_STANDING));
 }
 
 TEST(Period, RatesAreCounterDeltasOverTheTimeBetweenReadings)
