@@ -2,6 +2,7 @@
 // of the embedded object has one row, of its type and sizes, and every row
 // fills its own MapFds member. Opens the skeleton only (no load, no kernel).
 #include "bpf/pin_layout.h"
+#include "bpf/cgroup_links.h"
 
 #include "sluice_bpf.skel.h"
 
@@ -67,6 +68,42 @@ TEST(PinLayout, RowsFillDistinctMembersAndPins)
 	}
 	// Every member of MapFds has its row.
 	EXPECT_EQ(map_pins().size(), sizeof(MapFds) / sizeof(UniqueFd));
+}
+
+TEST(PinLayout, EveryFeederIsAProgramOfTheObjectWithItsOwnPin)
+{
+	std::unique_ptr<sluice_bpf, SkelDeleter> skel(sluice_bpf::open());
+	ASSERT_TRUE(skel);
+	std::set<std::string> pins{kLinkPin, kProgramPin};
+	for (const auto &m : map_pins())
+		pins.insert(m.pin);
+	std::set<const bpf_program *> progs;
+	for (const auto &f : feeder_pins()) {
+		SCOPED_TRACE(f.link_pin);
+		EXPECT_TRUE(pins.insert(f.link_pin).second) << f.link_pin << " is pinned twice";
+		const bpf_program *p = f.of(skel.get());
+		ASSERT_NE(p, nullptr);
+		EXPECT_TRUE(progs.insert(p).second) << "two rows share a program";
+		EXPECT_NE(p, skel->progs.sluice_xdp);
+		EXPECT_EQ(bpf_program__expected_attach_type(p), f.attach_type);
+	}
+	// Every program of the object but the XDP one is a feeder with its row.
+	size_t n = 0;
+	bpf_program *prog = nullptr;
+	bpf_object__for_each_program(prog, skel->obj)
+		n += prog != skel->progs.sluice_xdp;
+	EXPECT_EQ(n, progs.size());
+	EXPECT_EQ(feeder_pins().size(), sizeof(FeederFds) / sizeof(UniqueFd));
+}
+
+TEST(PinLayout, TheCgroupV2RootIsTheFirstCgroup2Mount)
+{
+	EXPECT_EQ(cgroup2_root_in("sysfs /sys sysfs rw 0 0\n"
+				  "cgroup /sys/fs/cgroup/cpu cgroup rw,cpu 0 0\n"
+				  "cgroup2 /sys/fs/cgroup/unified cgroup2 rw,relatime 0 0\n"
+				  "cgroup2 /other cgroup2 rw 0 0\n"),
+		  "/sys/fs/cgroup/unified");
+	EXPECT_EQ(cgroup2_root_in("proc /proc proc rw 0 0\n"), "");
 }
 
 } // namespace

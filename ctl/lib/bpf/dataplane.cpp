@@ -37,9 +37,19 @@ Result<AttachMode> Dataplane::attach(int ifindex, AttachMode mode)
 	if (!in_force)
 		return in_force;
 	// An adopted set has its links already, and a re-attach keeps them.
-	if (!feeder_links_.attached() && feeder_progs_.sockops)
-		if (auto ok = feeder_links_.attach(feeder_progs_); !ok)
+	if (!feeder_links_.attached()) {
+		Status ok = feeder_progs_.sockops
+				    ? feeder_links_.attach(feeder_progs_)
+				    : fail(ErrorKind::system,
+					   "the standing feeders were not loaded with the XDP program, so nothing would "
+					   "grant standing while shedding",
+					   ENOENT);
+		if (!ok) {
+			// Not half attached: shedding without its feeders would shed every regular.
+			(void)attachment_->detach();
 			return std::unexpected(ok.error());
+		}
+	}
 	return in_force;
 }
 
