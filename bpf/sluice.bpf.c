@@ -83,9 +83,9 @@ const volatile struct sluice_settings settings = {
 	.v6_prefix = 64,
 	.sample_every = SLUICE_SAMPLE_EVERY_DEFAULT,
 	.standing_set_mask = SLUICE_STANDING_SETS_DEFAULT - 1,
-	.standing_lapse_ticks = 3353, /* SLUICE_STANDING_LAPSE_DEFAULT_S in ticks, rounded up */
-	.ephemeral_lo = 32768,
-	.ephemeral_hi = 60999,
+	.standing_lapse_ticks = SLUICE_STANDING_TICKS_OF(SLUICE_STANDING_LAPSE_DEFAULT_S),
+	.ephemeral_lo = SLUICE_EPHEMERAL_LO_DEFAULT,
+	.ephemeral_hi = SLUICE_EPHEMERAL_HI_DEFAULT,
 };
 
 /* max_entries is replaced at load by the configured table size. */

@@ -203,6 +203,13 @@ struct sluice_drop_sample {
 #define SLUICE_STANDING_LAPSE_MIN_S 1u
 #define SLUICE_STANDING_LAPSE_MAX_S (7u * 24 * 3600)
 #define SLUICE_STANDING_LAPSE_DEFAULT_S 3600u
+/* Seconds to ticks, rounded up: a lapse never ends before the time asked. */
+#define SLUICE_STANDING_TICKS_OF(s)                                                                \
+	((__u32)(((__u64)(s) * SLUICE_NSEC_PER_SEC + (1ull << SLUICE_STANDING_TICK_SHIFT) - 1) >>     \
+		 SLUICE_STANDING_TICK_SHIFT))
+/* Linux's default net.ipv4.ip_local_port_range, for when it cannot be read. */
+#define SLUICE_EPHEMERAL_LO_DEFAULT 32768u
+#define SLUICE_EPHEMERAL_HI_DEFAULT 60999u
 
 struct sluice_standing_set {
 	__u64 way[SLUICE_STANDING_WAYS];

@@ -438,5 +438,37 @@ TEST(Options, TopAndMultiprog)
 	expect_bad_value("--top-window", "0.01");
 }
 
+TEST(Options, Standing)
+{
+	auto d = good();
+	EXPECT_EQ(d.load.standing_sets, SLUICE_STANDING_SETS_DEFAULT);
+	EXPECT_EQ(d.load.standing_lapse_s, SLUICE_STANDING_LAPSE_DEFAULT_S);
+	auto o = good({"--standing-sets", "1024", "--standing-lapse", "60"});
+	EXPECT_EQ(o.load.standing_sets, 1024u);
+	EXPECT_EQ(o.load.standing_lapse_s, 60u);
+	EXPECT_EQ(good({"--standing-sets", std::to_string(SLUICE_STANDING_SETS_MIN)}).load.standing_sets,
+		  SLUICE_STANDING_SETS_MIN);
+	EXPECT_EQ(good({"--standing-sets", std::to_string(SLUICE_STANDING_SETS_MAX)}).load.standing_sets,
+		  SLUICE_STANDING_SETS_MAX);
+	expect_bad_value("--standing-sets", "1000", {"power of two"});
+	expect_bad_value("--standing-sets", "8");
+	expect_bad_value("--standing-sets", std::to_string(2ull * SLUICE_STANDING_SETS_MAX));
+	expect_bad_value("--standing-sets", "-16");
+	expect_bad_value("--standing-lapse", "0");
+	expect_bad_value("--standing-lapse", std::to_string(SLUICE_STANDING_LAPSE_MAX_S + 1ull));
+	expect_bad_value("--standing-lapse", "-1");
+	EXPECT_EQ(good({"--standing-lapse", std::to_string(SLUICE_STANDING_LAPSE_MAX_S)}).load.standing_lapse_s,
+		  SLUICE_STANDING_LAPSE_MAX_S);
+}
+
+TEST(Options, StandingLapseInTicksRoundsUp)
+{
+	// A tick is 2^30 ns (1.07 s): a lapse never ends before the time asked.
+	EXPECT_EQ(standing_lapse_ticks(1), 1u);
+	EXPECT_EQ(standing_lapse_ticks(3600), 3353u); // 3600e9 / 2^30 = 3352.8
+	EXPECT_GE(uint64_t(standing_lapse_ticks(SLUICE_STANDING_LAPSE_MAX_S)) << SLUICE_STANDING_TICK_SHIFT,
+		  uint64_t(SLUICE_STANDING_LAPSE_MAX_S) * SLUICE_NSEC_PER_SEC);
+}
+
 } // namespace
 } // namespace sluice

@@ -35,8 +35,7 @@ Status validate_load_options(const LoadOptions &o)
 
 uint32_t standing_lapse_ticks(uint32_t lapse_s)
 {
-	const uint64_t tick = 1ull << SLUICE_STANDING_TICK_SHIFT;
-	return static_cast<uint32_t>((uint64_t(lapse_s) * SLUICE_NSEC_PER_SEC + tick - 1) / tick);
+	return SLUICE_STANDING_TICKS_OF(lapse_s);
 }
 
 namespace {
@@ -50,7 +49,7 @@ std::pair<uint32_t, uint32_t> ephemeral_ports()
 	uint32_t lo = 0, hi = 0;
 	if (in >> lo >> hi && lo > 0 && lo <= hi && hi <= 65535)
 		return {lo, hi};
-	return {32768, 60999};
+	return {SLUICE_EPHEMERAL_LO_DEFAULT, SLUICE_EPHEMERAL_HI_DEFAULT};
 }
 
 struct SkelDeleter {
