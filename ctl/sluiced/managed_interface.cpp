@@ -88,6 +88,10 @@ Result<std::unique_ptr<ManagedInterface>> ManagedInterface::start(const DaemonOp
 				mismatch("--multiprog", dp->multiprog(), opts.load.multiprog)})
 			if (!st)
 				return std::unexpected(st.error());
+		if (!dp->feeders_attached())
+			log_warn(name + ": the pins under " + m->dir_ +
+				 " have no standing feeders (they could not be attached when the program was loaded), so "
+				 "new connections grant no standing; detach and start again to attach them");
 		m->dp_.emplace(std::move(*dp));
 		m->oper_state_ = read_oper_state(name);
 		// A daemon killed between a list write and its flag left a list the
@@ -143,6 +147,9 @@ Result<std::unique_ptr<ManagedInterface>> ManagedInterface::start(const DaemonOp
 						     name + ": " + in_force.error().message});
 		if (mode == AttachMode::automatic && *in_force == AttachMode::skb)
 			log_warn(name + ": native XDP is not available; fell back to skb (generic) mode, which is slower");
+		if (auto ok = dp->attach_feeders(); !ok)
+			log_warn(name + ": standing is not fed by new connections: " + ok.error().describe() +
+				 "; only the peers of connections found at start have standing while shedding");
 		// Maps first, link last: a link pin means a complete set.
 		if (auto ok = dp->pin(m->dir_); !ok) {
 			(void)dp->detach(m->dir_);

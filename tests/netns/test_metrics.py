@@ -16,7 +16,8 @@ from sluice_netns import (Daemon, Testbed, bpftool_json, ctl, ctl_json, main, pi
 
 SRC = "198.18.7.7"
 PORT = 9464
-VERDICTS = ["passed", "drop_rate", "drop_shed", "drop_deny", "allowlisted", "non_ip", "malformed", "would_drop"]
+VERDICTS = ["passed", "drop_rate", "drop_shed", "drop_deny", "allowlisted", "non_ip", "malformed", "would_drop",
+            "standing"]
 FAMILIES = {
     "sluice_packets_total": "counter",
     "sluice_bytes_total": "counter",
@@ -153,7 +154,7 @@ class Metrics(unittest.TestCase):
             # no label but these: nothing per source
             names = {k for (_, labels) in s for k, _ in labels}
             self.assertEqual(names, {"iface", "verdict", "state", "from", "to"})
-            self.assertEqual(len(s), 16 + 3 + 4 + 3)
+            self.assertEqual(len(s), 2 * len(VERDICTS) + 3 + 4 + 3)
 
             # frames: 5 admitted, 7 over the limit, 4 denied
             ctl(tb, "bucket", ifc, SRC, "--set", "5", check=True)

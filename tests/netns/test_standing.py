@@ -39,6 +39,7 @@ ECHO_PORT = 9090
 CLOSED_PORT = 8081
 UDP_SERVER_PORT = 5353
 SETS = 1024
+FEEDER_PINS = ("sockops_link", "connect4_link", "connect6_link", "sendmsg4_link", "sendmsg6_link")
 
 
 def report(name, **kv):
@@ -449,6 +450,20 @@ class Standing(unittest.TestCase):
                        standing=c2["standing"] - c1["standing"])
                 self.assertGreaterEqual(during["ok"], 50 * 0.99, during)
                 self.assertGreater(c2["standing"] - c1["standing"], 0)
+
+                # the feeders' cgroup links are pinned beside the XDP link, and detach removes them
+                pins = os.listdir(d2.pins)
+                links = {}
+                for name in FEEDER_PINS:
+                    self.assertIn(name, pins)
+                    info = bpftool_json("link", "show", "pinned", os.path.join(d2.pins, name))
+                    self.assertEqual(info["type"], "cgroup")
+                    links[name] = info["id"]
+                ctl(tb, "detach", tb.host_if, check=True)
+                self.assertFalse(os.path.exists(d2.pins))
+                left = [n for n, i in links.items()
+                        if run(["bpftool", "link", "show", "id", str(i)], check=False).returncode == 0]
+                self.assertEqual(left, [], "detach took every feeder off the cgroup")
             finally:
                 for x in (d2, d):
                     if x:

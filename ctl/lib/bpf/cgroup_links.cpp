@@ -95,6 +95,11 @@ Result<FeederLinks> FeederLinks::adopt(const std::string &dir, const std::string
 {
 	FeederLinks out;
 	const auto feeders = feeder_pins();
+	size_t pinned = 0;
+	for (const auto &f : feeders)
+		pinned += pin_exists(dir, f.link_pin);
+	if (pinned == 0)
+		return out;
 	for (size_t i = 0; i < feeders.size(); i++) {
 		std::string path = pin_path(dir, feeders[i].link_pin);
 		UniqueFd link(bpf_obj_get(path.c_str()));

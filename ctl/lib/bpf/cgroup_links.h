@@ -33,7 +33,9 @@ public:
 	Status attach(const FeederFds &progs);
 	// Pin every link under dir; a pin already there is left as it is.
 	Status pin(const std::string &dir) const;
-	// The links pinned under dir. `fix` ends every refusal.
+	// The links pinned under dir: all of them, or none if the set was
+	// pinned without feeders (they could not be attached). `fix` ends every
+	// refusal.
 	static Result<FeederLinks> adopt(const std::string &dir, const std::string &fix);
 	// Take every feeder off the cgroup. The pins are the caller's.
 	Status detach();

@@ -33,24 +33,24 @@ Status Dataplane::read_settings()
 
 Result<AttachMode> Dataplane::attach(int ifindex, AttachMode mode)
 {
-	auto in_force = attachment_->attach(ifindex, mode, maps_, feeder_progs_);
-	if (!in_force)
-		return in_force;
-	// An adopted set has its links already, and a re-attach keeps them.
-	if (!feeder_links_.attached()) {
-		Status ok = feeder_progs_.sockops
-				    ? feeder_links_.attach(feeder_progs_)
-				    : fail(ErrorKind::system,
-					   "the standing feeders were not loaded with the XDP program, so nothing would "
-					   "grant standing while shedding",
-					   ENOENT);
-		if (!ok) {
-			// Not half attached: shedding without its feeders would shed every regular.
-			(void)attachment_->detach();
-			return std::unexpected(ok.error());
-		}
-	}
-	return in_force;
+	return attachment_->attach(ifindex, mode, maps_, feeder_progs_);
+}
+
+Status Dataplane::attach_feeders()
+{
+	if (feeder_links_.attached())
+		return {};
+	if (!feeder_progs_.sockops)
+		return fail(ErrorKind::system,
+			    "the standing feeders were not loaded with this program (pins adopted without them, or "
+			    "libxdp loaded the XDP program alone)",
+			    ENOENT);
+	return feeder_links_.attach(feeder_progs_);
+}
+
+bool Dataplane::feeders_attached() const
+{
+	return feeder_links_.attached();
 }
 
 Status Dataplane::pin(const std::string &dir) const

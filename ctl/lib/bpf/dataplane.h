@@ -77,8 +77,12 @@ public:
 	// libxdp loads the program here, as an extension of its dispatcher, and
 	// refuses (undoing it) to attach the program alone.
 	Result<AttachMode> attach(int ifindex, AttachMode mode);
-	// The first attach also attaches the standing feeders to the cgroup v2
-	// root (cgroup_links.h); a re-attach keeps them.
+	// Attach the standing feeders of a freshly loaded program to the cgroup
+	// v2 root (cgroup_links.h), once; they do not depend on the interface,
+	// so a re-attach keeps them. A Dataplane whose feeders cannot be
+	// attached still enforces; only new connections grant no standing.
+	Status attach_feeders();
+	bool feeders_attached() const;
 	// Pin every map under dir (created if needed), the feeders' cgroup links,
 	// then the attachment: the link, or for multiprog the program itself
 	// (SLUICE_PIN_MULTIPROG).
