@@ -144,6 +144,21 @@ TEST(Limits, SampleEvery)
 			       std::to_string(bad) + " must be 0 (off) or a power of two up to 16777216");
 }
 
+TEST(Limits, Standing)
+{
+	expect_ok(check_standing_sets(SLUICE_STANDING_SETS_MIN), "sets min");
+	expect_ok(check_standing_sets(SLUICE_STANDING_SETS_DEFAULT), "sets default");
+	expect_ok(check_standing_sets(SLUICE_STANDING_SETS_MAX), "sets max");
+	for (int64_t bad : {int64_t{0}, int64_t{8}, int64_t{1000}, int64_t{SLUICE_STANDING_SETS_MAX} * 2, int64_t{-16}})
+		expect_invalid(check_standing_sets(bad),
+			       std::to_string(bad) + " must be a power of two between 16 and 4194304");
+	expect_ok(check_standing_lapse_s(SLUICE_STANDING_LAPSE_MIN_S), "lapse min");
+	expect_ok(check_standing_lapse_s(SLUICE_STANDING_LAPSE_DEFAULT_S), "lapse default");
+	expect_ok(check_standing_lapse_s(SLUICE_STANDING_LAPSE_MAX_S), "lapse max");
+	for (int64_t bad : {int64_t{0}, int64_t{SLUICE_STANDING_LAPSE_MAX_S} + 1, int64_t{-1}})
+		expect_invalid(check_standing_lapse_s(bad), std::to_string(bad) + " is outside 1..604800 seconds");
+}
+
 TEST(Limits, DaemonTunables)
 {
 	expect_ok(check_period_s(0.01), "period min");
