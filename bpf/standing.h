@@ -10,7 +10,7 @@
  * its fingerprint (the high half) within the set. A random source that does not
  * own an entry matches one only when its fingerprint equals one of the at most
  * SLUICE_STANDING_WAYS live fingerprints in its set: at most 8 x 2^-32, about
- * 2 in 10^9, however full the table (tests/unit/standing_test.cpp measures it).
+ * 2 in 10^9, however full the table (tests/headers/standing_test.cpp measures it).
  *
  * An entry is live while its age, in ticks of 2^30 ns, is at most the lapse
  * time; it lapses by itself, no sweep needed. Ages are differences of 32-bit

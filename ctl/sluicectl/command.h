@@ -66,7 +66,7 @@ struct Cmd {
 	const char *name;
 	Status (*handler)(Context &, const Invocation &);
 	// The daemon's commands it sends (ipc/commands.h); every command of the
-	// registry is sent by some sluicectl command (tests/ctl/commands_test.cpp).
+	// registry is sent by some sluicectl command (tests/control/commands_test.cpp).
 	std::initializer_list<sluice::Command> sends;
 	const char *help;
 	const char *synopsis;                        // forms separated by '\n'

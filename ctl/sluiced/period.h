@@ -1,6 +1,6 @@
 // period.h - the per-period decisions of a managed interface, apart from the
 // maps they read and write, so they can be driven with made-up counters and
-// clocks (tests/ctl/period_test.cpp). ManagedInterface::tick reads the maps,
+// clocks (tests/control/period_test.cpp). ManagedInterface::tick reads the maps,
 // calls these, and writes what they return.
 #pragma once
 

@@ -8,7 +8,7 @@
 //                        SLUICE_TIME_BIAS, the form bpf/bucket.h takes
 //   realtime_ns()        wall-clock time (CLOCK_REALTIME), for timestamps people read
 //
-// (tests/unit/fake_clock.h is the unit tests' fake of the data plane's clock.)
+// (tests/headers/fake_clock.h is the unit tests' fake of the data plane's clock.)
 #pragma once
 
 #include "bpf/bucket.h"

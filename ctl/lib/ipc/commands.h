@@ -4,7 +4,7 @@
 // daemon's dispatch table (sluiced/daemon.cpp) and sluicectl's command table
 // (each sluicectl command names the requests it sends) all come from here;
 // a command added here and not there fails to compile (the daemon) or fails
-// tests/ctl/commands_test.cpp (sluicectl).
+// tests/control/commands_test.cpp (sluicectl).
 //
 // "from_fd" is not in any schema: it may come with any request, and the
 // control server takes it (control_server.cpp).
