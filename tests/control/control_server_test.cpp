@@ -1,6 +1,7 @@
 // A real ControlServer on a UNIX socket in a temporary directory, driven by a
 // poll loop in its own thread (as the daemon drives it), with a handler that
 // echoes the request. Clients are plain sockets in the test thread(s).
+#include "temp_dir.h"
 #include "ipc/control_server.h"
 
 #include <gtest/gtest.h>
@@ -28,26 +29,6 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 using namespace std::chrono_literals;
-
-class TempDir {
-public:
-	TempDir()
-	{
-		char tmpl[] = "/tmp/sluice-ctl-test.XXXXXX";
-		const char *d = mkdtemp(tmpl);
-		EXPECT_NE(d, nullptr) << std::strerror(errno);
-		path_ = d ? d : "/tmp";
-	}
-	~TempDir()
-	{
-		std::error_code ec;
-		std::filesystem::remove_all(path_, ec);
-	}
-	const std::string &path() const { return path_; }
-
-private:
-	std::string path_;
-};
 
 // The echo handler: {"ok": true, "cmd": <cmd>, "args": <the request>}.
 json echo(const Request &r)
@@ -237,7 +218,7 @@ protected:
 		return loop_->clients() == n;
 	}
 
-	TempDir dir_;
+	TempDir dir_{"sluice-ctl-test"};
 	std::optional<Loop> loop_;
 };
 

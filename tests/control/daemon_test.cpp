@@ -2,6 +2,7 @@
 // (no BPF needed to start one), asked every command of the registry. What
 // comes back before any interface is touched: the schema's argument errors,
 // the unmanaged-interface error, the status of an empty daemon.
+#include "temp_dir.h"
 #include "sluiced/daemon.h"
 
 #include <gtest/gtest.h>
@@ -14,22 +15,6 @@
 
 namespace sluice {
 namespace {
-
-class TempDir {
-public:
-	TempDir()
-	{
-		char tmpl[] = "/tmp/sluiced-daemon-test-XXXXXX";
-		if (!mkdtemp(tmpl))
-			throw std::runtime_error("mkdtemp failed");
-		path_ = tmpl;
-	}
-	~TempDir() { std::filesystem::remove_all(path_); }
-	const std::string &path() const { return path_; }
-
-private:
-	std::string path_;
-};
 
 class DaemonTest : public ::testing::Test {
 protected:
@@ -60,7 +45,7 @@ protected:
 		EXPECT_EQ(reply.value("error", ""), message);
 	}
 
-	TempDir dir;
+	TempDir dir{"sluiced-daemon-test"};
 	std::unique_ptr<Daemon> daemon;
 };
 

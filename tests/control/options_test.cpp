@@ -1,5 +1,6 @@
 // sluiced's options: defaults, every refused value (ErrorKind::invalid, the
 // message naming the option), and the INI config file under the command line.
+#include "temp_dir.h"
 #include "sluiced/options.h"
 
 #include <gtest/gtest.h>
@@ -67,32 +68,6 @@ void expect_bad_value(const std::string &option, const std::string &value,
 		EXPECT_NE(r.error().message.find(n), std::string::npos)
 			<< "message '" << r.error().message << "' does not contain '" << n << "'";
 }
-
-class TempDir {
-public:
-	TempDir()
-	{
-		char tmpl[] = "/tmp/sluice-options-test.XXXXXX";
-		const char *d = mkdtemp(tmpl);
-		EXPECT_NE(d, nullptr);
-		path_ = d ? d : "/tmp";
-	}
-	~TempDir()
-	{
-		std::error_code ec;
-		std::filesystem::remove_all(path_, ec);
-	}
-	std::string file(const std::string &name, const std::string &content) const
-	{
-		std::string p = path_ + "/" + name;
-		std::ofstream(p) << content;
-		return p;
-	}
-	const std::string &path() const { return path_; }
-
-private:
-	std::string path_;
-};
 
 TEST(Options, Defaults)
 {
@@ -332,7 +307,7 @@ TEST(Options, RefusesUnknownOptions)
 
 TEST(Options, ConfigFileIsRead)
 {
-	TempDir dir;
+	TempDir dir{"sluice-options-test"};
 	auto path = dir.file("sluiced.conf", "interface = veth0\nrate = 50\nburst = 7\n");
 	auto r = parse({"--config", path});
 	ASSERT_TRUE(r.has_value()) << r.error().message;
@@ -350,7 +325,7 @@ TEST(Options, ConfigFileIsRead)
 
 TEST(Options, CommandLineWinsOverConfigFile)
 {
-	TempDir dir;
+	TempDir dir{"sluice-options-test"};
 	auto path = dir.file("sluiced.conf", "interface = veth0\nrate = 50\nburst = 7\nmode = skb\n");
 	// Before and after --config: the command line wins either way.
 	for (bool first : {true, false}) {
@@ -382,7 +357,7 @@ TEST(Options, CommandLineWinsOverConfigFile)
 
 TEST(Options, GivenFlagsFollowWhatTheFileSets)
 {
-	TempDir dir;
+	TempDir dir{"sluice-options-test"};
 	auto path = dir.file("rate-only.conf", "interface = veth0\nrate = 50\n");
 	auto r = parse({"--config", path});
 	ASSERT_TRUE(r.has_value()) << r.error().message;
@@ -401,7 +376,7 @@ TEST(Options, GivenFlagsFollowWhatTheFileSets)
 
 TEST(Options, ConfigFileValuesAreValidatedToo)
 {
-	TempDir dir;
+	TempDir dir{"sluice-options-test"};
 	expect_invalid({"--config", dir.file("a.conf", "interface = veth0\nrate = 0\n")}, {"--rate 0"});
 	expect_invalid({"--config", dir.file("b.conf", "interface = veth0\ntable-size = 1000\n")},
 		       {"--table-size", "1000"});
@@ -412,7 +387,7 @@ TEST(Options, ConfigFileValuesAreValidatedToo)
 
 TEST(Options, MissingConfigFileIsAnError)
 {
-	TempDir dir;
+	TempDir dir{"sluice-options-test"};
 	std::string missing = dir.path() + "/does-not-exist.conf";
 	expect_invalid({"-i", "eth0", "--config", missing}, {"config file", missing});
 	expect_invalid({"-i", "eth0", "--config", dir.path() + "/nodir/x.conf"}, {"config file"});

@@ -3,6 +3,7 @@
 // any request is sent; replies map to exit codes by their kind. A fake
 // daemon (a thread serving a UNIX socket in a temp dir) answers with canned
 // replies. No root needed.
+#include "temp_dir.h"
 #include "sluicectl/sluicectl.h"
 #include "sluicectl/table.h"
 
@@ -47,23 +48,6 @@ Run sluicectl(std::vector<std::string> args)
 	int code = sluicectl_main(static_cast<int>(args.size()), argv.data(), out, err);
 	return {code, out.str(), err.str()};
 }
-
-// A temporary directory, removed with everything in it.
-class TempDir {
-public:
-	TempDir()
-	{
-		char tmpl[] = "/tmp/sluicectl-test-XXXXXX";
-		if (!mkdtemp(tmpl))
-			throw std::runtime_error("mkdtemp failed");
-		path_ = tmpl;
-	}
-	~TempDir() { std::filesystem::remove_all(path_); }
-	const std::string &path() const { return path_; }
-
-private:
-	std::string path_;
-};
 
 // Answers each request line with the next canned reply, in order; closes a
 // connection when it has no replies left. Records the requests it got.
@@ -127,7 +111,7 @@ private:
 		}
 	}
 
-	TempDir dir_;
+	TempDir dir_{"sluicectl-test"};
 	std::string path_;
 	int listen_fd_ = -1;
 	std::vector<std::string> replies_;
@@ -342,7 +326,7 @@ TEST(sluicectlArgs, SocketPathTooLong)
 TEST(sluicectlArgs, FromFileWithABadLineSendsNothingAndNamesTheLine)
 {
 	FakeDaemon daemon(json{{"ok", true}, {"iface", "eth0"}, {"list", "deny"}, {"changed", 2}});
-	TempDir dir;
+	TempDir dir{"sluicectl-test"};
 	std::string file = dir.path() + "/deny.txt";
 	std::ofstream(file) << "# blocklist\n198.18.0.0/15\n\n2001:2::/48  # lab\n10.0.0.300/8\n";
 	auto r = sluicectl({"--socket", daemon.socket(), "deny", "add", "eth0", "--from", file});
@@ -356,7 +340,7 @@ TEST(sluicectlArgs, FromFileWithABadLineSendsNothingAndNamesTheLine)
 TEST(sluicectlArgs, FromFileOfAnySizeGoesAsADescriptor)
 {
 	FakeDaemon daemon(json{{"ok", true}, {"iface", "eth0"}, {"list", "deny"}, {"changed", 8192}});
-	TempDir dir;
+	TempDir dir{"sluicectl-test"};
 	std::string file = dir.path() + "/big.txt";
 	{
 		std::ofstream big(file);
@@ -397,7 +381,7 @@ TEST(sluicectlArgs, WellFormedCommandWithoutDaemonSaysIsSluicedRunning)
 
 TEST(sluicectlArgs, StatusWithNeitherDaemonNorPins)
 {
-	TempDir pins;
+	TempDir pins{"sluicectl-test"};
 	auto r = sluicectl({"--socket", kNoSocket, "--pin-dir", pins.path(), "status"});
 	EXPECT_EQ(r.code, 1);
 	EXPECT_THAT(r.err, HasSubstr("is sluiced running?"));
@@ -517,7 +501,7 @@ TEST(sluicectlDaemon, SetSendsIntegersAndPrintsTheNewValues)
 TEST(sluicectlDaemon, FromFileSendsTheFileWithTheRequest)
 {
 	FakeDaemon daemon(json{{"ok", true}, {"iface", "eth0"}, {"list", "allow"}, {"changed", 3}});
-	TempDir dir;
+	TempDir dir{"sluicectl-test"};
 	std::string file = dir.path() + "/allow.txt";
 	std::ofstream(file) << "# partners\n198.18.0.0/15\n\n  2001:2::/48  # lab\n203.0.113.7\n";
 	auto r = sluicectl({"--socket", daemon.socket(), "allow", "add", "eth0", "--from", file});
