@@ -14,8 +14,11 @@
 /* Bumped on any change to a map's key/value layout or to the meaning of a field.
  * 2: the drop_samples ring buffer, settings.sample_every.
  * 3: the standing map and its cgroup feeders' links, settings.standing_*,
- *    the "standing" outcome. */
-#define SLUICE_LAYOUT_VERSION 3
+ *    the "standing" outcome.
+ * 4: the standing bucket and record (struct sluice_standing_set), the
+ *    newcomers and observed maps, config's standing/newcomer/valve fields,
+ *    the "newcomer" and "drop_valve" outcomes, settings.observe_periods. */
+#define SLUICE_LAYOUT_VERSION 4
 
 /* Table size bounds. The slot table is a BPF_MAP_TYPE_ARRAY whose size is a
  * power of two fixed at load: the index is (hash & (slots - 1)). */
@@ -64,7 +67,9 @@ enum sluice_breaker_state {
 	X(SLUICE_NON_IP,      5, "non_ip",      none)     /* ARP, LLDP, ...: passed, not limited */ \
 	X(SLUICE_MALFORMED,   6, "malformed",   none)     /* truncated, bad IHL/version, > 2 VLAN tags: dropped */ \
 	X(SLUICE_WOULD_DROP,  7, "would_drop",  none)     /* dry run: a drop verdict, but the frame passed */ \
-	X(SLUICE_STANDING,    8, "standing",    admitted) /* IP, passed while shedding: it has standing and a token */
+	X(SLUICE_STANDING,    8, "standing",    admitted) /* IP, passed because it has standing: while shedding, or by its standing bucket */ \
+	X(SLUICE_NEWCOMER,    9, "newcomer",    admitted) /* IP, passed while shedding without standing: the newcomer budget */ \
+	X(SLUICE_DROP_VALVE, 10, "drop_valve",  dropped)  /* IP, has standing, shed: the standing valve is closed */
 
 #define SLUICE_OUTCOME_ENUMERATOR(sym, value, name, verdict) sym = value,
 #define SLUICE_OUTCOME_ONE(sym, value, name, verdict) +1
@@ -96,23 +101,44 @@ struct sluice_slot {
 
 /*
  * The runtime configuration: one element of the "config" array map. The
- * daemon writes it (validated: see ctl/lib/maps); the program reads it on every
- * frame. Fields after the first block are control-plane bookkeeping that must
- * survive a daemon restart with the pins; the program does not read them.
+ * daemon writes it (validated: see ctl/lib/bpf/maps); the program reads the
+ * first block on every frame. Fields after it are control-plane bookkeeping
+ * that must survive a daemon restart with the pins; the program does not read
+ * them.
+ *
+ * Budgets, each a token bucket in bucket.h's form (cost_ns per token, burst
+ * tokens; cost_ns 0 means none):
+ *   cost_ns/burst           every source's bucket pair in the slot table
+ *   standing_cost_ns/burst  a source with standing: a second bucket of its
+ *                           own, in its standing record, drawn on when its
+ *                           slot pair is empty (every breaker state)
+ *   newcomer_cost_ns/burst  while shedding, the sources without standing
+ *                           share this budget; one bucket per CPU (the
+ *                           newcomers map), so cost and burst are per CPU:
+ *                           the daemon divides the asked rate and burst by
+ *                           the number of possible CPUs
  */
 struct sluice_config {
 	__u64 cost_ns;          /* refill: one token per cost_ns (1e9 / rate, rounded) */
 	__u64 burst;            /* bucket capacity in tokens */
+	__u64 standing_cost_ns; /* the standing bucket: 1e9 / standing rate */
+	__u64 standing_burst;
+	__u64 newcomer_cost_ns; /* per CPU: 1e9 x CPUs / newcomer rate; 0: no newcomer budget */
+	__u64 newcomer_burst;   /* per CPU, >= 1 */
 	__u32 breaker_state;    /* enum sluice_breaker_state */
-	__u32 admission_ppm;    /* recovering: refill rate x ppm / 1e6 */
+	__u32 admission_ppm;    /* recovering: refill rate x ppm / 1e6 (never a standing bucket's) */
 	__u32 list_flags;       /* SLUICE_LIST_*: which lists hold entries */
-	__u32 _pad0;
+	__u32 valve_closed;     /* 1: shedding is allowlist-only (standing admitted over trip-pps) */
 	/* control-plane bookkeeping, not read by the program */
-	__u64 rate_pps;         /* the rate cost_ns was derived from, as asked */
-	__u64 breaker_since_ns; /* CLOCK_REALTIME of the last transition */
-	__u32 breaker_manual;   /* 1: tripped by an operator, recovery is manual */
+	__u64 rate_pps;          /* the rate cost_ns was derived from, as asked */
+	__u64 standing_rate_pps; /* likewise for standing_cost_ns */
+	__u64 newcomer_pps;      /* the newcomer budget as asked, all CPUs together */
+	__u64 newcomer_burst_total; /* likewise for newcomer_burst */
+	__u64 breaker_since_ns;  /* CLOCK_REALTIME of the last transition */
+	__u64 valve_since_ns;    /* CLOCK_REALTIME of the valve's last move */
+	__u32 breaker_manual;    /* 1: tripped by an operator, recovery is manual */
 	__u32 _pad1;
-	__u64 generation;       /* bumped on every write */
+	__u64 generation;        /* bumped on every write */
 };
 
 #define SLUICE_LIST_ALLOW_V4 (1u << 0)
@@ -153,6 +179,11 @@ struct sluice_settings {
 	 * standing; one bound elsewhere is a server's, whose replies never do. */
 	__u32 ephemeral_lo;
 	__u32 ephemeral_hi;
+	/* Observed standing (opt-in): a source admitted by its buckets while
+	 * serving in this many distinct ticks (2^30 ns) earns standing; 0: off,
+	 * and the observed map has one set. */
+	__u32 observe_periods;
+	__u32 observe_set_mask; /* observed sets - 1 (standing_set_mask when on, 0 when off) */
 	__u32 _pad0;
 };
 
@@ -187,11 +218,12 @@ struct sluice_drop_sample {
  *   bits 63..32  fingerprint: the hash's high half, never 0 (0: empty)
  *   bits 31..0   stamp: when the source was last seen, in ticks of 2^30 ns
  *                (about 1.07 s) of the biased clock, wrapping after 146 years
- * One word per entry, so a reader never sees half a write; a set is one
- * map value (64 bytes, one cache line), so a lookup is one
- * bpf_map_lookup_elem and one line. The default, 2^16 sets (524,288 entries,
- * 4 MiB), keeps 10^5 sources with standing losing 0.0024% of their entries to
- * full sets and 2x10^5 losing 0.19% (Poisson occupancy, 8 ways).
+ * One word per entry, so a reader never sees half a write, and the ways of a
+ * set are one cache line, so a lookup reads one line; the matched way's
+ * standing bucket and record are in the next lines. The default, 2^16 sets
+ * (524,288 entries, 10 MiB), keeps 10^5 sources with standing losing
+ * 0.0024% of their entries to full sets and 2x10^5 losing 0.19% (Poisson
+ * occupancy, 8 ways).
  */
 #define SLUICE_STANDING_WAYS 8
 #define SLUICE_STANDING_TICK_SHIFT 30
@@ -210,8 +242,53 @@ struct sluice_drop_sample {
 /* Linux's default net.ipv4.ip_local_port_range, for when it cannot be read. */
 #define SLUICE_EPHEMERAL_LO_DEFAULT 32768u
 #define SLUICE_EPHEMERAL_HI_DEFAULT 60999u
+/* Observed standing: distinct ticks a source must be admitted in (0: off). */
+#define SLUICE_OBSERVE_PERIODS_MAX 255u
 
+/*
+ * Why a source has standing: the feeder that first granted it. One row per
+ * line (bpf/sluice_abi.py parses them); the names are `sluicectl standing`'s.
+ */
+#define SLUICE_STANDING_REASON_TABLE(X) \
+	X(SLUICE_BY_ACCEPTED,  1, "accepted")  /* a TCP peer completed the handshake to a local listener */ \
+	X(SLUICE_BY_CONNECTED, 2, "connected") /* the host opened a TCP connection to it */ \
+	X(SLUICE_BY_UDP,       3, "udp")       /* a UDP client socket of the host connected or sent to it */ \
+	X(SLUICE_BY_EXISTING,  4, "existing")  /* the peer of a connection that existed when sluiced started */ \
+	X(SLUICE_BY_OBSERVED,  5, "observed")  /* admitted in observe_periods distinct ticks while serving */
+
+#define SLUICE_STANDING_REASON_ENUMERATOR(sym, value, name) sym = value,
+enum sluice_standing_reason {
+	SLUICE_STANDING_REASON_TABLE(SLUICE_STANDING_REASON_ENUMERATOR)
+	SLUICE_STANDING_REASONS, /* values are 1..SLUICE_STANDING_REASONS-1; 0: unknown */
+};
+#undef SLUICE_STANDING_REASON_ENUMERATOR
+
+/*
+ * One set of the standing table (one map value, 160 bytes):
+ *   way[w]       fingerprint | stamp, as above; the only word a lookup reads
+ *                until it matches
+ *   empty_at[w]  way w's standing bucket, struct sluice_slot's form (0: full),
+ *                reset to full when a grant gives the way to a new source
+ *   record[w]    bits 31..28 the reason (enum sluice_standing_reason),
+ *                bits 27..0 the tick of the first grant, modulo 2^28 (about
+ *                9 years): "since when" for `sluicectl standing`
+ */
 struct sluice_standing_set {
+	__u64 way[SLUICE_STANDING_WAYS];
+	__u64 empty_at[SLUICE_STANDING_WAYS];
+	__u32 record[SLUICE_STANDING_WAYS];
+};
+
+/*
+ * Observed standing's candidates (settings.observe_periods > 0), one set per
+ * standing set, indexed alike; each entry one u64:
+ *   bits 63..32  fingerprint, as in the standing table (0: empty)
+ *   bits 31..8   the last tick the source was admitted in, modulo 2^24
+ *   bits 7..0    distinct ticks it was admitted in so far
+ * A candidate reaching observe_periods is granted standing (SLUICE_BY_OBSERVED)
+ * and its entry emptied. Candidates not seen for the lapse time are reused.
+ */
+struct sluice_observed_set {
 	__u64 way[SLUICE_STANDING_WAYS];
 };
 
@@ -227,6 +304,8 @@ struct sluice_standing_set {
 #define SLUICE_PIN_DENY_V6 "deny_v6"
 #define SLUICE_PIN_DROP_SAMPLES "drop_samples"
 #define SLUICE_PIN_STANDING "standing"
+#define SLUICE_PIN_NEWCOMERS "newcomers"
+#define SLUICE_PIN_OBSERVED "observed"
 /* The standing feeders' bpf_links on the cgroup v2 root. */
 #define SLUICE_PIN_SOCKOPS_LINK "sockops_link"
 #define SLUICE_PIN_CONNECT4_LINK "connect4_link"

@@ -27,6 +27,18 @@ inline constexpr uint32_t kSampleEvery = SLUICE_SAMPLE_EVERY_DEFAULT;
 // Standing (docs/architecture.md, "Standing").
 inline constexpr uint32_t kStandingSets = SLUICE_STANDING_SETS_DEFAULT;      // 524,288 entries, 4 MiB
 inline constexpr uint32_t kStandingLapseS = SLUICE_STANDING_LAPSE_DEFAULT_S; // an hour
+// A source with standing draws on a second bucket of its own when its first
+// is empty: a verified peer may move bulk data (a 10 Gbit/s link carries
+// 812,744 full-size frames a second), a flood of them is the valve's business.
+inline constexpr uint64_t kStandingRatePps = 1000000;
+inline constexpr uint64_t kStandingBurst = 100000; // 0.1 s of the standing rate
+// While shedding, the sources without standing share this budget: a tenth of
+// trip-pps (--newcomer-pps 0 sheds them all, as before standing).
+inline constexpr uint64_t kNewcomerShareDivisor = 10;
+// Its burst: this many seconds of the budget (at least one token per CPU).
+inline constexpr double kNewcomerBurstS = 0.1;
+// Observed standing: off unless asked (docs/security.md says why).
+inline constexpr uint32_t kObservePeriods = 0;
 
 // The control period and what is done in it.
 inline constexpr double kPeriodS = 1.0;
