@@ -75,7 +75,8 @@ echo "bench.sh: building in $build"
 # (An existing build directory reconfigures itself when a CMakeLists changed.)
 [ -f "$build/CMakeCache.txt" ] || cmake -S "$root" -B "$build" >/dev/null
 targets=(sluiced sluicectl sluice-traffic sluice-bench netrx_clock_bpf_skel_gen xdp_drop_bpf_skel_gen sluice_bpf_skel_gen
-	sluice_fineclock_bpf_skel_gen sluice_sip24_bpf_skel_gen)
+	sluice_fineclock_bpf_skel_gen sluice_sip24_bpf_skel_gen
+	lru_limiter_bpf_skel_gen lru_limiter_fineclock_bpf_skel_gen new_source_bpf_skel_gen)
 for s in parse hash lookup clock bucket; do
 	targets+=("sluice_cut_${s}_bpf_skel_gen")
 done

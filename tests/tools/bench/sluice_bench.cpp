@@ -3,7 +3,8 @@
 // programs), never pins anything, attaches only for `attach`, and prints JSON
 // on stdout.
 //
-//   sluice-bench cost [--repeat N] [--rounds R] NAME=OBJECT[,drop] ...
+//   sluice-bench cost [--repeat N] [--rounds R] [--new-source WRAPPER]
+//                     NAME=OBJECT[,drop|,new] ...
 //       Per-packet cost, in ns, of each program on a 64-byte IPv4 UDP and a
 //       64-byte IPv6 UDP frame: bpf_prog_test_run_opts with `repeat` N (the
 //       kernel times the loop and excludes the time it was preempted), R
@@ -13,8 +14,11 @@
 //       the default table size and a config that admits every frame (rate 1e8,
 //       burst 1e6: the pass path, both slots paid), or with ",drop" one that
 //       admits none (rate 1, burst 1, slots drained first: the flood path).
-//       Any other object (xdp_drop, xdpfilt_dny_ip.o) is loaded as it is, its
-//       maps empty and unpinned.
+//       Any other object (xdp_drop, xdpfilt_dny_ip.o, the LRU baseline) is
+//       loaded as it is, its maps empty and unpinned. ",new" runs the object
+//       behind the WRAPPER object (new_source.bpf.o, its own copy per
+//       program), which gives every repetition a new source address and
+//       tail-calls it: the spoofed flood's path.
 //       -> {"repeat":N,"rounds":R,"progs":{NAME:{"v4":[ns...],"v6":[ns...],
 //           "retval_v4":V,"retval_v6":V}}}
 //
@@ -32,11 +36,16 @@
 //       -> {"slots":N,"legit":L,"burst":B,"runs":[{"heavy":h,"heavy_frac":F,
 //           "one_choice":0|1,"losers":n,"share":x,"drained_slots":d}...]}
 //
-//   sluice-bench attach --iface IFACE [--rate R] [--burst B] OBJECT
+//   sluice-bench attach --iface IFACE [--rate R] [--burst B] [--entries N]
+//                       [--v6-prefix 64|128] OBJECT
 //       Loads OBJECT as `cost` does (a sluice object: fixed key, default
-//       table, a config of rate R and burst B, default 1000 and 1000) and
-//       attaches it to IFACE in native mode; prints {"attached":IFACE,
-//       "prog_fd":N} and holds it there until end of input, then detaches.
+//       table, a config of rate R and burst B, default 1000 and 1000; the
+//       LRU baseline: its .rodata rate_pps, burst and v6_prefix set, its
+//       tables sized N, default as compiled, 32768) and attaches it to IFACE in native
+//       mode; prints {"attached":IFACE,"prog_fd":N,"maps_memlock":BYTES} and
+//       holds it there until end of input, then detaches. Each line read
+//       meanwhile prints the LRU baseline's per-CPU counters,
+//       {"passed":[...],"dropped":[...]} (an object without them: []).
 //       For figure 2's breakdown on the receive path: the cut-point builds
 //       need a config the daemon would not give them. (The one exception to
 //       "never attaches".)
@@ -97,6 +106,10 @@ public:
 		__u64 key[2] = {0x0706050403020100ull, 0x0f0e0d0c0b0a0908ull};
 		__u32 slots = SLUICE_SLOTS_DEFAULT;
 		__u32 one_choice = 0;
+		// The LRU baseline's (any object's) u64 .rodata variables to set,
+		// and the size of its bucket tables (0: as compiled).
+		std::map<std::string, __u64> rodata_u64;
+		__u32 lru_entries = 0;
 	};
 
 	Loaded(const std::string &path, const SluiceSetup &setup)
@@ -119,8 +132,29 @@ public:
 			if (n == "config")
 				config_ = m;
 		}
+		if (rodata_ && !setup.rodata_u64.empty() && !(slots_ && config_)) {
+			size_t size = 0;
+			const void *init = bpf_map__initial_value(rodata_, &size);
+			std::vector<char> data(static_cast<const char *>(init), static_cast<const char *>(init) + size);
+			for (const auto &[var, v] : setup.rodata_u64) {
+				size_t off = rodata_offset(var.c_str());
+				if (off == size_t(-1) || off + sizeof(__u64) > size)
+					throw Error(path + ": no .rodata variable " + var);
+				std::memcpy(data.data() + off, &v, sizeof(v));
+			}
+			if (int e = bpf_map__set_initial_value(rodata_, data.data(), data.size()))
+				throw Error("set .rodata: " + std::string(std::strerror(-e)));
+		}
+		if (setup.lru_entries) {
+			bpf_object__for_each_map(m, obj_)
+			{
+				if (bpf_map__type(m) == BPF_MAP_TYPE_LRU_HASH)
+					if (int e = bpf_map__set_max_entries(m, setup.lru_entries))
+						throw Error("set_max_entries: " + std::string(std::strerror(-e)));
+			}
+		}
 		if (rodata_ && slots_ && config_) {
-			size_t off = settings_offset(path);
+			size_t off = rodata_offset("settings");
 			size_t size = 0;
 			const void *init = bpf_map__initial_value(rodata_, &size);
 			if (init && off != size_t(-1) && off + sizeof(sluice_settings) <= size) {
@@ -161,7 +195,15 @@ public:
 	Loaded &operator=(const Loaded &) = delete;
 
 	bool sluice() const { return sluice_; }
+	bpf_object *object() const { return obj_; }
 	int prog_fd() const { return bpf_program__fd(prog_); }
+	int map_fd(const char *name) const
+	{
+		bpf_map *m = bpf_object__find_map_by_name(obj_, name);
+		if (!m)
+			throw Error(std::string("no map '") + name + "'");
+		return bpf_map__fd(m);
+	}
 
 	void set_config(__u64 rate, __u64 burst, __u32 state = SLUICE_SERVING, __u32 ppm = SLUICE_PPM_FULL)
 	{
@@ -199,10 +241,12 @@ public:
 	}
 
 private:
-	// Offset of the `settings` variable in .rodata, from the object's BTF.
-	static size_t settings_offset(const std::string &path)
+	// Offset of a variable in .rodata, from the opened object's BTF (libbpf
+	// has filled in the section's variable offsets by then; the ELF's own
+	// BTF may leave them 0).
+	size_t rodata_offset(const char *var) const
 	{
-		btf *b = btf__parse_elf(path.c_str(), nullptr);
+		const btf *b = bpf_object__btf(obj_);
 		if (!b)
 			return size_t(-1);
 		size_t off = size_t(-1);
@@ -212,11 +256,10 @@ private:
 			const btf_var_secinfo *v = btf_var_secinfos(t);
 			for (unsigned i = 0; i < btf_vlen(t); i++, v++) {
 				const btf_type *vt = btf__type_by_id(b, v->type);
-				if (vt && std::strcmp(btf__name_by_offset(b, vt->name_off), "settings") == 0)
+				if (vt && std::strcmp(btf__name_by_offset(b, vt->name_off), var) == 0)
 					off = v->offset;
 			}
 		}
-		btf__free(b);
 		return off;
 	}
 
@@ -292,19 +335,26 @@ int cmd_cost(int argc, char **argv)
 		std::unique_ptr<Loaded> obj;
 		std::vector<__u32> v4, v6;
 		__u32 ret4 = 0, ret6 = 0;
+		std::unique_ptr<Loaded> wrapper; // ",new": runs first, tail-calls obj
+		int run_fd() const { return wrapper ? wrapper->prog_fd() : obj->prog_fd(); }
 	};
 	std::vector<Prog> progs;
 	const Bytes f4 = frame_v4(0xc612ff01u), f6 = frame_v6(); // 198.18.255.1, 2001:2:0:ff::1
+	auto strip = [](std::string &path, const char *suffix) {
+		size_t n = std::strlen(suffix);
+		if (path.size() > n && path.compare(path.size() - n, n, suffix) == 0) {
+			path.resize(path.size() - n);
+			return true;
+		}
+		return false;
+	};
 	for (const auto &s : specs) {
 		auto eq = s.find('=');
 		if (eq == std::string::npos)
-			throw Error("cost: '" + s + "' is not NAME=OBJECT[,drop]");
+			throw Error("cost: '" + s + "' is not NAME=OBJECT[,drop|,new]");
 		std::string name = s.substr(0, eq), path = s.substr(eq + 1);
-		bool drop = false;
-		if (path.size() > 5 && path.compare(path.size() - 5, 5, ",drop") == 0) {
-			drop = true;
-			path.resize(path.size() - 5);
-		}
+		bool drop = strip(path, ",drop");
+		bool fresh = !drop && strip(path, ",new");
 		Prog p{name, std::make_unique<Loaded>(path, Loaded::SluiceSetup{}), {}, {}};
 		if (p.obj->sluice()) {
 			if (drop) {
@@ -318,17 +368,27 @@ int cmd_cost(int argc, char **argv)
 		} else if (drop) {
 			throw Error(name + ": ,drop is for sluice objects");
 		}
+		if (fresh) {
+			auto w = o.find("new-source");
+			if (w == o.end())
+				throw Error(name + ": ,new needs --new-source WRAPPER");
+			p.wrapper = std::make_unique<Loaded>(w->second, Loaded::SluiceSetup{});
+			__u32 zero = 0;
+			int fd = p.obj->prog_fd();
+			if (bpf_map_update_elem(p.wrapper->map_fd("target"), &zero, &fd, BPF_ANY))
+				throw Error(name + ": tail-call slot: " + std::strerror(errno));
+		}
 		progs.push_back(std::move(p));
 	}
 	// Warm up (first runs page in the program and the maps).
 	for (auto &p : progs) {
-		test_run(p.obj->prog_fd(), f4, 10000);
-		test_run(p.obj->prog_fd(), f6, 10000);
+		test_run(p.run_fd(), f4, 10000);
+		test_run(p.run_fd(), f6, 10000);
 	}
 	for (int r = 0; r < rounds; r++) {
 		for (auto &p : progs) {
-			Run a = test_run(p.obj->prog_fd(), f4, repeat);
-			Run b = test_run(p.obj->prog_fd(), f6, repeat);
+			Run a = test_run(p.run_fd(), f4, repeat);
+			Run b = test_run(p.run_fd(), f6, repeat);
 			p.v4.push_back(a.duration);
 			p.v6.push_back(b.duration);
 			p.ret4 = a.retval;
@@ -449,14 +509,47 @@ int cmd_attach(int argc, char **argv)
 	unsigned ifindex = if_nametoindex(o["iface"].c_str());
 	if (!ifindex)
 		throw Error("attach: no interface " + o["iface"] + ": " + std::strerror(errno));
-	Loaded obj(pos[0], Loaded::SluiceSetup{});
+	Loaded::SluiceSetup setup;
+	setup.rodata_u64 = {{"rate_pps", opt_u64(o, "rate", 1000)},
+			    {"burst", opt_u64(o, "burst", 1000)},
+			    {"v6_prefix", opt_u64(o, "v6-prefix", 64)}};
+	setup.lru_entries = __u32(opt_u64(o, "entries", 0));
+	Loaded obj(pos[0], setup);
 	if (obj.sluice())
 		obj.set_config(opt_u64(o, "rate", 1000), opt_u64(o, "burst", 1000));
 	if (int e = bpf_xdp_attach(int(ifindex), obj.prog_fd(), XDP_FLAGS_DRV_MODE, nullptr))
 		throw Error("attach to " + o["iface"] + ": " + std::strerror(-e));
-	std::cout << json{{"attached", o["iface"]}, {"prog_fd", obj.prog_fd()}}.dump() << std::endl;
+	// The maps' memory as the kernel charges it (fdinfo's memlock).
+	uint64_t memlock = 0;
+	bpf_map *m;
+	bpf_object__for_each_map(m, obj.object())
+	{
+		FILE *f = std::fopen(("/proc/self/fdinfo/" + std::to_string(bpf_map__fd(m))).c_str(), "r");
+		char line[256];
+		while (f && std::fgets(line, sizeof(line), f)) {
+			unsigned long long v;
+			if (std::sscanf(line, "memlock: %llu", &v) == 1)
+				memlock += v;
+		}
+		if (f)
+			std::fclose(f);
+	}
+	std::cout << json{{"attached", o["iface"]}, {"prog_fd", obj.prog_fd()}, {"maps_memlock", memlock}}.dump()
+		  << std::endl;
+	bpf_map *stats = bpf_object__find_map_by_name(obj.object(), "stats");
+	int ncpu = libbpf_num_possible_cpus();
 	std::string line;
 	while (std::getline(std::cin, line)) {
+		json j = {{"passed", json::array()}, {"dropped", json::array()}};
+		if (stats && ncpu > 0) {
+			std::vector<__u64> v(size_t(ncpu), 0);
+			for (__u32 k = 0; k < 2; k++) {
+				if (bpf_map_lookup_elem(bpf_map__fd(stats), &k, v.data()))
+					throw Error(std::string("stats lookup: ") + std::strerror(errno));
+				j[k == 0 ? "passed" : "dropped"] = v;
+			}
+		}
+		std::cout << j.dump() << std::endl;
 	}
 	bpf_xdp_detach(int(ifindex), XDP_FLAGS_DRV_MODE, nullptr);
 	return 0;
