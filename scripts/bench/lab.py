@@ -45,6 +45,10 @@ class Lab:
         """A BPF object of the build (sluice_bpf, xdp_drop_bpf, the cuts...)."""
         return os.path.join(self._build, name + ".bpf.o")
 
+    def tool_obj(self, name):
+        """A benchmark-only BPF object of tests/tools (the LRU baseline, the wrapper)."""
+        return os.path.join(self._build, "tests", "tools", name + ".bpf.o")
+
     def x(self, role, *cmd):
         """A command line run in one of the testbed's namespaces."""
         return ["ip", "netns", "exec", self.tb.ns(role)] + [str(c) for c in cmd]

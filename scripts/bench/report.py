@@ -107,6 +107,11 @@ def chart(outdir, quick, cost, flood, full, collateral):
         v4, v6 = cost.sluice_vs_xdp_filter["v4"], cost.sluice_vs_xdp_filter["v6"]
         f.write(f'"xdp-filter" {baseline(v4)} {baseline(v6)}\n')
         f.write(f'"sluice" {value(v4)} {value(v6)}\n')
+        v4, v6 = cost.sluice_vs_lru["v4"], cost.sluice_vs_lru["v6"]
+        f.write(f'"LRU limiter" {baseline(v4)} {baseline(v6)}\n')
+        v4, v6 = cost.new_source["v4"], cost.new_source["v6"]
+        f.write(f'"sluice, new src" {value(v4)} {value(v6)}\n')
+        f.write(f'"LRU, new src" {baseline(v4)} {baseline(v6)}\n')
     with open(os.path.join(dat, "flood.dat"), "w") as f:
         for label, row in flood.cpu_per_packet:
             f.write(f'"{label}" {value(row)}\n')
