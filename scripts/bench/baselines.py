@@ -1,8 +1,9 @@
 """What sluice is compared with, each a context manager on the host's
 interface that removes itself on the way out: XDP_DROP and xdp-filter's
 deny-ip object attached by iproute2, a sluice object (or a cut-point build)
-attached without the daemon, an nftables netdev meter, an ip6tables
-hashlimit rule; and the entries the last two hold."""
+attached without the daemon, the hand-written LRU-hash limiter
+(tests/tools/bench/lru_limiter.bpf.c), an nftables netdev meter, an
+ip6tables hashlimit rule; and the entries the last two hold."""
 
 import contextlib
 import json
@@ -44,6 +45,42 @@ def bpf_attached(lab, obj, rate, burst):
         if not line:
             raise RuntimeError(f"sluice-bench attach {obj} ended")
         yield
+    finally:
+        end_with_stdin(p, 30)
+
+
+class LruLimiter:
+    """The attached LRU baseline: its maps' memory, and its counters."""
+
+    def __init__(self, proc, maps_memlock):
+        self.proc = proc
+        self.maps_memlock = maps_memlock
+
+    def counters(self):
+        """{"passed": [per CPU], "dropped": [per CPU]} since the attach."""
+        self.proc.stdin.write("\n")
+        self.proc.stdin.flush()
+        line = self.proc.stdout.readline()
+        if not line:
+            raise RuntimeError("sluice-bench attach (LRU baseline) ended")
+        return json.loads(line)
+
+
+@contextlib.contextmanager
+def lru(lab, rate, burst, entries, iface=None, v6_prefix=64):
+    """The per-source LRU-hash limiter as it is commonly written, rate and
+    burst per source, `entries` sources in its table, IPv6 keyed by the /64
+    or the whole address, attached by `sluice-bench attach` to the host's
+    interface (or `iface` there)."""
+    p = spawn(lab.x("host", lab.bench_tool, "attach", "--iface", iface or lab.tb.host_if, "--rate", rate,
+                    "--burst", burst, "--entries", entries, "--v6-prefix", v6_prefix,
+                    lab.tool_obj("lru_limiter_bpf")),
+              stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=None)
+    try:
+        line = p.stdout.readline()
+        if not line:
+            raise RuntimeError("sluice-bench attach (LRU baseline) ended")
+        yield LruLimiter(p, json.loads(line)["maps_memlock"])
     finally:
         end_with_stdin(p, 30)
 

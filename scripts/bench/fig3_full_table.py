@@ -22,7 +22,8 @@ FLOODER_PORT = 7003
 CONFIGS = (("c_sluice", "sluice", "sluice"),
            ("c2_sluice_no_breaker", "sluice, automatic breaker out of reach", "sluice, no breaker"),
            ("d_nft", "nftables dynamic set", "nftables"),
-           ("e_hashlimit", "iptables hashlimit", "hashlimit"))
+           ("e_hashlimit", "iptables hashlimit", "hashlimit"),
+           ("f_lru", "LRU-hash XDP limiter (hand-written)", "LRU limiter"))
 
 
 def spoofed_name(key):
@@ -74,12 +75,17 @@ def measure(lab):
                                                    "--trip-pps", 1_000_000_000_000),
         "d_nft": lambda: baselines.nft(lab, False, rate, burst, size),
         "e_hashlimit": lambda: baselines.hashlimit(lab, 128, rate, burst, size),
+        "f_lru": lambda: baselines.lru(lab, rate, burst, size, v6_prefix=128),
     }
     res = {c[0]: [] for c in CONFIGS}
     for rep in range(repeats):
         for key, label, _ in CONFIGS:
             slab0 = meminfo("SUnreclaim")
-            with filters[key]() as d:
+            with filters[key]() as f:
+                # sluiced (a harness Daemon), or a baseline: None, or the
+                # LRU limiter's handle (its maps' memory, fixed at load).
+                d = f if key.startswith("c") else None
+                lru_mem = f.maps_memlock if key == "f_lru" else None
                 time.sleep(0.3)
                 mem0 = lab.maps_memlock(d) if d else 0
                 rss0 = rss_bytes(d.proc.pid) if d else None
@@ -135,6 +141,7 @@ def measure(lab):
                  "breaker_after": breaker,
                  "client_phase_link_drops": tx1 - tx0,
                  "kernel_slab_delta": slab1 - slab0, "maps_memlock_before": mem0, "maps_memlock_after": mem1,
+                 "lru_maps_memlock": lru_mem,
                  "daemon_rss_before": rss0, "daemon_rss_after": rss1}
             res[key].append(r)
             log(f"  {key} rep {rep}: {r}")
@@ -172,7 +179,9 @@ def measure(lab):
                      note="change in bytes_memlock of every sluice map during the three phases")
         else:
             grow = median([r["kernel_slab_delta"] for r in rs])
+            lm = median([r["lru_maps_memlock"] for r in rs if r["lru_maps_memlock"] is not None])
             rows.add(f"full_table_memory_growth_{key}", "bytes", grow, sluice_mem, "sluice's maps (bytes_memlock)",
                      note=f"{label}: growth of the kernel's unreclaimable slab (SUnreclaim) over the three"
-                          f" phases, whole machine")
+                          f" phases, whole machine"
+                          + (f"; its maps, preallocated at load: {lm:.0f} bytes" if lm is not None else ""))
     return FullTable(rows, detail, outcomes)
