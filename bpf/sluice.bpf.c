@@ -6,24 +6,46 @@
  *   parse.h        Ethernet (+ up to 2 VLAN tags) -> IPv4/IPv6 source, or
  *                  non-IP (passed), or malformed (dropped)
  *   deny list      only when the config says the family's list has entries
- *   shedding       allowlisted sources pass; a source with live standing
- *                  (standing.h) goes on to its buckets; every other IP frame drops
- *   source_key.h   mask to the prefix, keyed SipHash, two slot indices
- *   bucket.h       admit when the fuller slot has a token; both pay
- *   counters       one per-CPU counter per outcome, packets and bytes
+ *   source_key.h   mask to the prefix, keyed SipHash: two slot indices, and
+ *                  the standing set and fingerprint (standing.h)
+ *   serving, recovering:
+ *     bucket.h     admit when the fuller slot of the pair has a token; both
+ *                  pay (recovering: at the ramped cost, admission_ppm) -> passed.
+ *                  Only a refused frame looks up standing: a source with
+ *                  standing is tried again unramped (recovering), then by its
+ *                  standing bucket (its way's empty_at) -> standing; else
+ *                  drop_rate. So a source with standing has rate +
+ *                  standing-rate in every state, and the ramp is the others'.
+ *   shedding:      allowlisted sources pass; then standing is looked up:
+ *     standing     the valve closed -> drop_valve; else slot pair (unramped),
+ *                  then standing bucket -> standing, or drop_rate
+ *     none         the valve closed -> drop_shed; else the newcomer budget
+ *                  (one bucket per CPU, before any slot, so a shed frame pays
+ *                  no CAS): empty -> drop_shed; else the slot pair (one heavy
+ *                  newcomer cannot take the whole budget) -> newcomer, or drop_rate
+ *   observed       (settings.observe_periods, opt-in) a frame passed while
+ *                  serving counts its source's distinct ticks; at
+ *                  observe_periods the source is granted standing (observed)
+ *   counters       one per-CPU counter per outcome, packets and bytes: every
+ *                  frame under exactly one (would_drop overlays, see sluice_xdp)
  *
  * Work the configuration does not need costs nothing: the lists are looked up
  * only when the daemon has marked them non-empty in config.list_flags (one LPM
  * lookup costs more than the whole bucket update), the allowlist only while
- * shedding, the standing table only while shedding, and the clock is read
- * only on the bucket and standing paths.
+ * shedding, the standing table only while shedding or for a frame its slot
+ * pair refused, the observed map only when observed standing is on (the
+ * verifier folds it away otherwise), and the clock is read only on the bucket
+ * and standing paths.
  *
  * The same object carries the standing table's feeders (see "Standing" in
  * docs/architecture.md): a sock_ops program granting the peer of every TCP
- * connection that completed its handshake, and cgroup connect/sendmsg
- * programs granting the peers the host chose to talk to. The daemon attaches
- * them with bpf_links on the cgroup v2 root; they share `settings` (hash key,
- * prefixes) and the `standing` map with the XDP program.
+ * connection that completed its handshake (reason accepted, or connected for
+ * one the host opened), and cgroup connect/sendmsg programs granting the
+ * peers the host chose to talk to (connected for TCP, udp for UDP). The
+ * daemon attaches them with bpf_links on the cgroup v2 root; they share
+ * `settings` (hash key, prefixes) and the `standing` map with the XDP
+ * program. A grant records why and since when (record[w]) for a new source;
+ * a refresh keeps both, and the standing bucket.
  */
 #include <linux/bpf.h>
 #include <bpf/bpf_helpers.h>
@@ -133,6 +155,24 @@ struct {
 	__type(value, struct sluice_standing_set);
 } standing SEC(".maps");
 
+/* The newcomer budget while shedding: one bucket per CPU (no atomics; cost
+ * and burst in config are per CPU). */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct sluice_slot);
+} newcomers SEC(".maps");
+
+/* Observed standing's candidates (standing.h); max_entries is replaced at
+ * load: the standing sets when observed standing is on, else 1. */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct sluice_observed_set);
+} observed SEC(".maps");
+
 /* Sampled drops for `sluicectl top` (sluice_abi.h, struct sluice_drop_sample). */
 struct {
 	__uint(type, BPF_MAP_TYPE_RINGBUF);
@@ -197,29 +237,141 @@ static __always_inline __u64 source_hash(struct sluice_source *src, int is_v6)
 	return sluice_source_hash(key, src, is_v6);
 }
 
-/* Has the source of this hash live standing? A live entry older than an
+/* The standing set of the source of this hash, and in *way the way that
+ * holds it live; NULL if it has no standing. A live entry older than an
  * eighth of the lapse time is stamped again (by compare-and-swap: an entry
  * another CPU replaced meanwhile is left alone), so a source that keeps
- * sending while shedding keeps its standing. */
-static __always_inline int has_standing(__u64 hash)
+ * sending keeps its standing. */
+static __always_inline struct sluice_standing_set *standing_of(__u64 hash, __u64 now, __u32 *way)
 {
 	__u32 idx = sluice_standing_set_of(hash, settings.standing_set_mask);
 	struct sluice_standing_set *set = bpf_map_lookup_elem(&standing, &idx);
 
 	if (!set)
-		return 0; /* cannot happen: standing_set_mask < max_entries */
-	__u32 stamp = sluice_standing_stamp(SLUICE_CLOCK() + SLUICE_TIME_BIAS);
+		return NULL; /* cannot happen: standing_set_mask < max_entries */
+	__u32 stamp = sluice_standing_stamp(now);
 	__u32 fp = sluice_standing_fingerprint(hash);
 	int w = sluice_standing_find(set, fp, stamp, settings.standing_lapse_ticks);
 
 	if (w < 0)
-		return 0;
-	__u64 *way = &set->way[w & (SLUICE_STANDING_WAYS - 1)];
-	__u64 old = *way;
+		return NULL;
+	*way = w & (SLUICE_STANDING_WAYS - 1);
+	__u64 *e = &set->way[*way];
+	__u64 old = *e;
 
 	if (sluice_standing_needs_refresh(old, stamp, settings.standing_lapse_ticks))
-		__sync_val_compare_and_swap(way, old, sluice_standing_entry(fp, stamp));
-	return 1;
+		__sync_val_compare_and_swap(e, old, sluice_standing_entry(fp, stamp));
+	return set;
+}
+
+/* Admit from the standing bucket of way w (never ramped). */
+static __always_inline int standing_admit(const struct sluice_config *cfg, struct sluice_standing_set *set,
+					  __u32 w, __u64 now)
+{
+	return sluice_admit1(&set->empty_at[w & (SLUICE_STANDING_WAYS - 1)], now, cfg->standing_cost_ns,
+			     cfg->standing_burst * cfg->standing_cost_ns);
+}
+
+/* Grant the source of this hash standing for `reason`, stamped now. */
+static __always_inline void grant_hash(__u64 hash, __u64 now, __u32 reason)
+{
+	__u32 idx = sluice_standing_set_of(hash, settings.standing_set_mask);
+	struct sluice_standing_set *set = bpf_map_lookup_elem(&standing, &idx);
+
+	if (!set)
+		return;
+	sluice_standing_grant(set, sluice_standing_fingerprint(hash), sluice_standing_stamp(now),
+			      settings.standing_lapse_ticks, reason);
+}
+
+/* Observed standing: a frame its slot pair passed while serving counts its
+ * source's tick, once a tick; a source without standing that reaches
+ * observe_periods distinct ticks is granted it. The standing table is read
+ * only for a tick not counted yet, and not refreshed (serving traffic does
+ * not keep standing alive; only grants and shedding do). */
+static __always_inline void observe(__u64 hash, __u64 now)
+{
+	__u32 idx = sluice_standing_set_of(hash, settings.observe_set_mask);
+	struct sluice_observed_set *o = bpf_map_lookup_elem(&observed, &idx);
+
+	if (!o)
+		return;
+	__u32 stamp = sluice_standing_stamp(now);
+	__u32 fp = sluice_standing_fingerprint(hash);
+
+	if (sluice_observed_seen_now(o, fp, stamp))
+		return;
+	__u32 sidx = sluice_standing_set_of(hash, settings.standing_set_mask);
+	struct sluice_standing_set *set = bpf_map_lookup_elem(&standing, &sidx);
+
+	if (!set || sluice_standing_find(set, fp, stamp, settings.standing_lapse_ticks) >= 0)
+		return; /* has standing: nothing to earn */
+	if (sluice_observed_count(o, fp, stamp, settings.standing_lapse_ticks, settings.observe_periods))
+		sluice_standing_grant(set, fp, stamp, settings.standing_lapse_ticks, SLUICE_BY_OBSERVED);
+}
+
+/* The newcomer budget: this CPU's bucket. */
+static __always_inline int newcomer_admit(const struct sluice_config *cfg, __u64 now)
+{
+	__u32 zero = 0;
+	struct sluice_slot *n = bpf_map_lookup_elem(&newcomers, &zero);
+
+	if (!n)
+		return 0; /* cannot happen: a one-element array */
+	return sluice_admit1_local(&n->empty_at, now, cfg->newcomer_cost_ns, cfg->newcomer_burst * cfg->newcomer_cost_ns);
+}
+
+/* The slot pair of the source of this hash; 0 if it cannot be looked up
+ * (cannot happen: slot_mask < max_entries). */
+static __always_inline int slot_pair(__u64 hash, struct sluice_slot **a, struct sluice_slot **b)
+{
+	struct sluice_slot_pair idx = sluice_slots_of(hash, settings.slot_mask, settings.one_choice);
+
+	*a = bpf_map_lookup_elem(&slots, &idx.a);
+	*b = bpf_map_lookup_elem(&slots, &idx.b);
+	return *a && *b;
+}
+
+/* Shedding, past the allowlist: see "The way of a frame" above. */
+static __always_inline __u32 shed(const struct sluice_config *cfg, const struct sluice_source *src,
+				  const struct sluice_source *masked, int is_v6, __u64 hash)
+{
+	__u64 now = SLUICE_CLOCK() + SLUICE_TIME_BIAS;
+	__u32 w = 0;
+	struct sluice_standing_set *set = standing_of(hash, now, &w);
+	struct sluice_slot *a, *b;
+
+	if (!set) {
+		if (cfg->valve_closed || !newcomer_admit(cfg, now))
+			return sampled_drop(src, is_v6, SLUICE_DROP_SHED);
+		if (slot_pair(hash, &a, &b) && sluice_admit2(a, b, now, cfg->cost_ns, cfg->burst * cfg->cost_ns))
+			return SLUICE_NEWCOMER;
+		return sampled_drop(masked, is_v6, SLUICE_DROP_RATE);
+	}
+	if (cfg->valve_closed)
+		return sampled_drop(src, is_v6, SLUICE_DROP_VALVE);
+	if ((slot_pair(hash, &a, &b) && sluice_admit2(a, b, now, cfg->cost_ns, cfg->burst * cfg->cost_ns)) ||
+	    standing_admit(cfg, set, w, now))
+		return SLUICE_STANDING;
+	return sampled_drop(masked, is_v6, SLUICE_DROP_RATE);
+}
+
+/* Serving or recovering, a frame its slot pair refused at `cost`: a source
+ * with standing is tried again unramped (recovering), then by its standing
+ * bucket. */
+static __always_inline __u32 refused(const struct sluice_config *cfg, const struct sluice_source *masked,
+				     int is_v6, __u64 hash, struct sluice_slot *a, struct sluice_slot *b,
+				     __u64 now, __u64 cost)
+{
+	__u32 w = 0;
+	struct sluice_standing_set *set = standing_of(hash, now, &w);
+
+	if (!set)
+		return sampled_drop(masked, is_v6, SLUICE_DROP_RATE);
+	if ((cost != cfg->cost_ns && sluice_admit2(a, b, now, cfg->cost_ns, cfg->burst * cfg->cost_ns)) ||
+	    standing_admit(cfg, set, w, now))
+		return SLUICE_STANDING;
+	return sampled_drop(masked, is_v6, SLUICE_DROP_RATE);
 }
 
 /* The verdict of an IP frame from `src`, as an outcome. */
@@ -247,9 +399,8 @@ static __always_inline __u32 judge(const struct sluice_config *cfg, struct sluic
 	struct sluice_source masked = *src;
 	__u64 hash = source_hash(&masked, is_v6);
 
-	/* Shedding: only a source with standing goes on to its buckets. */
-	if (state == SLUICE_SHEDDING && !has_standing(hash))
-		return sampled_drop(src, is_v6, SLUICE_DROP_SHED);
+	if (state == SLUICE_SHEDDING)
+		return shed(cfg, src, &masked, is_v6, hash);
 
 	struct sluice_slot_pair idx = sluice_slots_of(hash, settings.slot_mask, settings.one_choice);
 #ifdef SLUICE_BENCH_STOP_AFTER_HASH
@@ -289,9 +440,12 @@ static __always_inline __u32 judge(const struct sluice_config *cfg, struct sluic
 	SLUICE_BENCH_KEEP(sluice_admit2(a, b, now, cost, cfg->burst * cost));
 	return SLUICE_BENCH_STOPPED;
 #endif
-	if (sluice_admit2(a, b, now, cost, cfg->burst * cost))
-		return state == SLUICE_SHEDDING ? SLUICE_STANDING : SLUICE_PASSED;
-	return sampled_drop(&masked, is_v6, SLUICE_DROP_RATE);
+	if (sluice_admit2(a, b, now, cost, cfg->burst * cost)) {
+		if (settings.observe_periods && state == SLUICE_SERVING)
+			observe(hash, now);
+		return SLUICE_PASSED;
+	}
+	return refused(cfg, &masked, is_v6, hash, a, b, now, cost);
 }
 
 SEC("xdp")
@@ -328,7 +482,8 @@ int sluice_xdp(struct xdp_md *ctx)
 #endif
 	}
 	count(outcome, bytes);
-	if (outcome == SLUICE_PASSED || outcome == SLUICE_ALLOWLISTED || outcome == SLUICE_STANDING)
+	if (outcome == SLUICE_PASSED || outcome == SLUICE_ALLOWLISTED || outcome == SLUICE_STANDING ||
+	    outcome == SLUICE_NEWCOMER)
 		return XDP_PASS;
 	if (settings.dry_run) {
 		/* WOULD_DROP overlays the reason counted above: frames seen =
@@ -341,43 +496,33 @@ int sluice_xdp(struct xdp_md *ctx)
 
 /* ---- The standing table's feeders ---- */
 
-/* Grant the peer `src` standing, stamped now. */
-static __always_inline void grant(struct sluice_source *src, int is_v6)
+/* Grant the peer `src` standing for `reason`, stamped now. */
+static __always_inline void grant(struct sluice_source *src, int is_v6, __u32 reason)
 {
-	__u64 hash = source_hash(src, is_v6);
-	__u32 idx = sluice_standing_set_of(hash, settings.standing_set_mask);
-	struct sluice_standing_set *set = bpf_map_lookup_elem(&standing, &idx);
-
-	if (!set)
-		return;
-	__u32 stamp = sluice_standing_stamp(SLUICE_CLOCK() + SLUICE_TIME_BIAS);
-	__u32 fp = sluice_standing_fingerprint(hash);
-	int w = sluice_standing_victim(set, fp, stamp, settings.standing_lapse_ticks);
-
-	set->way[w & (SLUICE_STANDING_WAYS - 1)] = sluice_standing_entry(fp, stamp);
+	grant_hash(source_hash(src, is_v6), SLUICE_CLOCK() + SLUICE_TIME_BIAS, reason);
 }
 
-static __always_inline void grant_v4(__u32 addr)
+static __always_inline void grant_v4(__u32 addr, __u32 reason)
 {
 	struct sluice_source src = { .w = { addr, 0 } };
 
-	grant(&src, 0);
+	grant(&src, 0, reason);
 }
 
 /* An IPv6 peer as four network-order words; a v4-mapped one (::ffff:a.b.c.d,
  * a dual-stack socket's IPv4 peer) is granted as the IPv4 address its frames
  * carry. */
-static __always_inline void grant_v6(__u32 a0, __u32 a1, __u32 a2, __u32 a3)
+static __always_inline void grant_v6(__u32 a0, __u32 a1, __u32 a2, __u32 a3, __u32 reason)
 {
 	if (a0 == 0 && a1 == 0 && a2 == bpf_htonl(0x0000ffff)) {
-		grant_v4(a3);
+		grant_v4(a3, reason);
 		return;
 	}
 	__u32 a[4] = { a0, a1, a2, a3 };
 	struct sluice_source src;
 
 	__builtin_memcpy(src.w, a, sizeof(a));
-	grant(&src, 1);
+	grant(&src, 1, reason);
 }
 
 /* A TCP connection reached ESTABLISHED: passive, a peer completed the
@@ -390,10 +535,12 @@ int sluice_sockops(struct bpf_sock_ops *skops)
 {
 	if (skops->op != BPF_SOCK_OPS_PASSIVE_ESTABLISHED_CB && skops->op != BPF_SOCK_OPS_ACTIVE_ESTABLISHED_CB)
 		return 1;
+	__u32 reason = skops->op == BPF_SOCK_OPS_PASSIVE_ESTABLISHED_CB ? SLUICE_BY_ACCEPTED : SLUICE_BY_CONNECTED;
+
 	if (skops->family == 2 /* AF_INET */)
-		grant_v4(skops->remote_ip4);
+		grant_v4(skops->remote_ip4, reason);
 	else if (skops->family == 10 /* AF_INET6 */)
-		grant_v6(skops->remote_ip6[0], skops->remote_ip6[1], skops->remote_ip6[2], skops->remote_ip6[3]);
+		grant_v6(skops->remote_ip6[0], skops->remote_ip6[1], skops->remote_ip6[2], skops->remote_ip6[3], reason);
 	return 1;
 }
 
@@ -414,27 +561,32 @@ static __always_inline int udp_client_socket(struct bpf_sock_addr *ctx, int unbo
 }
 
 /* connect(): TCP, the host chose the peer (granted before the handshake, so
- * that the peer's SYN-ACK is not shed); UDP, a client socket's peer. */
-static __always_inline int connect_grants(struct bpf_sock_addr *ctx)
+ * that the peer's SYN-ACK is not shed); UDP, a client socket's peer. The
+ * reason granted, 0 for none. */
+static __always_inline __u32 connect_grants(struct bpf_sock_addr *ctx)
 {
 	if (ctx->type == 1 /* SOCK_STREAM */)
-		return 1;
-	return ctx->type == 2 /* SOCK_DGRAM */ && udp_client_socket(ctx, 1);
+		return SLUICE_BY_CONNECTED;
+	return ctx->type == 2 /* SOCK_DGRAM */ && udp_client_socket(ctx, 1) ? SLUICE_BY_UDP : 0;
 }
 
 SEC("cgroup/connect4")
 int sluice_connect4(struct bpf_sock_addr *ctx)
 {
-	if (connect_grants(ctx))
-		grant_v4(ctx->user_ip4);
+	__u32 reason = connect_grants(ctx);
+
+	if (reason)
+		grant_v4(ctx->user_ip4, reason);
 	return 1; /* never blocks */
 }
 
 SEC("cgroup/connect6")
 int sluice_connect6(struct bpf_sock_addr *ctx)
 {
-	if (connect_grants(ctx))
-		grant_v6(ctx->user_ip6[0], ctx->user_ip6[1], ctx->user_ip6[2], ctx->user_ip6[3]);
+	__u32 reason = connect_grants(ctx);
+
+	if (reason)
+		grant_v6(ctx->user_ip6[0], ctx->user_ip6[1], ctx->user_ip6[2], ctx->user_ip6[3], reason);
 	return 1;
 }
 
@@ -445,7 +597,7 @@ SEC("cgroup/sendmsg4")
 int sluice_sendmsg4(struct bpf_sock_addr *ctx)
 {
 	if (udp_client_socket(ctx, 0))
-		grant_v4(ctx->user_ip4);
+		grant_v4(ctx->user_ip4, SLUICE_BY_UDP);
 	return 1;
 }
 
@@ -453,6 +605,6 @@ SEC("cgroup/sendmsg6")
 int sluice_sendmsg6(struct bpf_sock_addr *ctx)
 {
 	if (udp_client_socket(ctx, 0))
-		grant_v6(ctx->user_ip6[0], ctx->user_ip6[1], ctx->user_ip6[2], ctx->user_ip6[3]);
+		grant_v6(ctx->user_ip6[0], ctx->user_ip6[1], ctx->user_ip6[2], ctx->user_ip6[3], SLUICE_BY_UDP);
 	return 1;
 }

@@ -120,13 +120,129 @@ static inline int sluice_standing_victim(const struct sluice_standing_set *set, 
 	return oldest;
 }
 
-/* Grant (or refresh) the standing of fp in its set, stamped now; the way written. */
-static inline int sluice_standing_grant(struct sluice_standing_set *set, __u32 fp, __u32 stamp,
-					__u32 lapse_ticks)
+/* record[w]: why and since when (sluice_abi.h, struct sluice_standing_set). */
+#define SLUICE_STANDING_RECORD_TICK_MASK 0x0fffffffu
+
+static inline __u32 sluice_standing_record(__u32 reason, __u32 stamp)
 {
-	int w = sluice_standing_victim(set, fp, stamp, lapse_ticks);
+	return (reason << 28) | (stamp & SLUICE_STANDING_RECORD_TICK_MASK);
+}
+
+static inline __u32 sluice_standing_record_reason(__u32 record)
+{
+	return record >> 28;
+}
+
+/* Ticks since the first grant, modulo 2^28 (about 9 years). */
+static inline __u32 sluice_standing_record_age(__u32 record, __u32 stamp)
+{
+	return (stamp - record) & SLUICE_STANDING_RECORD_TICK_MASK;
+}
+
+/*
+ * Grant (or refresh) the standing of fp in its set, stamped now; the way
+ * written. A way given to a new source (another fingerprint, or its own
+ * lapsed) starts afresh: its standing bucket full, its record this grant's
+ * reason and tick, both written before the way, so a frame that matches the
+ * new entry finds them. A refresh of a live entry keeps both: the reason is
+ * the first grant's, and a new connection refills nothing.
+ */
+static inline int sluice_standing_grant(struct sluice_standing_set *set, __u32 fp, __u32 stamp,
+					__u32 lapse_ticks, __u32 reason)
+{
+	int w = sluice_standing_victim(set, fp, stamp, lapse_ticks) & (SLUICE_STANDING_WAYS - 1);
+	__u64 old = set->way[w];
+
+	if (sluice_standing_entry_fp(old) != fp || !sluice_standing_live(old, stamp, lapse_ticks)) {
+		*(volatile __u64 *)&set->empty_at[w] = 0;
+		*(volatile __u32 *)&set->record[w] = sluice_standing_record(reason, stamp);
+	}
 	*(volatile __u64 *)&set->way[w] = sluice_standing_entry(fp, stamp);
 	return w;
+}
+
+/*
+ * Observed standing's candidates (struct sluice_observed_set): a source
+ * without standing admitted by its slot pair while serving counts the
+ * distinct ticks it was admitted in; at observe_periods it earns standing.
+ * The tick is the standing stamp modulo 2^24; the lapse time (at most 7 days,
+ * 563,000 ticks) is far below 2^24, so ages modulo 2^24 are right.
+ */
+#define SLUICE_OBSERVED_TICK_MASK 0xffffffu
+
+static inline __u64 sluice_observed_entry(__u32 fp, __u32 stamp, __u32 count)
+{
+	return ((__u64)fp << 32) | ((__u64)(stamp & SLUICE_OBSERVED_TICK_MASK) << 8) | (count & 0xffu);
+}
+
+static inline __u32 sluice_observed_count_of(__u64 entry)
+{
+	return (__u32)entry & 0xffu;
+}
+
+static inline __u32 sluice_observed_age(__u64 entry, __u32 stamp)
+{
+	return (stamp - (__u32)(entry >> 8)) & SLUICE_OBSERVED_TICK_MASK;
+}
+
+/* Has fp a candidate admitted in this tick already? Then a frame has nothing
+ * to write: the common case of a source that sends more than once a tick
+ * costs one read of one line. */
+static inline int sluice_observed_seen_now(const struct sluice_observed_set *set, __u32 fp, __u32 stamp)
+{
+	for (int w = 0; w < SLUICE_STANDING_WAYS; w++) {
+		__u64 e = set->way[w];
+		if (sluice_standing_entry_fp(e) == fp && sluice_observed_age(e, stamp) == 0)
+			return 1;
+	}
+	return 0;
+}
+
+/*
+ * Count an admission of fp in tick `stamp` (not counted in this tick yet:
+ * sluice_observed_seen_now() said so). Its candidate, else an empty way or
+ * one not seen for the lapse time, else the one seen longest ago, is written.
+ * A candidate not seen for the lapse time starts again at 1. Returns 1 when
+ * fp reaches `periods` distinct ticks: its entry is emptied and the caller
+ * grants standing (SLUICE_BY_OBSERVED). Concurrent writers may lose a count;
+ * that only delays standing.
+ */
+static inline int sluice_observed_count(struct sluice_observed_set *set, __u32 fp, __u32 stamp,
+					__u32 lapse_ticks, __u32 periods)
+{
+	int same = -1, free_way = -1, oldest = 0;
+	__u32 oldest_age = 0;
+
+	for (int w = 0; w < SLUICE_STANDING_WAYS; w++) {
+		__u64 e = set->way[w];
+		__u32 age = sluice_observed_age(e, stamp);
+		int empty = sluice_standing_entry_fp(e) == 0 || age > lapse_ticks;
+		if (sluice_standing_entry_fp(e) == fp && same < 0)
+			same = w;
+		if (empty && free_way < 0)
+			free_way = w;
+		if (age > oldest_age) {
+			oldest_age = age;
+			oldest = w;
+		}
+	}
+	__u32 count = 1;
+	int w;
+	if (same >= 0) {
+		__u64 e = set->way[same & (SLUICE_STANDING_WAYS - 1)];
+		if (sluice_observed_age(e, stamp) <= lapse_ticks)
+			count = sluice_observed_count_of(e) + 1;
+		w = same;
+	} else {
+		w = free_way >= 0 ? free_way : oldest;
+	}
+	w &= SLUICE_STANDING_WAYS - 1;
+	if (count >= periods) {
+		*(volatile __u64 *)&set->way[w] = 0;
+		return 1;
+	}
+	*(volatile __u64 *)&set->way[w] = sluice_observed_entry(fp, stamp, count);
+	return 0;
 }
 
 #endif /* SLUICE_STANDING_H */

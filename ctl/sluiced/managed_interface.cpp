@@ -169,7 +169,7 @@ Result<std::unique_ptr<ManagedInterface>> ManagedInterface::start(const DaemonOp
 	auto peers = established_peers({settings.ephemeral_lo, settings.ephemeral_hi});
 	if (!peers)
 		return std::unexpected(peers.error());
-	if (auto ok = m->dp_->standing().grant(*peers); !ok)
+	if (auto ok = m->dp_->standing().grant(*peers, SLUICE_BY_EXISTING); !ok)
 		return std::unexpected(ok.error());
 	log_info(name + ": standing granted to the " + std::to_string(peers->size()) +
 		 " peers of established connections");

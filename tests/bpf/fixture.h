@@ -92,6 +92,7 @@ struct Options {
 	std::uint32_t one_choice = 0;
 	std::uint32_t standing_sets = 256;       // power of two; standing_set_mask = standing_sets - 1
 	std::uint32_t standing_lapse_ticks = 64; // 2^30 ns each
+	std::uint32_t observe_periods = 0;       // observed standing; on: the observed map has standing_sets sets
 	sluice_config config{};
 };
 
@@ -199,6 +200,12 @@ public:
 		s.one_choice = o.one_choice;
 		s.standing_set_mask = o.standing_sets - 1;
 		s.standing_lapse_ticks = o.standing_lapse_ticks;
+		s.observe_periods = o.observe_periods;
+		s.observe_set_mask = o.observe_periods ? o.standing_sets - 1 : 0;
+		if (int e = bpf_map__set_max_entries(skel_->maps.observed, o.observe_periods ? o.standing_sets : 1)) {
+			err_ = "set_max_entries (observed): " + std::string(std::strerror(-e));
+			return;
+		}
 		if (int e = bpf_map__set_max_entries(skel_->maps.standing, o.standing_sets)) {
 			err_ = "set_max_entries (standing): " + std::string(std::strerror(-e));
 			return;

@@ -31,7 +31,10 @@ struct Table {
 	std::vector<sluice_standing_set> sets;
 
 	sluice_standing_set &set_of(__u64 hash) { return sets[sluice_standing_set_of(hash, mask)]; }
-	void grant(__u64 hash, __u32 stamp) { sluice_standing_grant(&set_of(hash), sluice_standing_fingerprint(hash), stamp, kLapse); }
+	void grant(__u64 hash, __u32 stamp)
+	{
+		sluice_standing_grant(&set_of(hash), sluice_standing_fingerprint(hash), stamp, kLapse, SLUICE_BY_CONNECTED);
+	}
 	bool has(__u64 hash, __u32 stamp)
 	{
 		return sluice_standing_find(&set_of(hash), sluice_standing_fingerprint(hash), stamp, kLapse) >= 0;
@@ -56,7 +59,7 @@ TEST(Standing, AGrantIsFoundUntilItLapses)
 {
 	sluice_standing_set set{};
 	__u32 t0 = stamp_at(100 * kSecond);
-	sluice_standing_grant(&set, 42, t0, kLapse);
+	sluice_standing_grant(&set, 42, t0, kLapse, SLUICE_BY_CONNECTED);
 	EXPECT_GE(sluice_standing_find(&set, 42, t0, kLapse), 0);
 	EXPECT_GE(sluice_standing_find(&set, 42, t0 + kLapse, kLapse), 0) << "live at exactly the lapse time";
 	EXPECT_EQ(sluice_standing_find(&set, 42, t0 + kLapse + 1, kLapse), -1) << "lapsed one tick later";
@@ -67,7 +70,7 @@ TEST(Standing, AStampAheadOfNowReadsAsLapsed)
 {
 	sluice_standing_set set{};
 	__u32 now = stamp_at(1000 * kSecond);
-	sluice_standing_grant(&set, 7, now + 5, kLapse); // written with a clock that runs ahead
+	sluice_standing_grant(&set, 7, now + 5, kLapse, SLUICE_BY_CONNECTED); // written with a clock that runs ahead
 	EXPECT_EQ(sluice_standing_find(&set, 7, now, kLapse), -1);
 }
 
@@ -75,7 +78,7 @@ TEST(Standing, AgesAreRightAcrossTheStampWrap)
 {
 	sluice_standing_set set{};
 	__u32 before_wrap = 0xffffffffu - 10;
-	sluice_standing_grant(&set, 9, before_wrap, kLapse);
+	sluice_standing_grant(&set, 9, before_wrap, kLapse, SLUICE_BY_CONNECTED);
 	EXPECT_GE(sluice_standing_find(&set, 9, before_wrap + 100, kLapse), 0); // wrapped past 0
 	EXPECT_EQ(sluice_standing_age(set.way[0], before_wrap + 100), 100u);
 	EXPECT_EQ(sluice_standing_find(&set, 9, before_wrap + kLapse + 1, kLapse), -1);
@@ -95,8 +98,8 @@ TEST(Standing, AGrantOfAKnownSourceRewritesItsOwnWay)
 	sluice_standing_set set{};
 	__u32 t = stamp_at(0);
 	for (__u32 fp = 1; fp <= 3; fp++)
-		sluice_standing_grant(&set, fp, t, kLapse);
-	int w = sluice_standing_grant(&set, 2, t + 50, kLapse);
+		sluice_standing_grant(&set, fp, t, kLapse, SLUICE_BY_CONNECTED);
+	int w = sluice_standing_grant(&set, 2, t + 50, kLapse, SLUICE_BY_CONNECTED);
 	EXPECT_EQ(w, 1);
 	EXPECT_EQ(sluice_standing_age(set.way[1], t + 50), 0u);
 	int copies = 0;
@@ -110,19 +113,19 @@ TEST(Standing, AFullSetGivesUpLapsedWaysFirstThenTheLeastRecentlySeen)
 	sluice_standing_set set{};
 	__u32 t = stamp_at(0);
 	for (__u32 fp = 1; fp <= SLUICE_STANDING_WAYS; fp++)
-		sluice_standing_grant(&set, fp, t + fp, kLapse); // fp 1 the oldest
+		sluice_standing_grant(&set, fp, t + fp, kLapse, SLUICE_BY_CONNECTED); // fp 1 the oldest
 	for (__u32 fp = 1; fp <= SLUICE_STANDING_WAYS; fp++)
 		EXPECT_GE(sluice_standing_find(&set, fp, t + 20, kLapse), 0);
 
 	// Full and all live: the newcomer takes the way seen longest ago (fp 1).
-	sluice_standing_grant(&set, 100, t + 20, kLapse);
+	sluice_standing_grant(&set, 100, t + 20, kLapse, SLUICE_BY_CONNECTED);
 	EXPECT_EQ(sluice_standing_find(&set, 1, t + 20, kLapse), -1);
 	EXPECT_GE(sluice_standing_find(&set, 100, t + 20, kLapse), 0);
 
 	// fp 5 is refreshed late; later the others lapse, and a grant takes a lapsed way, not fp 5's.
 	__u32 late = t + 2 * kLapse;
-	sluice_standing_grant(&set, 5, late - 10, kLapse);
-	sluice_standing_grant(&set, 200, late, kLapse);
+	sluice_standing_grant(&set, 5, late - 10, kLapse, SLUICE_BY_CONNECTED);
+	sluice_standing_grant(&set, 200, late, kLapse, SLUICE_BY_CONNECTED);
 	EXPECT_GE(sluice_standing_find(&set, 5, late, kLapse), 0);
 	EXPECT_GE(sluice_standing_find(&set, 200, late, kLapse), 0);
 }

@@ -153,6 +153,13 @@ Status check_standing_lapse_s(Given seconds)
 		       text_of(SLUICE_STANDING_LAPSE_MAX_S) + " seconds");
 }
 
+Status check_observe_periods(Given periods)
+{
+	if (periods.within(0, SLUICE_OBSERVE_PERIODS_MAX))
+		return {};
+	return invalid(periods.str() + " is outside 0.." + text_of(SLUICE_OBSERVE_PERIODS_MAX) + " periods");
+}
+
 Status check_period_s(double seconds)
 {
 	return seconds_within(seconds, kPeriodMinS, kPeriodMaxS);

@@ -85,6 +85,8 @@ Status check_sample_every(Given every);
 Status check_standing_sets(Given sets);
 // seconds a source keeps standing: SLUICE_STANDING_LAPSE_MIN_S..SLUICE_STANDING_LAPSE_MAX_S
 Status check_standing_lapse_s(Given seconds);
+// observed standing: distinct ticks, 0 (off)..SLUICE_OBSERVE_PERIODS_MAX
+Status check_observe_periods(Given periods);
 
 // --- The daemon's tunables ---
 inline constexpr double kPeriodMinS = 0.01, kPeriodMaxS = 60;  // control period

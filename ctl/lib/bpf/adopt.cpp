@@ -53,6 +53,10 @@ Result<Dataplane> Dataplane::adopt(const std::string &dir)
 			return refused("pins under " + dir + " disagree with themselves (standing table of " +
 				       std::to_string(max_entries[i]) + " sets, settings say " +
 				       std::to_string(dp.settings_.standing_set_mask + 1) + ")" + fix);
+		else if (maps[i].entries == Entries::observed_sets && max_entries[i] != dp.settings_.observe_set_mask + 1)
+			return refused("pins under " + dir + " disagree with themselves (observed map of " +
+				       std::to_string(max_entries[i]) + " sets, settings say " +
+				       std::to_string(dp.settings_.observe_set_mask + 1) + ")" + fix);
 	auto feeders = FeederLinks::adopt(dir, fix);
 	if (!feeders)
 		return std::unexpected(feeders.error());

@@ -21,6 +21,7 @@
 #include "bpf/maps.h"
 #include "bpf/pin_layout.h"
 #include "bpf/sluice_abi.h"
+#include "bpf/standing_table.h"
 
 #include <array>
 #include <cstdint>
@@ -45,6 +46,10 @@ struct LoadOptions {
 	// and the idle time after which an entry lapses, in seconds.
 	uint32_t standing_sets = defaults::kStandingSets;
 	uint32_t standing_lapse_s = defaults::kStandingLapseS;
+	// Observed standing: a source admitted in this many distinct ticks
+	// (2^30 ns) while serving earns standing; 0 off (the observed map then
+	// has one set and the program carries none of it).
+	uint32_t observe_periods = defaults::kObservePeriods;
 	// Load and attach through libxdp's multiprog dispatcher (sluiced
 	// --multiprog) instead of a bpf_link of our own; see attach().
 	bool multiprog = false;

@@ -30,7 +30,9 @@ Status validate_load_options(const LoadOptions &o)
 		return ok;
 	if (auto ok = named("standing sets", check_standing_sets(o.standing_sets)); !ok)
 		return ok;
-	return named("standing lapse", check_standing_lapse_s(o.standing_lapse_s));
+	if (auto ok = named("standing lapse", check_standing_lapse_s(o.standing_lapse_s)); !ok)
+		return ok;
+	return named("observe periods", check_observe_periods(o.observe_periods));
 }
 
 uint32_t standing_lapse_ticks(uint32_t lapse_s)
@@ -89,6 +91,9 @@ Result<Dataplane> Dataplane::load(const LoadOptions &opts, const sluice_config &
 	s.sample_every = opts.sample_every;
 	s.standing_set_mask = opts.standing_sets - 1;
 	s.standing_lapse_ticks = standing_lapse_ticks(opts.standing_lapse_s);
+	const uint32_t observed_sets = opts.observe_periods ? opts.standing_sets : 1;
+	s.observe_periods = opts.observe_periods;
+	s.observe_set_mask = observed_sets - 1;
 	auto [lo, hi] = ephemeral_ports();
 	s.ephemeral_lo = lo;
 	s.ephemeral_hi = hi;
@@ -100,6 +105,9 @@ Result<Dataplane> Dataplane::load(const LoadOptions &opts, const sluice_config &
 			if (int err = bpf_map__set_max_entries(m.of(skel.get()), opts.standing_sets); err)
 				return fail_bpf(err, "sizing the standing table to " + std::to_string(opts.standing_sets) +
 							     " sets");
+		if (m.entries == Entries::observed_sets)
+			if (int err = bpf_map__set_max_entries(m.of(skel.get()), observed_sets); err)
+				return fail_bpf(err, "sizing the observed map to " + std::to_string(observed_sets) + " sets");
 	}
 
 	Dataplane dp;

@@ -2,7 +2,6 @@
 
 #include "base/limits.h"
 #include "bpf/bucket.h"
-#include "bpf/standing.h"
 #include "logic/source.h"
 
 #include <bpf/bpf.h>
@@ -166,54 +165,6 @@ Result<CounterSet> Counters::read() const
 		}
 	}
 	return total;
-}
-
-Status StandingTable::grant(std::span<const Address> peers) const
-{
-	for (const auto &p : peers)
-		if (p.family != Family::v4 && p.family != Family::v6)
-			return invalid("standing: address of unknown family " + std::to_string(static_cast<int>(p.family)));
-	const uint32_t lapse = settings_.standing_lapse_ticks;
-	for (const auto &p : peers) {
-		uint64_t hash = source_hash(settings_, p);
-		uint32_t idx = sluice_standing_set_of(hash, settings_.standing_set_mask);
-		sluice_standing_set set{};
-		if (int err = bpf_map_lookup_elem(fd_, &idx, &set); err)
-			return fail_errno("reading standing set " + std::to_string(idx));
-		uint32_t stamp = sluice_standing_stamp(dataplane_now());
-		sluice_standing_grant(&set, sluice_standing_fingerprint(hash), stamp, lapse);
-		// The whole set is written back: a feeder's grant into the same set
-		// between the read and this write is lost, as when two CPUs grant
-		// at once (standing.h); the next connection of that peer grants again.
-		if (int err = bpf_map_update_elem(fd_, &idx, &set, BPF_EXIST); err)
-			return fail_errno("writing standing set " + std::to_string(idx));
-	}
-	return {};
-}
-
-Result<bool> StandingTable::has_standing(const Address &addr) const
-{
-	uint64_t hash = source_hash(settings_, addr);
-	uint32_t idx = sluice_standing_set_of(hash, settings_.standing_set_mask);
-	sluice_standing_set set{};
-	if (int err = bpf_map_lookup_elem(fd_, &idx, &set); err)
-		return fail_errno("reading standing set " + std::to_string(idx));
-	return sluice_standing_find(&set, sluice_standing_fingerprint(hash), sluice_standing_stamp(dataplane_now()),
-				    settings_.standing_lapse_ticks) >= 0;
-}
-
-Result<uint64_t> StandingTable::live_entries() const
-{
-	uint32_t stamp = sluice_standing_stamp(dataplane_now());
-	uint64_t live = 0;
-	for (uint32_t i = 0; i < sets(); i++) {
-		sluice_standing_set set{};
-		if (int err = bpf_map_lookup_elem(fd_, &i, &set); err)
-			return fail_errno("reading standing set " + std::to_string(i));
-		for (uint64_t e : set.way)
-			live += sluice_standing_live(e, stamp, settings_.standing_lapse_ticks);
-	}
-	return live;
 }
 
 namespace {

@@ -66,29 +66,6 @@ private:
 	uint32_t slots_;
 };
 
-// The standing table (bpf/standing.h). The data plane's feeders grant into
-// it; the daemon is its one writer on the host side, through here.
-class StandingTable {
-public:
-	StandingTable(int fd, const sluice_settings &settings) : fd_(fd), settings_(settings) {}
-	uint32_t sets() const { return settings_.standing_set_mask + 1; }
-
-	// Grant every peer standing, stamped now, as the feeders do: the address
-	// masked to the configured prefix, its set read, the way standing.h
-	// picks written. An address of neither family is refused before any
-	// write; a failed write stops there (the grants before it stay: each is
-	// a grant the kernel verified).
-	Status grant(std::span<const Address> peers) const;
-	// Has this address live standing now?
-	Result<bool> has_standing(const Address &addr) const;
-	// Entries live now, over the whole table.
-	Result<uint64_t> live_entries() const;
-
-private:
-	int fd_;
-	sluice_settings settings_;
-};
-
 using CounterSet = std::array<sluice_counter, SLUICE_OUTCOMES>;
 
 // Per-CPU counters, summed over the CPUs.

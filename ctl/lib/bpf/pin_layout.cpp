@@ -15,7 +15,7 @@ namespace sluice {
 
 namespace {
 
-const std::array<MapPin, 10> kMapPins{{
+const std::array<MapPin, 12> kMapPins{{
 	{SLUICE_PIN_SLOTS, &MapFds::slots, [](sluice_bpf *s) { return s->maps.slots; }, BPF_MAP_TYPE_ARRAY, 4,
 	 sizeof(sluice_slot), Entries::table_slots, 0},
 	{SLUICE_PIN_CONFIG, &MapFds::config, [](sluice_bpf *s) { return s->maps.config; }, BPF_MAP_TYPE_ARRAY, 4,
@@ -37,6 +37,10 @@ const std::array<MapPin, 10> kMapPins{{
 	 BPF_MAP_TYPE_RINGBUF, 0, 0, Entries::exact, SLUICE_SAMPLE_RING_BYTES},
 	{SLUICE_PIN_STANDING, &MapFds::standing, [](sluice_bpf *s) { return s->maps.standing; }, BPF_MAP_TYPE_ARRAY,
 	 4, sizeof(sluice_standing_set), Entries::standing_sets, 0},
+	{SLUICE_PIN_NEWCOMERS, &MapFds::newcomers, [](sluice_bpf *s) { return s->maps.newcomers; },
+	 BPF_MAP_TYPE_PERCPU_ARRAY, 4, sizeof(sluice_slot), Entries::exact, 1},
+	{SLUICE_PIN_OBSERVED, &MapFds::observed, [](sluice_bpf *s) { return s->maps.observed; }, BPF_MAP_TYPE_ARRAY,
+	 4, sizeof(sluice_observed_set), Entries::observed_sets, 0},
 }};
 
 const std::array<FeederPin, 5> kFeederPins{{

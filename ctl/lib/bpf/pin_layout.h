@@ -26,7 +26,8 @@ namespace sluice {
 
 // Every map of one program, as the Dataplane holds them.
 struct MapFds {
-	UniqueFd slots, config, counters, settings, allow_v4, allow_v6, deny_v4, deny_v6, drop_samples, standing;
+	UniqueFd slots, config, counters, settings, allow_v4, allow_v6, deny_v4, deny_v6, drop_samples, standing,
+		newcomers, observed;
 };
 
 // The standing table's feeders (sluice.bpf.c), attached with one bpf_link
@@ -40,6 +41,7 @@ enum class Entries {
 	exact,       // MapPin::max_entries, a constant of this build
 	table_slots, // the table size the program is loaded with (LoadOptions::slots, settings.slot_mask + 1)
 	standing_sets, // the standing sets it is loaded with (LoadOptions::standing_sets, settings.standing_set_mask + 1)
+	observed_sets, // observed standing's sets: the standing sets when on, else 1 (settings.observe_set_mask + 1)
 };
 
 struct MapPin {
