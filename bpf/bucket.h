@@ -147,9 +147,9 @@ static inline int sluice_admit2(struct sluice_slot *a, struct sluice_slot *b,
 }
 
 /*
- * One bucket alone (the standing bucket of a source with standing, the
- * newcomer budget): the empty_at after one admission at `now`, or 0 when it
- * holds no whole token. 0 is never an admission's result (now - credit >=
+ * One bucket alone (the standing bucket of a source with standing; the
+ * newcomer budget, one per CPU, whose caller writes the result itself): the
+ * empty_at after one admission at `now`, or 0 when it holds no whole token. 0 is never an admission's result (now - credit >=
  * SLUICE_TIME_BIAS - burst_ns > 0), so it can mean "refused". cost_ns 0 is
  * a budget of none: refused, never free.
  */
@@ -178,18 +178,6 @@ static inline int sluice_admit1(__u64 *empty_at, __u64 now, __u64 cost_ns, __u64
 			return 1;
 	}
 	return 0;
-}
-
-/* The same for a bucket only one CPU touches (a per-CPU map's value: XDP runs
- * one frame at a time on a CPU, so a plain read and write suffice). */
-static inline int sluice_admit1_local(__u64 *empty_at, __u64 now, __u64 cost_ns, __u64 burst_ns)
-{
-	__u64 paid = sluice_take1(*empty_at, now, cost_ns, burst_ns);
-
-	if (!paid)
-		return 0;
-	*empty_at = paid;
-	return 1;
 }
 
 #endif /* SLUICE_BUCKET_H */

@@ -10,19 +10,21 @@
  *                  the standing set and fingerprint (standing.h)
  *   serving, recovering:
  *     bucket.h     admit when the fuller slot of the pair has a token; both
- *                  pay (recovering: at the ramped cost, admission_ppm) -> passed.
- *                  Only a refused frame looks up standing: a source with
- *                  standing is tried again unramped (recovering), then by its
- *                  standing bucket (its way's empty_at) -> standing; else
- *                  drop_rate. So a source with standing has rate +
- *                  standing-rate in every state, and the ramp is the others'.
+ *                  pay (recovering: at the ramped cost, admission_ppm, but a
+ *                  source with standing at its whole cost) -> passed. Serving,
+ *                  only a refused frame looks up standing: a source with
+ *                  standing then draws on its standing bucket (its way's
+ *                  empty_at) -> standing; else drop_rate. So a source with
+ *                  standing has rate + standing-rate in every state, and the
+ *                  ramp is the others'.
  *   shedding:      allowlisted sources pass; then standing is looked up:
  *     standing     the valve closed -> drop_valve; else slot pair (unramped),
  *                  then standing bucket -> standing, or drop_rate
  *     none         the valve closed -> drop_shed; else the newcomer budget
- *                  (one bucket per CPU, before any slot, so a shed frame pays
- *                  no CAS): empty -> drop_shed; else the slot pair (one heavy
- *                  newcomer cannot take the whole budget) -> newcomer, or drop_rate
+ *                  (one bucket per CPU, read before any slot, so a shed frame
+ *                  pays no CAS): empty -> drop_shed; else the slot pair, and
+ *                  the budget pays only when it admits (one heavy newcomer
+ *                  cannot spend the whole budget) -> newcomer, or drop_rate
  *   observed       (settings.observe_periods, opt-in) a frame passed while
  *                  serving counts its source's distinct ticks; at
  *                  observe_periods the source is granted standing (observed)
@@ -284,41 +286,52 @@ static __always_inline void grant_hash(__u64 hash, __u64 now, __u32 reason)
 			      settings.standing_lapse_ticks, reason);
 }
 
+/* A grant of observed standing, a global function of its own for the same
+ * reason as sluice_observe() below. */
+__noinline int sluice_grant_observed(__u64 hash, __u64 now)
+{
+	grant_hash(hash, now, SLUICE_BY_OBSERVED);
+	return 1;
+}
+
 /* Observed standing: a frame its slot pair passed while serving counts its
  * source's tick, once a tick; a source without standing that reaches
  * observe_periods distinct ticks is granted it. The standing table is read
  * only for a tick not counted yet, and not refreshed (serving traffic does
- * not keep standing alive; only grants and shedding do). */
-static __always_inline void observe(__u64 hash, __u64 now)
+ * not keep standing alive; only grants and shedding do).
+ * A global function, so that the verifier checks it once on its own: inlined
+ * into judge(), its 8-way loops multiply the states of every path before it
+ * past the verifier's limit. The verifier drops the call (and the
+ * function's work) when observed standing is off. */
+__noinline int sluice_observe(__u64 hash, __u64 now)
 {
 	__u32 idx = sluice_standing_set_of(hash, settings.observe_set_mask);
 	struct sluice_observed_set *o = bpf_map_lookup_elem(&observed, &idx);
 
 	if (!o)
-		return;
+		return 0;
 	__u32 stamp = sluice_standing_stamp(now);
 	__u32 fp = sluice_standing_fingerprint(hash);
 
 	if (sluice_observed_seen_now(o, fp, stamp))
-		return;
+		return 0;
 	__u32 sidx = sluice_standing_set_of(hash, settings.standing_set_mask);
 	struct sluice_standing_set *set = bpf_map_lookup_elem(&standing, &sidx);
 
 	if (!set || sluice_standing_find(set, fp, stamp, settings.standing_lapse_ticks) >= 0)
-		return; /* has standing: nothing to earn */
-	if (sluice_observed_count(o, fp, stamp, settings.standing_lapse_ticks, settings.observe_periods))
-		sluice_standing_grant(set, fp, stamp, settings.standing_lapse_ticks, SLUICE_BY_OBSERVED);
+		return 0; /* has standing: nothing to earn */
+	if (!sluice_observed_count(o, fp, stamp, settings.standing_lapse_ticks, settings.observe_periods))
+		return 0;
+	return sluice_grant_observed(hash, now);
 }
 
-/* The newcomer budget: this CPU's bucket. */
-static __always_inline int newcomer_admit(const struct sluice_config *cfg, __u64 now)
+/* The newcomer budget: this CPU's bucket (NULL cannot happen: a one-element
+ * array). */
+static __always_inline struct sluice_slot *newcomer_bucket(void)
 {
 	__u32 zero = 0;
-	struct sluice_slot *n = bpf_map_lookup_elem(&newcomers, &zero);
 
-	if (!n)
-		return 0; /* cannot happen: a one-element array */
-	return sluice_admit1_local(&n->empty_at, now, cfg->newcomer_cost_ns, cfg->newcomer_burst * cfg->newcomer_cost_ns);
+	return bpf_map_lookup_elem(&newcomers, &zero);
 }
 
 /* The slot pair of the source of this hash; 0 if it cannot be looked up
@@ -342,33 +355,28 @@ static __always_inline __u32 shed(const struct sluice_config *cfg, const struct 
 	struct sluice_slot *a, *b;
 
 	if (!set) {
-		if (cfg->valve_closed || !newcomer_admit(cfg, now))
+		/* The budget's token is taken only once the slot pair admits
+		 * too, so a newcomer over its own rate spends none of it. No
+		 * other frame runs on this CPU in between (the bucket is this
+		 * CPU's, and XDP runs one frame at a time on it), so the token
+		 * seen is still there to take. */
+		struct sluice_slot *n = newcomer_bucket();
+		__u64 paid = n && !cfg->valve_closed
+				     ? sluice_take1(n->empty_at, now, cfg->newcomer_cost_ns,
+						    cfg->newcomer_burst * cfg->newcomer_cost_ns)
+				     : 0;
+
+		if (!paid)
 			return sampled_drop(src, is_v6, SLUICE_DROP_SHED);
-		if (slot_pair(hash, &a, &b) && sluice_admit2(a, b, now, cfg->cost_ns, cfg->burst * cfg->cost_ns))
+		if (slot_pair(hash, &a, &b) && sluice_admit2(a, b, now, cfg->cost_ns, cfg->burst * cfg->cost_ns)) {
+			n->empty_at = paid;
 			return SLUICE_NEWCOMER;
+		}
 		return sampled_drop(masked, is_v6, SLUICE_DROP_RATE);
 	}
 	if (cfg->valve_closed)
 		return sampled_drop(src, is_v6, SLUICE_DROP_VALVE);
 	if ((slot_pair(hash, &a, &b) && sluice_admit2(a, b, now, cfg->cost_ns, cfg->burst * cfg->cost_ns)) ||
-	    standing_admit(cfg, set, w, now))
-		return SLUICE_STANDING;
-	return sampled_drop(masked, is_v6, SLUICE_DROP_RATE);
-}
-
-/* Serving or recovering, a frame its slot pair refused at `cost`: a source
- * with standing is tried again unramped (recovering), then by its standing
- * bucket. */
-static __always_inline __u32 refused(const struct sluice_config *cfg, const struct sluice_source *masked,
-				     int is_v6, __u64 hash, struct sluice_slot *a, struct sluice_slot *b,
-				     __u64 now, __u64 cost)
-{
-	__u32 w = 0;
-	struct sluice_standing_set *set = standing_of(hash, now, &w);
-
-	if (!set)
-		return sampled_drop(masked, is_v6, SLUICE_DROP_RATE);
-	if ((cost != cfg->cost_ns && sluice_admit2(a, b, now, cfg->cost_ns, cfg->burst * cfg->cost_ns)) ||
 	    standing_admit(cfg, set, w, now))
 		return SLUICE_STANDING;
 	return sampled_drop(masked, is_v6, SLUICE_DROP_RATE);
@@ -440,12 +448,30 @@ static __always_inline __u32 judge(const struct sluice_config *cfg, struct sluic
 	SLUICE_BENCH_KEEP(sluice_admit2(a, b, now, cost, cfg->burst * cost));
 	return SLUICE_BENCH_STOPPED;
 #endif
+	/* Recovering with the ramp in force, standing is looked up first: a
+	 * source with standing is judged at its whole rate. (Tried ramped
+	 * first, a source that had been idle would pay the ramped cost, up to
+	 * 1e6 / SLUICE_PPM_MIN tokens, for each frame its credit covered.) */
+	struct sluice_standing_set *set = NULL;
+	__u32 w = 0;
+	int looked = cost != cfg->cost_ns;
+
+	if (looked) {
+		set = standing_of(hash, now, &w);
+		if (set)
+			cost = cfg->cost_ns;
+	}
 	if (sluice_admit2(a, b, now, cost, cfg->burst * cost)) {
 		if (settings.observe_periods && state == SLUICE_SERVING)
-			observe(hash, now);
+			sluice_observe(hash, now);
 		return SLUICE_PASSED;
 	}
-	return refused(cfg, &masked, is_v6, hash, a, b, now, cost);
+	/* Refused by its slot pair: only now, in serving, is standing looked up. */
+	if (!looked)
+		set = standing_of(hash, now, &w);
+	if (set && standing_admit(cfg, set, w, now))
+		return SLUICE_STANDING;
+	return sampled_drop(&masked, is_v6, SLUICE_DROP_RATE);
 }
 
 SEC("xdp")

@@ -7,15 +7,54 @@
 #include <bpf/bpf.h>
 
 #include <cerrno>
+#include <cstddef>
+#include <cstring>
+#include <optional>
 #include <vector>
 
 namespace sluice {
+
+namespace {
+
+// The layout version the settings pin under dir was made under, read before
+// any map is checked: the settings' size changes with the layout, the
+// version's place (after the hash key) never has. nullopt when it cannot be
+// read (the map checks below then say what is wrong).
+std::optional<uint32_t> pinned_layout_version(const std::string &dir)
+{
+	UniqueFd fd(bpf_obj_get(pin_path(dir, SLUICE_PIN_SETTINGS).c_str()));
+	if (!fd)
+		return std::nullopt;
+	bpf_map_info info{};
+	uint32_t len = sizeof(info);
+	if (bpf_obj_get_info_by_fd(fd.get(), &info, &len) || info.type != BPF_MAP_TYPE_ARRAY ||
+	    info.value_size < offsetof(sluice_settings, layout_version) + sizeof(uint32_t))
+		return std::nullopt;
+	std::vector<unsigned char> value(info.value_size);
+	uint32_t zero = 0;
+	if (bpf_map_lookup_elem(fd.get(), &zero, value.data()))
+		return std::nullopt;
+	uint32_t version;
+	std::memcpy(&version, value.data() + offsetof(sluice_settings, layout_version), sizeof(version));
+	return version;
+}
+
+} // namespace
 
 Result<Dataplane> Dataplane::adopt(const std::string &dir)
 {
 	const std::string fix = "; if no sluice of this version made it, detach with the sluicectl that did, or "
 				"remove it with `rm -r " +
 				dir + "` (that detaches its program)";
+	// Pins of another layout are refused as such, before their maps are
+	// compared with this build's rows (which would fail on the first map
+	// whose layout changed, a less telling message).
+	if (auto version = pinned_layout_version(dir); version && *version != SLUICE_LAYOUT_VERSION)
+		return refused("pins under " + dir + " were made under layout " + std::to_string(*version) +
+			       ", this build uses layout " + std::to_string(SLUICE_LAYOUT_VERSION) +
+			       ": detach them with the sluicectl of that version (`sluicectl detach`), or remove them "
+			       "with `rm -r " +
+			       dir + "` (that detaches its program)");
 	Dataplane dp;
 	std::vector<uint32_t> max_entries;
 	for (const auto &m : map_pins()) {

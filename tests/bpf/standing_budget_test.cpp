@@ -1,0 +1,374 @@
+// The budgets around standing on the real program (BPF_PROG_TEST_RUN):
+//   - a source with standing has a second bucket (its way's empty_at), drawn
+//     on only when its slot pair is empty: rate + standing-rate, in serving,
+//     recovering (where the ramp applies to the others only) and shedding;
+//   - shedding, the sources without standing share the newcomer budget, one
+//     bucket per CPU, which pays only for a frame its slot pair admits too;
+//   - the valve makes shedding allowlist-only (standing -> drop_valve);
+//   - observed standing: a source admitted in K distinct ticks earns it.
+// Every run checks that every frame is counted under exactly one outcome.
+#include "fixture.h"
+#include "require.h"
+#include "standing_support.h"
+
+#include <sched.h>
+
+#include <thread>
+
+using namespace sluice::test;
+using namespace sluice::frames;
+
+namespace {
+
+constexpr std::uint64_t kSlow = 1; // 1 token/s: no refill within a test's runs
+
+Options with(std::uint64_t rate, std::uint64_t burst, std::uint32_t state)
+{
+	Options o;
+	o.config = make_config(rate, burst);
+	o.config.breaker_state = state;
+	return o;
+}
+
+void set_standing_budget(sluice_config &c, std::uint64_t rate, std::uint64_t burst)
+{
+	c.standing_cost_ns = rate ? (SLUICE_NSEC_PER_SEC + rate / 2) / rate : 0;
+	c.standing_burst = burst;
+	c.standing_rate_pps = rate;
+}
+
+void set_newcomer_budget(sluice_config &c, std::uint64_t per_cpu_rate, std::uint64_t per_cpu_burst)
+{
+	c.newcomer_cost_ns = per_cpu_rate ? (SLUICE_NSEC_PER_SEC + per_cpu_rate / 2) / per_cpu_rate : 0;
+	c.newcomer_burst = per_cpu_burst;
+}
+
+// `n` frames of `f`, one run; the packets counted under each outcome since `before`.
+std::array<std::uint64_t, SLUICE_OUTCOMES> run_counted(const Sluice &s, const Bytes &f, int n)
+{
+	Counters before = s.counters();
+	RunResult r = s.run(f, n);
+	EXPECT_EQ(r.err, 0);
+	Counters after = s.counters();
+	std::array<std::uint64_t, SLUICE_OUTCOMES> d{};
+	std::uint64_t sum = 0;
+	for (unsigned o = 0; o < SLUICE_OUTCOMES; o++) {
+		d[o] = after.packets(o) - before.packets(o);
+		if (o != SLUICE_WOULD_DROP)
+			sum += d[o];
+	}
+	EXPECT_EQ(sum, std::uint64_t(n)) << "every frame counted once: " << after.str();
+	return d;
+}
+
+} // namespace
+
+TEST(StandingBudget, ServingAStandingSourceBeyondItsSlotPairIsAdmittedByItsStandingBucket)
+{
+	SLUICE_REQUIRE_ROOT();
+	Options o = with(kSlow, 5, SLUICE_SERVING);
+	set_standing_budget(o.config, kSlow, 7);
+	SLUICE_LOAD_OR_FAIL(s, o);
+	Standing st{s};
+	Ip4 a = ip4("10.41.0.1"), b = ip4("10.41.0.2");
+	st.grant(hash_of(s, a), stamp_now());
+
+	auto da = run_counted(s, udp4({}, {.src = a}), 20);
+	EXPECT_EQ(da[SLUICE_PASSED], 5u) << "the slot pair first";
+	EXPECT_EQ(da[SLUICE_STANDING], 7u) << "then the standing bucket, to its burst";
+	EXPECT_EQ(da[SLUICE_DROP_RATE], 8u);
+	auto db = run_counted(s, udp4({}, {.src = b}), 20);
+	EXPECT_EQ(db[SLUICE_PASSED], 5u);
+	EXPECT_EQ(db[SLUICE_STANDING], 0u) << "no standing, no second bucket";
+	EXPECT_EQ(db[SLUICE_DROP_RATE], 15u);
+
+	// The bucket drawn on is the source's own way's, now empty.
+	std::uint64_t h = hash_of(s, a);
+	int w = st.way_of(h);
+	ASSERT_GE(w, 0);
+	std::uint64_t now = coarse_ns() + SLUICE_TIME_BIAS;
+	EXPECT_EQ(sluice_tokens(st.read(st.set_of(h)).empty_at[w], now, s.config().standing_cost_ns, 7), 0u);
+}
+
+// Offer `f` far over its budget for about `secs`: runs of `per_run` frames,
+// a millisecond apart (each bucket's burst holds the refill between runs, so
+// none is capped away); the frames admitted (passed + standing) in that time.
+struct Offered {
+	std::uint64_t admitted = 0, standing = 0;
+	double secs = 0;
+};
+
+Offered offer_for(const Sluice &s, const Bytes &f, double secs, int per_run)
+{
+	Offered r;
+	std::uint64_t t0 = wait_for_tick();
+	while (double(coarse_ns() - t0) < secs * 1e9) {
+		auto d = run_counted(s, f, per_run);
+		r.admitted += d[SLUICE_PASSED] + d[SLUICE_STANDING];
+		r.standing += d[SLUICE_STANDING];
+		sleep_ns(1'000'000);
+	}
+	r.secs = double(coarse_ns() - t0) / 1e9;
+	return r;
+}
+
+TEST(StandingBudget, AStandingSourceIsHeldToRatePlusStandingRate)
+{
+	SLUICE_REQUIRE_ROOT();
+	constexpr std::uint64_t kRate = 200, kStandingRate = 400;
+	Options o = with(kRate, 50, SLUICE_SERVING);
+	set_standing_budget(o.config, kStandingRate, 100);
+	SLUICE_LOAD_OR_FAIL(s, o);
+	Standing st{s};
+	Ip4 a = ip4("10.41.0.3");
+	st.grant(hash_of(s, a), stamp_now());
+	Bytes f = udp4({}, {.src = a});
+
+	auto burst = run_counted(s, f, 500);
+	EXPECT_EQ(burst[SLUICE_PASSED], 50u) << "the slot pair's burst";
+	EXPECT_EQ(burst[SLUICE_STANDING], 100u) << "then the standing burst";
+	Offered r = offer_for(s, f, 0.3, 300);
+	double expected = double(kRate + kStandingRate) * r.secs;
+	std::printf("STANDING RATE: %llu admitted (%llu by standing) in %.3f s, expected %.1f\n",
+		    (unsigned long long)r.admitted, (unsigned long long)r.standing, r.secs, expected);
+	// Each bucket lags by at most one coarse tick's refill at either end.
+	double tol = double(kRate + kStandingRate) * 2 * double(kCoarseTickNs) / 1e9 + 2;
+	EXPECT_NEAR(double(r.admitted), expected, tol);
+	EXPECT_NEAR(double(r.standing), double(kStandingRate) * r.secs, tol);
+}
+
+TEST(StandingBudget, RecoveringRampsTheOthersWhileAStandingSourceKeepsItsBudget)
+{
+	SLUICE_REQUIRE_ROOT();
+	constexpr std::uint64_t kRate = 200;
+	constexpr std::uint32_t kPpm = 100'000; // a tenth of the rate
+	Options o = with(kRate, 50, SLUICE_RECOVERING);
+	o.config.admission_ppm = kPpm;
+	set_standing_budget(o.config, 0, 0); // no standing bucket: the unramped retry alone
+	SLUICE_LOAD_OR_FAIL(s, o);
+	Standing st{s};
+	Ip4 a = ip4("10.41.0.4"), b = ip4("10.41.0.5");
+	st.grant(hash_of(s, a), stamp_now());
+	Bytes fa = udp4({}, {.src = a}), fb = udp4({}, {.src = b});
+
+	run_counted(s, fa, 100); // both bursts spent
+	run_counted(s, fb, 100);
+	std::uint64_t got_a = 0, got_b = 0, standing_a = 0;
+	std::uint64_t t0 = wait_for_tick();
+	while (coarse_ns() - t0 < 300'000'000ull) {
+		auto da = run_counted(s, fa, 100);
+		auto db = run_counted(s, fb, 100);
+		got_a += da[SLUICE_PASSED] + da[SLUICE_STANDING];
+		standing_a += da[SLUICE_STANDING];
+		got_b += db[SLUICE_PASSED] + db[SLUICE_STANDING];
+		EXPECT_EQ(db[SLUICE_STANDING], 0u);
+		sleep_ns(1'000'000);
+	}
+	std::uint64_t t1 = coarse_ns();
+	double secs = double(t1 - t0) / 1e9;
+	double full = double(kRate) * secs, ramped = full * kPpm / 1e6;
+	std::printf("RECOVERING: standing %llu (%llu unramped; full rate %.1f), other %llu (ramped %.1f)\n",
+		    (unsigned long long)got_a, (unsigned long long)standing_a, full, (unsigned long long)got_b, ramped);
+	double tol = double(kRate) * 2 * double(kCoarseTickNs) / 1e9 + 2;
+	EXPECT_NEAR(double(got_a), full, tol) << "a source with standing keeps its whole rate";
+	EXPECT_NEAR(double(got_b), ramped, tol / 4 + 2) << "the ramp applies to the rest";
+}
+
+TEST(StandingBudget, SheddingWithStandingSlotPairThenStandingBucket)
+{
+	SLUICE_REQUIRE_ROOT();
+	Options o = with(kSlow, 3, SLUICE_SHEDDING);
+	set_standing_budget(o.config, kSlow, 4);
+	set_newcomer_budget(o.config, 0, 0); // no newcomers: shedding as before
+	SLUICE_LOAD_OR_FAIL(s, o);
+	Standing st{s};
+	Ip4 a = ip4("10.41.0.6"), b = ip4("10.41.0.7");
+	st.grant(hash_of(s, a), stamp_now());
+
+	auto da = run_counted(s, udp4({}, {.src = a}), 10);
+	EXPECT_EQ(da[SLUICE_STANDING], 7u) << "slot pair (3) then standing bucket (4)";
+	EXPECT_EQ(da[SLUICE_DROP_RATE], 3u);
+	auto db = run_counted(s, udp4({}, {.src = b}), 10);
+	EXPECT_EQ(db[SLUICE_DROP_SHED], 10u) << "without standing and without a newcomer budget: shed";
+	sluice_slot_pair pb = s.slots_of(b);
+	sluice_slot_pair pa = s.slots_of(a);
+	if (pb.a != pa.a && pb.a != pa.b)
+		EXPECT_EQ(s.slot(pb.a), 0u) << "a shed frame touches no slot";
+}
+
+TEST(StandingBudget, TheNewcomerBudgetAdmitsItsBurstThenSheds)
+{
+	SLUICE_REQUIRE_ROOT();
+	Options o = with(kSlow, 2, SLUICE_SHEDDING); // each source's own slot pair: 2
+	set_newcomer_budget(o.config, kSlow, 5);     // the budget: 5 on this CPU
+	SLUICE_LOAD_OR_FAIL(s, o);
+	Ip4 heavy = ip4("10.41.1.1");
+
+	// Pinned, so that every run is one CPU's bucket.
+	cpu_set_t saved, one;
+	ASSERT_EQ(sched_getaffinity(0, sizeof(saved), &saved), 0);
+	CPU_ZERO(&one);
+	CPU_SET(0, &one);
+	ASSERT_EQ(sched_setaffinity(0, sizeof(one), &one), 0);
+
+	auto dh = run_counted(s, udp4({}, {.src = heavy}), 10);
+	EXPECT_EQ(dh[SLUICE_NEWCOMER], 2u) << "its own slot pair holds a heavy newcomer to its rate";
+	EXPECT_EQ(dh[SLUICE_DROP_RATE], 8u) << "and what its pair refused spent none of the budget";
+	std::uint64_t admitted = dh[SLUICE_NEWCOMER];
+	for (int i = 2; admitted < 5 + 2 && i < 10; i++) {
+		Ip4 src = ip4(("10.41.1." + std::to_string(i)).c_str());
+		auto d = run_counted(s, udp4({}, {.src = src}), 1);
+		admitted += d[SLUICE_NEWCOMER];
+		EXPECT_EQ(d[SLUICE_NEWCOMER] + d[SLUICE_DROP_SHED], 1u);
+	}
+	EXPECT_EQ(admitted, 5u) << "exactly the budget's burst on this CPU";
+	auto dn = run_counted(s, udp4({}, {.src = ip4("10.41.1.200")}), 3);
+	EXPECT_EQ(dn[SLUICE_DROP_SHED], 3u) << "the budget is empty: shed";
+	EXPECT_EQ(dn[SLUICE_NEWCOMER], 0u);
+	sluice_slot_pair p = s.slots_of(ip4("10.41.1.200")), ph = s.slots_of(heavy);
+	if (p.a != ph.a && p.a != ph.b)
+		EXPECT_EQ(s.slot(p.a), 0u) << "a shed frame pays no slot";
+
+	// Serving again, a newcomer is simply passed.
+	sluice_config c = s.config();
+	c.breaker_state = SLUICE_SERVING;
+	ASSERT_EQ(s.set_config(c), 0);
+	auto ds = run_counted(s, udp4({}, {.src = ip4("10.41.1.201")}), 1);
+	EXPECT_EQ(ds[SLUICE_PASSED], 1u);
+	sched_setaffinity(0, sizeof(saved), &saved);
+}
+
+TEST(StandingBudget, TwoCpusHaveABucketEachAndTogetherStayWithinTheBudget)
+{
+	SLUICE_REQUIRE_ROOT();
+	cpu_set_t allowed;
+	CPU_ZERO(&allowed);
+	if (sched_getaffinity(0, sizeof(allowed), &allowed) != 0 || !CPU_ISSET(0, &allowed) ||
+	    !CPU_ISSET(1, &allowed) || libbpf_num_possible_cpus() < 2)
+		SLUICE_CANNOT_RUN("needs CPUs 0 and 1 (found " + std::to_string(CPU_COUNT(&allowed)) + " usable)");
+	constexpr std::uint64_t kPerCpuBurst = 40;
+	Options o = with(kSlow, 1, SLUICE_SHEDDING); // one frame per source
+	set_newcomer_budget(o.config, kSlow, kPerCpuBurst);
+	SLUICE_LOAD_OR_FAIL(s, o);
+
+	// Each CPU offers 100 distinct newcomers at once: 200 offered, a budget
+	// of 40 per CPU.
+	auto offer = [&s](int cpu, std::uint32_t base, bool *pinned) {
+		cpu_set_t one;
+		CPU_ZERO(&one);
+		CPU_SET(cpu, &one);
+		*pinned = sched_setaffinity(0, sizeof(one), &one) == 0;
+		for (std::uint32_t i = 0; i < 100; i++) {
+			Ip4 a = ip4(("10.42." + std::to_string(base) + "." + std::to_string(i)).c_str());
+			s.run(udp4({}, {.src = a}));
+		}
+	};
+	bool p0 = false, p1 = false;
+	std::thread t0(offer, 0, 0, &p0), t1(offer, 1, 1, &p1);
+	t0.join();
+	t1.join();
+	ASSERT_TRUE(p0 && p1);
+	std::vector<std::uint64_t> per = s.per_cpu_packets(SLUICE_NEWCOMER);
+	EXPECT_EQ(per.at(0), kPerCpuBurst) << "CPU 0 admits its own burst, exactly";
+	EXPECT_EQ(per.at(1), kPerCpuBurst) << "CPU 1 too: the CPUs do not share a bucket";
+	Counters c = s.counters();
+	EXPECT_EQ(c.packets(SLUICE_NEWCOMER), 2 * kPerCpuBurst) << "the total within the budget: " << c.str();
+	EXPECT_EQ(c.packets(SLUICE_DROP_SHED), 200 - 2 * kPerCpuBurst) << c.str();
+	EXPECT_EQ(c.total_packets(), 200u) << c.str();
+
+	// Each CPU's bucket is its own value in the per-CPU map.
+	std::vector<sluice_slot> b(static_cast<std::size_t>(libbpf_num_possible_cpus()));
+	std::uint32_t zero = 0;
+	ASSERT_EQ(bpf_map_lookup_elem(s.map_fd(s.skel()->maps.newcomers), &zero, b.data()), 0);
+	EXPECT_NE(b[0].empty_at, 0u);
+	EXPECT_NE(b[1].empty_at, 0u);
+	for (std::size_t i = 2; i < b.size(); i++)
+		EXPECT_EQ(b[i].empty_at, 0u) << "CPU " << i << " never ran a frame";
+}
+
+TEST(StandingBudget, TheValveClosedSheddingIsAllowlistOnly)
+{
+	SLUICE_REQUIRE_ROOT();
+	Options o = with(1000, 1000, SLUICE_SHEDDING);
+	set_standing_budget(o.config, 1000, 1000);
+	set_newcomer_budget(o.config, 1000, 1000);
+	o.config.valve_closed = 1;
+	SLUICE_LOAD_OR_FAIL(s, o);
+	Standing st{s};
+	Ip4 standing = ip4("10.41.2.1"), newcomer = ip4("10.41.2.2"), allowed = ip4("10.41.2.3");
+	st.grant(hash_of(s, standing), stamp_now());
+	st.grant(hash_of(s, allowed), stamp_now(), 1);
+	ASSERT_EQ(s.list_add(s.skel()->maps.allow_v4, allowed, 32), 0);
+	sluice_config c = s.config();
+	c.list_flags = SLUICE_LIST_ALLOW_V4;
+	ASSERT_EQ(s.set_config(c), 0);
+
+	auto ds = run_counted(s, udp4({}, {.src = standing}), 4);
+	EXPECT_EQ(ds[SLUICE_DROP_VALVE], 4u) << "a source with standing is dropped as drop_valve";
+	auto dn = run_counted(s, udp4({}, {.src = newcomer}), 4);
+	EXPECT_EQ(dn[SLUICE_DROP_SHED], 4u) << "no newcomers while the valve is closed";
+	auto da = run_counted(s, udp4({}, {.src = allowed}), 4);
+	EXPECT_EQ(da[SLUICE_ALLOWLISTED], 4u) << "the allowlist still passes";
+	EXPECT_VERDICT(s, udp4({}, {.src = standing}), XDP_DROP);
+
+	// Opened, the same sources are admitted again.
+	c.valve_closed = 0;
+	ASSERT_EQ(s.set_config(c), 0);
+	EXPECT_EQ(run_counted(s, udp4({}, {.src = standing}), 1)[SLUICE_STANDING], 1u);
+	EXPECT_EQ(run_counted(s, udp4({}, {.src = newcomer}), 1)[SLUICE_NEWCOMER], 1u);
+	for (unsigned k = 0; k < SLUICE_OUTCOMES; k++)
+		if (k != SLUICE_DROP_VALVE && k != SLUICE_DROP_SHED && k != SLUICE_ALLOWLISTED &&
+		    k != SLUICE_STANDING && k != SLUICE_NEWCOMER)
+			EXPECT_EQ(s.counters().packets(k), 0u) << outcome_name(k);
+}
+
+TEST(StandingBudget, ObservedStandingIsEarnedInTwoDistinctTicks)
+{
+	SLUICE_REQUIRE_ROOT();
+	Options o = with(1000, 1000, SLUICE_SERVING);
+	o.observe_periods = 2;
+	SLUICE_LOAD_OR_FAIL(s, o);
+	Standing st{s};
+	Ip4 a = ip4("10.41.3.1");
+	Bytes f = udp4({}, {.src = a});
+	std::uint64_t h = hash_of(s, a);
+
+	// Start just after a tick (2^30 ns) begins, so that the frames below
+	// fall in this tick and the next one.
+	std::uint32_t t = stamp_now();
+	while (stamp_now() == t)
+		sleep_ns(5'000'000);
+	std::uint32_t t0 = stamp_now();
+	EXPECT_EQ(run_counted(s, f, 50)[SLUICE_PASSED], 50u);
+	EXPECT_EQ(st.way_of(h), -1) << "one tick is not enough, however many frames";
+	while (stamp_now() == t0)
+		sleep_ns(5'000'000);
+	std::uint32_t t1 = stamp_now();
+	EXPECT_EQ(run_counted(s, f, 1)[SLUICE_PASSED], 1u);
+	int w = st.way_of(h);
+	ASSERT_GE(w, 0) << "the second distinct tick earns standing";
+	sluice_standing_set set = st.read(st.set_of(h));
+	EXPECT_EQ(sluice_standing_record_reason(set.record[w]), std::uint32_t(SLUICE_BY_OBSERVED));
+	EXPECT_EQ(set.record[w] & SLUICE_STANDING_RECORD_TICK_MASK, t1 & SLUICE_STANDING_RECORD_TICK_MASK);
+	EXPECT_TRUE(sluice_standing_live(set.way[w], stamp_now(), kLapse));
+
+	// A source with standing is no candidate: the observed map holds nothing for it.
+	std::uint32_t idx = sluice_standing_set_of(h, o.standing_sets - 1);
+	sluice_observed_set obs{};
+	ASSERT_EQ(bpf_map_lookup_elem(s.map_fd(s.skel()->maps.observed), &idx, &obs), 0);
+	for (std::uint64_t e : obs.way)
+		EXPECT_NE(sluice_standing_entry_fp(e), sluice_standing_fingerprint(h));
+}
+
+TEST(StandingBudget, ObservedStandingOffHasOneSetAndCountsNothing)
+{
+	SLUICE_REQUIRE_ROOT();
+	SLUICE_LOAD_OR_FAIL(s, with(1000, 1000, SLUICE_SERVING));
+	EXPECT_EQ(bpf_map__max_entries(s.skel()->maps.observed), 1u);
+	run_counted(s, udp4({}, {.src = ip4("10.41.3.2")}), 10);
+	sluice_observed_set obs{};
+	std::uint32_t zero = 0;
+	ASSERT_EQ(bpf_map_lookup_elem(s.map_fd(s.skel()->maps.observed), &zero, &obs), 0);
+	for (std::uint64_t e : obs.way)
+		EXPECT_EQ(e, 0u);
+}
