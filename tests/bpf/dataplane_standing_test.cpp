@@ -1,0 +1,246 @@
+// Standing through the control plane's code on a real program: the feeders
+// attached for real (cgroup v2 root, bpf_links) and fed by real sockets, each
+// kind of feeder's reason and since read back with StandingTable::lookup;
+// sock_diag's kind of grant (StandingTable::grant); occupancy; and adopting
+// pins of an older layout refused, naming the path and the fix.
+#include "require.h"
+
+#include "base/clock.h"
+#include "base/standing_reason.h"
+#include "bpf/dataplane.h"
+#include "bpf/maps.h"
+#include "bpf/standing.h"
+#include "bpf/standing_table.h"
+#include "logic/source.h"
+
+#include <bpf/bpf.h>
+#include <gtest/gtest.h>
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cstddef>
+#include <cstring>
+#include <string>
+#include <vector>
+
+namespace {
+
+using namespace sluice;
+
+constexpr uint64_t kTickNs = 1ull << SLUICE_STANDING_TICK_SHIFT;
+
+sluice_config initial_config()
+{
+	sluice_config c{};
+	c.cost_ns = *cost_for_rate(1000);
+	c.burst = 100;
+	c.rate_pps = 1000;
+	c.breaker_state = SLUICE_SERVING;
+	c.admission_ppm = SLUICE_PPM_FULL;
+	c.standing_cost_ns = *cost_for_rate(1000);
+	c.standing_burst = 50;
+	c.standing_rate_pps = 1000;
+	return c;
+}
+
+Dataplane load(uint32_t standing_sets = defaults::kStandingSets)
+{
+	LoadOptions o;
+	o.standing_sets = standing_sets;
+	auto dp = Dataplane::load(o, initial_config());
+	if (!dp)
+		throw std::runtime_error(dp.error().describe());
+	return std::move(*dp);
+}
+
+Address v4(const char *text)
+{
+	auto a = parse_address(text);
+	if (!a)
+		throw std::runtime_error(a.error().describe());
+	return *a;
+}
+
+sockaddr_in sin_of(const char *ip, uint16_t port)
+{
+	sockaddr_in s{};
+	s.sin_family = AF_INET;
+	s.sin_port = htons(port);
+	inet_pton(AF_INET, ip, &s.sin_addr);
+	return s;
+}
+
+struct Fd {
+	int fd;
+	explicit Fd(int f) : fd(f) {}
+	~Fd()
+	{
+		if (fd >= 0)
+			close(fd);
+	}
+};
+
+// The record's times are to a tick: within a tick (and the coarse clock's
+// lag) of when the grant happened.
+void expect_about(uint64_t realtime, uint64_t t0, uint64_t t1, const char *what)
+{
+	EXPECT_GE(realtime + kTickNs + 20'000'000, t0) << what;
+	EXPECT_LE(realtime, t1 + 20'000'000) << what;
+}
+
+} // namespace
+
+TEST(DataplaneStanding, EachFeederRecordsItsReasonAndSince)
+{
+	SLUICE_REQUIRE_ROOT();
+	Dataplane dp = load();
+	ASSERT_TRUE(dp.attach_feeders()) << "the feeders attach to the cgroup v2 root";
+	uint64_t t0 = realtime_ns();
+
+	// TCP over loopback between two addresses of 127/8: the client's
+	// connect() grants the server (connected), the server's handshake the
+	// client (accepted).
+	Fd listener(socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
+	sockaddr_in server = sin_of("127.0.0.2", 0);
+	ASSERT_EQ(bind(listener.fd, reinterpret_cast<sockaddr *>(&server), sizeof(server)), 0);
+	socklen_t len = sizeof(server);
+	ASSERT_EQ(getsockname(listener.fd, reinterpret_cast<sockaddr *>(&server), &len), 0);
+	ASSERT_EQ(listen(listener.fd, 4), 0);
+	Fd client(socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
+	sockaddr_in from = sin_of("127.0.0.3", 0);
+	ASSERT_EQ(bind(client.fd, reinterpret_cast<sockaddr *>(&from), sizeof(from)), 0);
+	ASSERT_EQ(connect(client.fd, reinterpret_cast<sockaddr *>(&server), sizeof(server)), 0);
+	Fd accepted(accept(listener.fd, nullptr, nullptr));
+	ASSERT_GE(accepted.fd, 0);
+
+	// UDP: connect() on an unbound socket (a client's), and sendto() from
+	// an autobound one (the kernel binds it in the ephemeral range).
+	Fd udp_connected(socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0));
+	sockaddr_in udp_peer = sin_of("127.0.0.4", 9);
+	ASSERT_EQ(connect(udp_connected.fd, reinterpret_cast<sockaddr *>(&udp_peer), sizeof(udp_peer)), 0);
+	Fd udp_sender(socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0));
+	sockaddr_in sendto_peer = sin_of("127.0.0.5", 9);
+	ASSERT_EQ(sendto(udp_sender.fd, "x", 1, 0, reinterpret_cast<sockaddr *>(&sendto_peer), sizeof(sendto_peer)), 1);
+	// A UDP server's socket (bound outside the ephemeral range) grants nothing.
+	Fd udp_server(socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0));
+	sockaddr_in server_port = sin_of("127.0.0.1", 53);
+	ASSERT_EQ(bind(udp_server.fd, reinterpret_cast<sockaddr *>(&server_port), sizeof(server_port)), 0);
+	sockaddr_in spoofed = sin_of("127.0.0.6", 9);
+	ASSERT_EQ(sendto(udp_server.fd, "x", 1, 0, reinterpret_cast<sockaddr *>(&spoofed), sizeof(spoofed)), 1);
+	uint64_t t1 = realtime_ns();
+
+	const sluice_config cfg = initial_config();
+	struct Want {
+		const char *addr;
+		sluice_standing_reason reason;
+	};
+	for (Want w : {Want{"127.0.0.2", SLUICE_BY_CONNECTED}, Want{"127.0.0.3", SLUICE_BY_ACCEPTED},
+		       Want{"127.0.0.4", SLUICE_BY_UDP}, Want{"127.0.0.5", SLUICE_BY_UDP}}) {
+		auto r = dp.standing().lookup(v4(w.addr), cfg);
+		ASSERT_TRUE(r) << r.error().describe();
+		EXPECT_TRUE(r->live) << w.addr;
+		EXPECT_EQ(standing_reason_name(r->reason), standing_reason_name(w.reason)) << w.addr;
+		expect_about(r->since_realtime_ns, t0, t1, w.addr);
+		expect_about(r->last_seen_realtime_ns, t0, t1, w.addr);
+		EXPECT_EQ(r->tokens, cfg.standing_burst) << w.addr << ": a new source's standing bucket is full";
+	}
+	auto none = dp.standing().lookup(v4("127.0.0.6"), cfg);
+	ASSERT_TRUE(none);
+	EXPECT_FALSE(none->live) << "a UDP server's reply grants nothing";
+	EXPECT_EQ(standing_reason_name(none->reason), "unknown");
+}
+
+TEST(DataplaneStanding, GrantsFromTheHostRecordTheirReasonAndARefreshKeepsIt)
+{
+	SLUICE_REQUIRE_ROOT();
+	Dataplane dp = load();
+	const sluice_config cfg = initial_config();
+	std::vector<Address> peers{v4("192.0.2.1"), v4("198.51.100.7")};
+	uint64_t t0 = realtime_ns();
+	ASSERT_TRUE(dp.standing().grant(peers, SLUICE_BY_EXISTING));
+	uint64_t t1 = realtime_ns();
+	for (const auto &p : peers) {
+		auto r = dp.standing().lookup(p, cfg);
+		ASSERT_TRUE(r);
+		EXPECT_TRUE(r->live);
+		EXPECT_EQ(r->reason, SLUICE_BY_EXISTING);
+		expect_about(r->since_realtime_ns, t0, t1, "since");
+		EXPECT_EQ(r->tokens, cfg.standing_burst);
+	}
+	// Granted again for another reason: a refresh, the first reason stays.
+	ASSERT_TRUE(dp.standing().grant(std::span(peers).first(1), SLUICE_BY_UDP));
+	EXPECT_EQ(dp.standing().lookup(peers[0], cfg)->reason, SLUICE_BY_EXISTING);
+	// The address is masked as the program masks it (/32 for IPv4 here).
+	EXPECT_FALSE(dp.standing().lookup(v4("192.0.2.2"), cfg)->live);
+}
+
+TEST(DataplaneStanding, OccupancyCountsLiveEntriesCapacityAndFullSets)
+{
+	SLUICE_REQUIRE_ROOT();
+	constexpr uint32_t kSets = SLUICE_STANDING_SETS_MIN;
+	Dataplane dp = load(kSets);
+	auto empty = dp.standing().occupancy();
+	ASSERT_TRUE(empty);
+	EXPECT_EQ(empty->live, 0u);
+	EXPECT_EQ(empty->capacity, uint64_t(kSets) * SLUICE_STANDING_WAYS);
+	EXPECT_EQ(empty->full_sets, 0u);
+
+	// Eight sources of one set fill it; one more of another set does not.
+	std::vector<Address> same_set;
+	uint32_t set0 = UINT32_MAX;
+	Address other{};
+	bool have_other = false;
+	for (uint32_t i = 1; same_set.size() < SLUICE_STANDING_WAYS || !have_other; i++) {
+		Address a = v4(("10.77." + std::to_string(i / 256) + "." + std::to_string(i % 256)).c_str());
+		uint32_t set = sluice_standing_set_of(source_hash(dp.settings(), a), kSets - 1);
+		if (set0 == UINT32_MAX)
+			set0 = set;
+		if (set == set0 && same_set.size() < SLUICE_STANDING_WAYS)
+			same_set.push_back(a);
+		else if (set != set0 && !have_other) {
+			other = a;
+			have_other = true;
+		}
+	}
+	ASSERT_TRUE(dp.standing().grant(same_set, SLUICE_BY_EXISTING));
+	ASSERT_TRUE(dp.standing().grant(std::span(&other, 1), SLUICE_BY_EXISTING));
+	auto o = dp.standing().occupancy();
+	ASSERT_TRUE(o);
+	EXPECT_EQ(o->live, SLUICE_STANDING_WAYS + 1u);
+	EXPECT_EQ(o->full_sets, 1u);
+	EXPECT_EQ(*dp.standing().live_entries(), o->live);
+}
+
+TEST(DataplaneStanding, AdoptingPinsOfLayout3IsRefusedWithThePathAndTheFix)
+{
+	SLUICE_REQUIRE_ROOT();
+	std::string dir = "/sys/fs/bpf/sluice-dp-test-" + std::to_string(getpid());
+	ASSERT_EQ(mkdir(dir.c_str(), 0700), 0) << std::strerror(errno);
+	// Layout 3's settings: 8 bytes shorter (no observe_periods/observe_set_mask),
+	// layout_version where it has always been.
+	const uint32_t old_size = sizeof(sluice_settings) - 8;
+	int fd = bpf_map_create(BPF_MAP_TYPE_ARRAY, "settings", 4, old_size, 1, nullptr);
+	ASSERT_GE(fd, 0);
+	std::vector<unsigned char> value(old_size);
+	uint32_t three = 3, zero = 0;
+	std::memcpy(value.data() + offsetof(sluice_settings, layout_version), &three, sizeof(three));
+	ASSERT_EQ(bpf_map_update_elem(fd, &zero, value.data(), BPF_ANY), 0);
+	std::string pin = dir + "/" SLUICE_PIN_SETTINGS;
+	ASSERT_EQ(bpf_obj_pin(fd, pin.c_str()), 0);
+	close(fd);
+
+	auto dp = Dataplane::adopt(dir);
+	unlink(pin.c_str());
+	rmdir(dir.c_str());
+	ASSERT_FALSE(dp);
+	const std::string &m = dp.error().message;
+	EXPECT_EQ(dp.error().kind, ErrorKind::refused) << m;
+	EXPECT_NE(m.find(dir), std::string::npos) << m;
+	EXPECT_NE(m.find("layout 3"), std::string::npos) << m;
+	EXPECT_NE(m.find("layout " + std::to_string(SLUICE_LAYOUT_VERSION)), std::string::npos) << m;
+	EXPECT_NE(m.find("sluicectl detach"), std::string::npos) << m;
+}
