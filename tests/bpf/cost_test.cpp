@@ -67,7 +67,42 @@ void measure(const char *name, const Bytes &frame)
 	EXPECT_EQ(c.total_packets(), std::uint64_t(kRepeat) * kRounds) << c.str();
 }
 
+// The cost of a drop verdict, every repetition dropped as `outcome`: a
+// source over its rate while serving (drop_rate), or one without standing
+// while shedding with no newcomer budget (drop_shed: the hash, the standing
+// lookup, the newcomer budget's read).
+void measure_drop(const char *name, const Bytes &frame, std::uint32_t state, std::uint32_t outcome)
+{
+	Options o;
+	o.config = make_config(1, 1);
+	o.config.breaker_state = state;
+	SLUICE_LOAD_OR_FAIL(s, o);
+	s.run(frame, 1); // the one token spent
+	Counters before = s.counters();
+	Cost c = best_of(s, frame);
+	ASSERT_EQ(c.err, 0) << std::strerror(-c.err);
+	std::printf("COST %s=%uns (frame %zu B, repeat %d, best of %d)\n", name, c.ns, frame.size(), kRepeat,
+		    kRounds);
+	std::fflush(stdout);
+	::testing::Test::RecordProperty(std::string(name) + "_ns", std::to_string(c.ns));
+	EXPECT_EQ(c.retval, std::uint32_t(XDP_DROP));
+	Counters after = s.counters();
+	EXPECT_EQ(after.packets(outcome) - before.packets(outcome), std::uint64_t(kRepeat) * kRounds) << after.str();
+}
+
 } // namespace
+
+TEST(Cost, RateDropIpv4)
+{
+	SLUICE_REQUIRE_ROOT();
+	measure_drop("drop_rate_v4", udp4_sized(64, {}, {.src = ip4("10.90.0.2")}), SLUICE_SERVING, SLUICE_DROP_RATE);
+}
+
+TEST(Cost, ShedDropWithoutStandingIpv4)
+{
+	SLUICE_REQUIRE_ROOT();
+	measure_drop("drop_shed_v4", udp4_sized(64, {}, {.src = ip4("10.90.0.3")}), SLUICE_SHEDDING, SLUICE_DROP_SHED);
+}
 
 TEST(Cost, Ipv4UdpSixtyFourBytes)
 {

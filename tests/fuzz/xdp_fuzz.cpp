@@ -14,17 +14,27 @@
 //     changed slot holds between 0 and burst tokens of credit at the time of
 //     the run, and the number admitted is what the fuller slot held;
 //   - every slot of the (small) table is swept after every run and compared
-//     with the harness's copy.
+//     with the harness's copy;
+//   - standing: the frame's source has a live entry planted (or none), its
+//     standing bucket is the only one that may change, and holds between 0
+//     and standing_burst tokens; what it admitted is what it held; the
+//     newcomer budget (one bucket per CPU) changed on at most one CPU,
+//     within [0, newcomer_burst], and admitted no more than it held.
 // The program is the production object (the skeleton embeds it); three
 // instances are loaded with different load-time settings (two choices; dry run
 // with /24 and /48 prefixes; one choice), chosen per input.
 //
-// Input: [scenario][tuning][frame...]
+// Input: [scenario][tuning][standing][frame...]
 //   scenario bits 0-1: instance (0 two-choice, 1 dry-run, 2 one-choice; 3 = 0)
 //            bits 2-3: breaker state (0 serving, 1 shedding, 2 recovering, 3 serving)
 //            bit 4: the deny lists are flagged non-empty, bit 5: the allow lists
 //            bits 6-7: repetitions - 1 (BPF_PROG_TEST_RUN repeat, 1..4)
 //   tuning   bits 0-2: burst - 1 (1..8), bits 3-7: admission while recovering
+//   standing bit 0: the source has standing (a live entry planted; else its
+//            entry is removed), bit 1: the valve is closed (shedding only),
+//            bits 2-3: newcomer burst (0: no newcomer budget), bits 4-5:
+//            standing burst (0: no standing bucket), bit 6: the planted
+//            entry's standing bucket is refilled to full first
 //   frame    at most kMaxFrame bytes (longer inputs are cut there); shorter
 //            than an Ethernet header is run as a truncated frame.
 // The lists hold deny 10.66.0.0/16, 2001:db8:66::/48 and allow 10.77.0.0/16,
@@ -40,6 +50,7 @@
 #include "bpf/bucket.h"
 #include "bpf/parse.h"
 #include "bpf/source_key.h"
+#include "bpf/standing.h"
 #include "sluice_bpf.skel.h"
 
 #include <bpf/bpf.h>
@@ -138,9 +149,11 @@ struct Instance {
 	const char *name;
 	std::uint32_t slots, v4_prefix, v6_prefix, dry_run, one_choice;
 	sluice_bpf *skel = nullptr;
-	int prog = -1, slots_fd = -1, config_fd = -1, counters_fd = -1;
+	int prog = -1, slots_fd = -1, config_fd = -1, counters_fd = -1, standing_fd = -1, newcomers_fd = -1;
 	sluice_config cfg{};
 	std::vector<std::uint64_t> shadow; // every slot's empty_at as last read
+	std::vector<sluice_standing_set> standing; // every standing set as last read
+	std::vector<std::uint64_t> newcomers;      // each CPU's newcomer bucket as last read
 	std::array<sluice_counter, SLUICE_OUTCOMES> counters{};
 };
 
@@ -151,6 +164,27 @@ Instance g_inst[3] = {
 };
 int g_ncpu = 1;
 bool g_batch = true;
+constexpr std::uint32_t kStandingSets = 16;
+constexpr std::uint32_t kStandingLapse = 64; // ticks
+
+void read_standing(const Instance &in, std::vector<sluice_standing_set> &out)
+{
+	out.assign(kStandingSets, sluice_standing_set{});
+	for (__u32 i = 0; i < kStandingSets; i++)
+		if (bpf_map_lookup_elem(in.standing_fd, &i, &out[i]))
+			die("standing set %u lookup: %s", i, std::strerror(errno));
+}
+
+void read_newcomers(const Instance &in, std::vector<std::uint64_t> &out)
+{
+	std::vector<sluice_slot> per(static_cast<std::size_t>(g_ncpu));
+	__u32 zero = 0;
+	if (bpf_map_lookup_elem(in.newcomers_fd, &zero, per.data()))
+		die("newcomers lookup: %s", std::strerror(errno));
+	out.resize(per.size());
+	for (std::size_t i = 0; i < per.size(); i++)
+		out[i] = per[i].empty_at;
+}
 
 void read_slots(Instance &in, std::vector<std::uint64_t> &out)
 {
@@ -238,19 +272,27 @@ void load(Instance &in)
 	s.v6_prefix = in.v6_prefix;
 	s.dry_run = in.dry_run;
 	s.one_choice = in.one_choice;
+	s.standing_set_mask = kStandingSets - 1;
+	s.standing_lapse_ticks = kStandingLapse;
 	if (int e = bpf_map__set_max_entries(in.skel->maps.slots, in.slots))
 		die("set_max_entries: %s", std::strerror(-e));
+	if (int e = bpf_map__set_max_entries(in.skel->maps.standing, kStandingSets))
+		die("set_max_entries (standing): %s", std::strerror(-e));
 	if (int e = sluice_bpf::load(in.skel))
 		die("load %s: %s", in.name, std::strerror(-e));
 	in.prog = bpf_program__fd(in.skel->progs.sluice_xdp);
 	in.slots_fd = bpf_map__fd(in.skel->maps.slots);
 	in.config_fd = bpf_map__fd(in.skel->maps.config);
 	in.counters_fd = bpf_map__fd(in.skel->maps.counters);
+	in.standing_fd = bpf_map__fd(in.skel->maps.standing);
+	in.newcomers_fd = bpf_map__fd(in.skel->maps.newcomers);
 	for (const Prefix &p : kDeny)
 		add_prefix(bpf_map__fd(p.v6 ? in.skel->maps.deny_v6 : in.skel->maps.deny_v4), p);
 	for (const Prefix &p : kAllow)
 		add_prefix(bpf_map__fd(p.v6 ? in.skel->maps.allow_v6 : in.skel->maps.allow_v4), p);
 	read_slots(in, in.shadow);
+	read_standing(in, in.standing);
+	read_newcomers(in, in.newcomers);
 	in.counters = read_counters(in);
 }
 
@@ -284,7 +326,7 @@ void pin_in_dispatcher()
 	}
 }
 
-sluice_config config_for(std::uint8_t scenario, std::uint8_t tuning)
+sluice_config config_for(std::uint8_t scenario, std::uint8_t tuning, std::uint8_t standing)
 {
 	sluice_config c{};
 	c.rate_pps = kRate;
@@ -299,12 +341,21 @@ sluice_config config_for(std::uint8_t scenario, std::uint8_t tuning)
 		c.list_flags |= SLUICE_LIST_DENY_V4 | SLUICE_LIST_DENY_V6;
 	if (scenario & 0x20)
 		c.list_flags |= SLUICE_LIST_ALLOW_V4 | SLUICE_LIST_ALLOW_V6;
+	c.valve_closed = c.breaker_state == SLUICE_SHEDDING && (standing & 2);
+	if (std::uint32_t nb = (standing >> 2) & 3) {
+		c.newcomer_cost_ns = SLUICE_NSEC_PER_SEC / kRate;
+		c.newcomer_burst = nb;
+	}
+	if (std::uint32_t sb = (standing >> 4) & 3) {
+		c.standing_cost_ns = SLUICE_NSEC_PER_SEC / kRate;
+		c.standing_burst = sb;
+	}
 	return c;
 }
 
 // What the program must count a frame as, from the host's parse. For frames
 // that reach the buckets, PASSED or DROP_RATE (returned as PASSED here).
-std::uint32_t expected_outcome(const sluice_config &c, int kind, const sluice_source &src)
+std::uint32_t expected_outcome(const sluice_config &c, int kind, const sluice_source &src, bool has_standing)
 {
 	if (kind == SLUICE_PARSE_NON_IP)
 		return SLUICE_NON_IP;
@@ -313,16 +364,21 @@ std::uint32_t expected_outcome(const sluice_config &c, int kind, const sluice_so
 	bool v6 = kind == SLUICE_PARSE_IPV6;
 	if ((c.list_flags & (v6 ? SLUICE_LIST_DENY_V6 : SLUICE_LIST_DENY_V4)) && in_list(kDeny, src, v6))
 		return SLUICE_DROP_DENY;
-	if (c.breaker_state == SLUICE_SHEDDING)
-		return (c.list_flags & (v6 ? SLUICE_LIST_ALLOW_V6 : SLUICE_LIST_ALLOW_V4)) && in_list(kAllow, src, v6)
-			       ? SLUICE_ALLOWLISTED
-			       : SLUICE_DROP_SHED;
+	if (c.breaker_state == SLUICE_SHEDDING) {
+		if ((c.list_flags & (v6 ? SLUICE_LIST_ALLOW_V6 : SLUICE_LIST_ALLOW_V4)) && in_list(kAllow, src, v6))
+			return SLUICE_ALLOWLISTED;
+		if (c.valve_closed)
+			return has_standing ? SLUICE_DROP_VALVE : SLUICE_DROP_SHED;
+		if (!has_standing && c.newcomer_cost_ns == 0)
+			return SLUICE_DROP_SHED;
+	}
 	return SLUICE_PASSED;
 }
 
 bool drop_outcome(std::uint32_t o)
 {
-	return o == SLUICE_DROP_RATE || o == SLUICE_DROP_SHED || o == SLUICE_DROP_DENY || o == SLUICE_MALFORMED;
+	return o == SLUICE_DROP_RATE || o == SLUICE_DROP_SHED || o == SLUICE_DROP_DENY || o == SLUICE_MALFORMED ||
+	       o == SLUICE_DROP_VALVE;
 }
 
 std::string hex(const std::uint8_t *p, std::size_t n)
@@ -338,11 +394,13 @@ std::string hex(const std::uint8_t *p, std::size_t n)
 
 // ------------------------------------------------------------- seed corpus
 
-void write_file(const std::filesystem::path &p, std::uint8_t scenario, std::uint8_t tuning, const Bytes &frame)
+void write_file(const std::filesystem::path &p, std::uint8_t scenario, std::uint8_t tuning, std::uint8_t standing,
+		const Bytes &frame)
 {
 	std::ofstream f(p, std::ios::binary);
 	f.put(char(scenario));
 	f.put(char(tuning));
+	f.put(char(standing));
 	f.write(reinterpret_cast<const char *>(frame.data()), std::streamsize(frame.size()));
 	if (!f)
 		die("cannot write %s", p.c_str());
@@ -379,6 +437,7 @@ void write_corpus(const std::string &dir)
 		const char *name;
 		std::uint8_t scenario, tuning;
 		Bytes frame;
+		std::uint8_t standing = 0;
 	};
 	std::vector<Seed> seeds = {
 		{"ipv4-udp", 0x00, 0x03, udp4({}, v4)},
@@ -418,9 +477,15 @@ void write_corpus(const std::string &dir)
 		{"eth-only", 0x00, 0x00, raw({}, kEthIpv4)},
 		{"runt-10", 0x00, 0x00, truncated(udp4({}, v4), 10)},
 		{"empty", 0x00, 0x00, {}},
+		{"ipv4-standing-serving", 0xc0, 0x00, udp4({}, v4), 0x31},
+		{"ipv4-standing-shedding", 0xc4, 0x01, udp4({}, v4), 0x71},
+		{"ipv6-standing-valve", 0x44, 0x01, udp6({}, v6), 0x13},
+		{"ipv4-newcomer", 0xc4, 0x00, udp4({}, v4), 0x0c},
+		{"ipv4-newcomer-valve", 0x44, 0x00, udp4({}, v4), 0x0e},
+		{"ipv4-standing-recovering", 0xc8, 0x03, udp4({}, v4), 0x21},
 	};
 	for (const auto &s : seeds)
-		write_file(std::filesystem::path(dir) / s.name, s.scenario, s.tuning, s.frame);
+		write_file(std::filesystem::path(dir) / s.name, s.scenario, s.tuning, s.standing, s.frame);
 	std::printf("wrote %zu seeds to %s\n", seeds.size(), dir.c_str());
 }
 
@@ -449,12 +514,14 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t *data, std::size_t size
 {
 	std::uint8_t scenario = size > 0 ? data[0] : 0;
 	std::uint8_t tuning = size > 1 ? data[1] : 0;
-	const std::uint8_t *fp = size > 2 ? data + 2 : data;
-	std::size_t flen = size > 2 ? std::min(size - 2, kMaxFrame) : 0;
+	std::uint8_t standing = size > 2 ? data[2] : 0;
+	const std::uint8_t *fp = size > 3 ? data + 3 : data;
+	std::size_t flen = size > 3 ? std::min(size - 3, kMaxFrame) : 0;
 	Instance &in = g_inst[(scenario & 3) % 3];
 	int repeat = 1 + (scenario >> 6);
+	bool has_standing = standing & 1;
 
-	sluice_config cfg = config_for(scenario, tuning);
+	sluice_config cfg = config_for(scenario, tuning, standing);
 	if (std::memcmp(&cfg, &in.cfg, sizeof(cfg)) != 0) {
 		__u32 zero = 0;
 		if (bpf_map_update_elem(in.config_fd, &zero, &cfg, BPF_ANY))
@@ -462,25 +529,51 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t *data, std::size_t size
 		in.cfg = cfg;
 	}
 
-	// The host's view of the frame: its outcome class and its two slots.
+	// The host's view of the frame: its outcome class, its two slots and
+	// its standing set and way.
 	sluice_source src{};
 	int kind = sluice_parse(fp, fp + flen, &src);
-	std::uint32_t want = expected_outcome(cfg, kind, src);
+	bool ip = kind == SLUICE_PARSE_IPV4 || kind == SLUICE_PARSE_IPV6;
 	sluice_slot_pair pair{0, 0};
-	bool bucket_path = want == SLUICE_PASSED;
-	if (bucket_path) {
+	std::uint32_t set_idx = 0, way = 0, fpr = 0;
+	if (ip) {
 		bool v6 = kind == SLUICE_PARSE_IPV6;
 		sluice_source m = src;
 		if (v6)
 			sluice_mask_v6(&m, in.v6_prefix);
 		else
 			m.w[0] = sluice_mask_v4(std::uint32_t(m.w[0]), in.v4_prefix);
-		pair = sluice_slots_of(sluice_source_hash(kKey, &m, v6), in.slots - 1, in.one_choice);
+		std::uint64_t hash = sluice_source_hash(kKey, &m, v6);
+		pair = sluice_slots_of(hash, in.slots - 1, in.one_choice);
 		if (pair.a >= in.slots || pair.b >= in.slots || (!in.one_choice && pair.a == pair.b))
 			die("sluice_slots_of gave slots %u, %u of %u", pair.a, pair.b, in.slots);
+		set_idx = sluice_standing_set_of(hash, kStandingSets - 1);
+		fpr = sluice_standing_fingerprint(hash);
+		way = fpr & (SLUICE_STANDING_WAYS - 1);
+		// Plant (or remove) the source's entry: every way of its set
+		// that holds its fingerprint is cleared, then, with standing,
+		// one live entry stamped now.
+		sluice_standing_set &set = in.standing[set_idx];
+		for (int w = 0; w < SLUICE_STANDING_WAYS; w++)
+			if (sluice_standing_entry_fp(set.way[w]) == fpr)
+				set.way[w] = 0;
+		if (has_standing) {
+			set.way[way] = sluice_standing_entry(fpr, sluice_standing_stamp(coarse_ns() + SLUICE_TIME_BIAS));
+			if (standing & 0x40)
+				set.empty_at[way] = 0;
+		}
+		if (bpf_map_update_elem(in.standing_fd, &set_idx, &set, BPF_ANY))
+			die("standing set update: %s", std::strerror(errno));
 	}
-	std::uint64_t cost = sluice_effective_cost(cfg.cost_ns, cfg.breaker_state, cfg.admission_ppm);
+	std::uint32_t want = expected_outcome(cfg, kind, src, has_standing);
+	bool bucket_path = want == SLUICE_PASSED;
+	bool shedding = cfg.breaker_state == SLUICE_SHEDDING;
+	// The slot pair's cost: recovering ramps only sources without standing.
+	std::uint64_t cost = has_standing ? cfg.cost_ns
+					  : sluice_effective_cost(cfg.cost_ns, cfg.breaker_state, cfg.admission_ppm);
 	std::uint64_t burst_ns = cfg.burst * cost;
+	std::uint64_t st_burst_ns = cfg.standing_burst * cfg.standing_cost_ns;
+	std::uint64_t nc_burst_ns = cfg.newcomer_burst * cfg.newcomer_cost_ns;
 
 	// Run it. Frames shorter than an Ethernet header: BPF_PROG_TEST_RUN
 	// wants at least ETH_HLEN of data_in, so the frame is padded and
@@ -539,9 +632,20 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t *data, std::size_t size
 	if (in.dry_run ? dp[SLUICE_WOULD_DROP] != drops : dp[SLUICE_WOULD_DROP] != 0)
 		die("would_drop %llu with %llu drops (dry run %u): %s", (unsigned long long)dp[SLUICE_WOULD_DROP],
 		    (unsigned long long)drops, in.dry_run, what.c_str());
+	// On the bucket path a frame is admitted by its slot pair (passed; while
+	// shedding: standing, or newcomer), by its standing bucket (standing),
+	// or dropped by its rate; while shedding a newcomer may also find the
+	// newcomer budget empty (drop_shed).
+	std::uint64_t admitted = 0;
 	if (bucket_path) {
-		if (dp[SLUICE_PASSED] + dp[SLUICE_DROP_RATE] != std::uint64_t(repeat))
-			die("a bucket frame counted outside passed/drop_rate: %s", what.c_str());
+		admitted = dp[SLUICE_PASSED] + dp[SLUICE_STANDING] + dp[SLUICE_NEWCOMER];
+		std::uint64_t shed = shedding && !has_standing ? dp[SLUICE_DROP_SHED] : 0;
+		if (admitted + dp[SLUICE_DROP_RATE] + shed != std::uint64_t(repeat))
+			die("a bucket frame counted outside its outcomes: %s", what.c_str());
+		if (!has_standing && dp[SLUICE_STANDING])
+			die("standing counted for a source without standing: %s", what.c_str());
+		if (shedding ? dp[SLUICE_PASSED] != 0 : dp[SLUICE_NEWCOMER] != 0)
+			die("passed while shedding, or newcomer while not: %s", what.c_str());
 	} else if (dp[want] != std::uint64_t(repeat)) {
 		die("want outcome %u x %d, got %llu: %s", want, repeat, (unsigned long long)dp[want], what.c_str());
 	}
@@ -552,8 +656,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t *data, std::size_t size
 	bool last_drop;
 	if (!bucket_path)
 		last_drop = drop_outcome(want);
-	else if (dp[SLUICE_DROP_RATE] == 0 || dp[SLUICE_PASSED] == 0)
-		last_drop = dp[SLUICE_DROP_RATE] != 0;
+	else if (admitted == 0 || admitted == std::uint64_t(repeat))
+		last_drop = admitted == 0;
 	else
 		last_drop = opts.retval == XDP_DROP; // mixed: either may be last
 	std::uint32_t want_verdict = last_drop && !in.dry_run ? XDP_DROP : XDP_PASS;
@@ -583,23 +687,100 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t *data, std::size_t size
 			die("slot %u holds %llu tokens, burst %llu", i, (unsigned long long)t,
 			    (unsigned long long)cfg.burst);
 	}
+	// Admitted by a bucket of `shadow_empty_at` (cost, burst_ns): at least
+	// what it held at c0, at most what it held at c1 plus what can refill
+	// during the run (nothing when the clock did not move), of `offered`.
+	auto held = [](std::uint64_t e, std::uint64_t now, std::uint64_t c, std::uint64_t b_ns) -> std::uint64_t {
+		return c ? sluice_credit(e, now + SLUICE_TIME_BIAS, b_ns) / c : 0;
+	};
+	auto check_admitted = [&](const char *bucket, std::uint64_t got, std::uint64_t offered, std::uint64_t lo_held,
+				  std::uint64_t hi_held, std::uint64_t c) {
+		std::uint64_t lo = std::min(offered, lo_held);
+		std::uint64_t hi = std::min(offered, hi_held + (c ? (c1 - c0 + c - 1) / c : 0));
+		if (got < lo || got > hi)
+			die("%s admitted %llu of %llu, want [%llu, %llu]: %s", bucket, (unsigned long long)got,
+			    (unsigned long long)offered, (unsigned long long)lo, (unsigned long long)hi, what.c_str());
+	};
 	if (bucket_path) {
-		// Admitted = what the fuller slot held, up to the repetitions: at
-		// least what it held at c0, at most what it held at c1 plus what
-		// can refill during the run (nothing when the clock did not move:
-		// then exactly what it held).
-		auto held = [&](std::uint64_t now) {
-			std::uint64_t ca = sluice_credit(in.shadow[pair.a], now + SLUICE_TIME_BIAS, burst_ns);
-			std::uint64_t cb = sluice_credit(in.shadow[pair.b], now + SLUICE_TIME_BIAS, burst_ns);
-			return std::max(ca, cb) / cost;
+		auto pair_held = [&](std::uint64_t now) {
+			return std::max(held(in.shadow[pair.a], now, cost, burst_ns), held(in.shadow[pair.b], now, cost, burst_ns));
 		};
-		std::uint64_t lo = std::min<std::uint64_t>(repeat, held(c0));
-		std::uint64_t hi = std::min<std::uint64_t>(repeat, held(c1) + (c1 - c0 + cost - 1) / cost);
-		if (dp[SLUICE_PASSED] < lo || dp[SLUICE_PASSED] > hi)
-			die("admitted %llu of %d, want [%llu, %llu] (slots %u %u held %llu tokens at c0): %s",
-			    (unsigned long long)dp[SLUICE_PASSED], repeat, (unsigned long long)lo,
-			    (unsigned long long)hi, pair.a, pair.b, (unsigned long long)held(c0), what.c_str());
+		auto st_held = [&](std::uint64_t now) {
+			return held(in.standing[set_idx].empty_at[way], now, cfg.standing_cost_ns, st_burst_ns);
+		};
+		if (!shedding && !has_standing) {
+			// The slot pair alone decides: what the fuller slot held.
+			check_admitted("slot pair", dp[SLUICE_PASSED], repeat, pair_held(c0), pair_held(c1), cost);
+		} else if (!shedding) {
+			check_admitted("slot pair", dp[SLUICE_PASSED], repeat, pair_held(c0), pair_held(c1), cost);
+			check_admitted("standing bucket", dp[SLUICE_STANDING], repeat - dp[SLUICE_PASSED], st_held(c0),
+				       st_held(c1), cfg.standing_cost_ns);
+		} else if (has_standing) {
+			// Both buckets count as standing: their sum.
+			check_admitted("slot pair + standing bucket", dp[SLUICE_STANDING], repeat,
+				       std::min<std::uint64_t>(repeat, pair_held(c0)) + st_held(c0),
+				       pair_held(c1) + st_held(c1) + (c1 - c0 + cost - 1) / cost, cfg.standing_cost_ns);
+		} else {
+			// A newcomer: no more than its slot pair or the budget held.
+			std::uint64_t nc_hi = 0;
+			for (std::uint64_t e : in.newcomers)
+				nc_hi = std::max(nc_hi, held(e, c1, cfg.newcomer_cost_ns, nc_burst_ns));
+			check_admitted("newcomer (slot pair)", dp[SLUICE_NEWCOMER], repeat, 0, pair_held(c1), cost);
+			check_admitted("newcomer (budget)", dp[SLUICE_NEWCOMER], repeat, 0, nc_hi, cfg.newcomer_cost_ns);
+		}
 	}
+
+	// The standing table: only the frame's standing bucket may have
+	// changed (the program may also stamp its entry again), within
+	// [0, standing_burst].
+	static std::vector<sluice_standing_set> sets;
+	read_standing(in, sets);
+	for (std::uint32_t i = 0; i < kStandingSets; i++) {
+		const sluice_standing_set &a = in.standing[i], &b = sets[i];
+		for (int w = 0; w < SLUICE_STANDING_WAYS; w++) {
+			bool mine = ip && has_standing && i == set_idx && std::uint32_t(w) == way;
+			if (a.record[w] != b.record[w])
+				die("standing record %u/%d changed: %s", i, w, what.c_str());
+			if (a.way[w] != b.way[w] && !(mine && sluice_standing_entry_fp(b.way[w]) == fpr))
+				die("standing way %u/%d changed (%llx -> %llx): %s", i, w, (unsigned long long)a.way[w],
+				    (unsigned long long)b.way[w], what.c_str());
+			if (a.empty_at[w] == b.empty_at[w])
+				continue;
+			if (!mine || !bucket_path)
+				die("standing bucket %u/%d changed, not the frame's: %s", i, w, what.c_str());
+			std::uint64_t lo = c0 + SLUICE_TIME_BIAS - st_burst_ns, hi = c1 + SLUICE_TIME_BIAS;
+			if (b.empty_at[w] < lo || b.empty_at[w] > hi)
+				die("standing bucket written as %llu, outside [%llu, %llu]: %s",
+				    (unsigned long long)b.empty_at[w], (unsigned long long)lo, (unsigned long long)hi,
+				    what.c_str());
+		}
+		for (int w = 0; w < SLUICE_STANDING_WAYS; w++)
+			if (cfg.standing_cost_ns &&
+			    sluice_tokens(b.empty_at[w], c1 + SLUICE_TIME_BIAS, cfg.standing_cost_ns, cfg.standing_burst) >
+				    cfg.standing_burst)
+				die("standing bucket %u/%d over its burst: %s", i, w, what.c_str());
+	}
+	in.standing.swap(sets);
+
+	// The newcomer budget: one CPU's bucket at most changed, and only for a
+	// newcomer's frame; within [0, newcomer_burst].
+	static std::vector<std::uint64_t> nc;
+	read_newcomers(in, nc);
+	int changed = 0;
+	for (std::size_t i = 0; i < nc.size(); i++) {
+		if (nc[i] == in.newcomers[i])
+			continue;
+		changed++;
+		if (!bucket_path || !shedding || has_standing || dp[SLUICE_NEWCOMER] == 0)
+			die("newcomer bucket of CPU %zu changed without a newcomer admitted: %s", i, what.c_str());
+		std::uint64_t lo = c0 + SLUICE_TIME_BIAS - nc_burst_ns, hi = c1 + SLUICE_TIME_BIAS;
+		if (nc[i] < lo || nc[i] > hi)
+			die("newcomer bucket written as %llu, outside [%llu, %llu]: %s", (unsigned long long)nc[i],
+			    (unsigned long long)lo, (unsigned long long)hi, what.c_str());
+	}
+	if (changed > 1)
+		die("%d CPUs' newcomer buckets changed in one run: %s", changed, what.c_str());
+	in.newcomers.swap(nc);
 	in.shadow.swap(table);
 	return 0;
 }
