@@ -93,6 +93,8 @@ TEST(StandingBudget, ServingAStandingSourceBeyondItsSlotPairIsAdmittedByItsStand
 // Offer `f` far over its budget for about `secs`: runs of `per_run` frames,
 // a millisecond apart (each bucket's burst holds the refill between runs, so
 // none is capped away); the frames admitted (passed + standing) in that time.
+// The caller has just emptied the buckets: the window runs from then (the
+// coarse clock right after) to the end of the last run.
 struct Offered {
 	std::uint64_t admitted = 0, standing = 0;
 	double secs = 0;
@@ -101,14 +103,17 @@ struct Offered {
 Offered offer_for(const Sluice &s, const Bytes &f, double secs, int per_run)
 {
 	Offered r;
-	std::uint64_t t0 = wait_for_tick();
-	while (double(coarse_ns() - t0) < secs * 1e9) {
+	std::uint64_t t0 = coarse_ns(), t1 = t0;
+	for (;;) {
 		auto d = run_counted(s, f, per_run);
+		t1 = coarse_ns(); // the window ends with the last run, not after a sleep
 		r.admitted += d[SLUICE_PASSED] + d[SLUICE_STANDING];
 		r.standing += d[SLUICE_STANDING];
+		if (double(t1 - t0) >= secs * 1e9)
+			break;
 		sleep_ns(1'000'000);
 	}
-	r.secs = double(coarse_ns() - t0) / 1e9;
+	r.secs = double(t1 - t0) / 1e9;
 	return r;
 }
 
@@ -131,8 +136,9 @@ TEST(StandingBudget, AStandingSourceIsHeldToRatePlusStandingRate)
 	double expected = double(kRate + kStandingRate) * r.secs;
 	std::printf("STANDING RATE: %llu admitted (%llu by standing) in %.3f s, expected %.1f\n",
 		    (unsigned long long)r.admitted, (unsigned long long)r.standing, r.secs, expected);
-	// Each bucket lags by at most one coarse tick's refill at either end.
-	double tol = double(kRate + kStandingRate) * 2 * double(kCoarseTickNs) / 1e9 + 2;
+	// The coarse clock read on the host and by the program may differ by a
+	// tick or two at either end of the window (it can be stale after a sleep).
+	double tol = double(kRate + kStandingRate) * 4 * double(kCoarseTickNs) / 1e9 + 2;
 	EXPECT_NEAR(double(r.admitted), expected, tol);
 	EXPECT_NEAR(double(r.standing), double(kStandingRate) * r.secs, tol);
 }
@@ -154,24 +160,27 @@ TEST(StandingBudget, RecoveringRampsTheOthersWhileAStandingSourceKeepsItsBudget)
 	run_counted(s, fa, 100); // both bursts spent
 	run_counted(s, fb, 100);
 	std::uint64_t got_a = 0, got_b = 0, standing_a = 0;
-	std::uint64_t t0 = wait_for_tick();
-	while (coarse_ns() - t0 < 300'000'000ull) {
+	std::uint64_t t0 = coarse_ns(), t1 = t0; // the window runs from the drain (see offer_for)
+	for (;;) {
 		auto da = run_counted(s, fa, 100);
 		auto db = run_counted(s, fb, 100);
+		t1 = coarse_ns(); // the window ends with the last runs, not after a sleep
 		got_a += da[SLUICE_PASSED] + da[SLUICE_STANDING];
 		standing_a += da[SLUICE_STANDING];
 		got_b += db[SLUICE_PASSED] + db[SLUICE_STANDING];
 		EXPECT_EQ(db[SLUICE_STANDING], 0u);
+		if (t1 - t0 >= 300'000'000ull)
+			break;
 		sleep_ns(1'000'000);
 	}
-	std::uint64_t t1 = coarse_ns();
 	double secs = double(t1 - t0) / 1e9;
 	double full = double(kRate) * secs, ramped = full * kPpm / 1e6;
-	std::printf("RECOVERING: standing %llu (%llu unramped; full rate %.1f), other %llu (ramped %.1f)\n",
+	std::printf("RECOVERING: standing %llu (%llu by its standing bucket; full rate %.1f), other %llu (ramped %.1f)\n",
 		    (unsigned long long)got_a, (unsigned long long)standing_a, full, (unsigned long long)got_b, ramped);
-	double tol = double(kRate) * 2 * double(kCoarseTickNs) / 1e9 + 2;
+	double tol = double(kRate) * 4 * double(kCoarseTickNs) / 1e9 + 2;
+	EXPECT_EQ(standing_a, 0u) << "no standing bucket configured";
 	EXPECT_NEAR(double(got_a), full, tol) << "a source with standing keeps its whole rate";
-	EXPECT_NEAR(double(got_b), ramped, tol / 4 + 2) << "the ramp applies to the rest";
+	EXPECT_NEAR(double(got_b), ramped, tol / 8 + 2) << "the ramp applies to the rest";
 }
 
 TEST(StandingBudget, SheddingWithStandingSlotPairThenStandingBucket)
