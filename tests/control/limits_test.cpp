@@ -2,6 +2,7 @@
 // rejected value and the bound, and named() puts the caller's name in front.
 #include "base/limits.h"
 
+#include "base/defaults.h"
 #include "bpf/sluice_abi.h"
 
 #include <gtest/gtest.h>
@@ -157,6 +158,56 @@ TEST(Limits, Standing)
 	expect_ok(check_standing_lapse_s(SLUICE_STANDING_LAPSE_MAX_S), "lapse max");
 	for (int64_t bad : {int64_t{0}, int64_t{SLUICE_STANDING_LAPSE_MAX_S} + 1, int64_t{-1}})
 		expect_invalid(check_standing_lapse_s(bad), std::to_string(bad) + " is outside 1..604800 seconds");
+}
+
+TEST(Limits, StandingBucketAndObserved)
+{
+	expect_ok(check_standing_rate(1), "standing rate min");
+	expect_ok(check_standing_rate(defaults::kStandingRatePps), "standing rate default");
+	expect_ok(check_standing_rate(SLUICE_RATE_MAX), "standing rate max");
+	expect_invalid(check_standing_rate(0), "0 is outside 1..100000000");
+	expect_invalid(check_standing_rate(int64_t{-1}), "-1 is outside 1..100000000");
+	expect_refused(check_standing_rate(SLUICE_RATE_MAX + 1, Voice::invariant),
+		       "invariant 1 <= standing rate <= 100000000 violated: rejected standing rate 100000001");
+	expect_ok(check_standing_burst(defaults::kStandingBurst), "standing burst default");
+	expect_ok(check_standing_burst(SLUICE_BURST_MAX), "standing burst max");
+	expect_invalid(check_standing_burst(0), "0 is outside 1..1000000");
+	expect_invalid(named("--standing-burst", check_standing_burst(SLUICE_BURST_MAX + 1)),
+		       "--standing-burst 1000001 is outside 1..1000000");
+	expect_refused(check_cost_ns(0, "standing_cost_ns"),
+		       "invariant 10 <= standing_cost_ns <= 1000000000 (rate 1..100000000) violated: rejected standing_cost_ns 0");
+
+	expect_ok(check_observe_periods(0), "observe off");
+	expect_ok(check_observe_periods(defaults::kObservePeriods), "observe default");
+	expect_ok(check_observe_periods(SLUICE_OBSERVE_PERIODS_MAX), "observe max");
+	expect_invalid(check_observe_periods(256), "256 is outside 0 (off)..255");
+	expect_invalid(check_observe_periods(int64_t{-1}), "-1 is outside 0 (off)..255");
+}
+
+TEST(Limits, NewcomerBudget)
+{
+	// Per CPU: cost ceil(1e9 x cpus / pps) <= 1e12, burst pps / 10 / cpus <= 1e6.
+	expect_ok(check_newcomer_pps(0, 8), "none");
+	expect_ok(check_newcomer_pps(1, 8), "1 pps over 8 CPUs: cost 8e9 per CPU");
+	expect_ok(check_newcomer_pps(80000000, 8), "1e7 per CPU: burst 1e6 per CPU");
+	expect_invalid(check_newcomer_pps(80000001, 8), "80000001 is outside 0 (none) or 1..80000000 (8 CPUs)");
+	expect_invalid(check_newcomer_pps(int64_t{-1}, 8), "-1 is outside 0 (none) or 1..80000000 (8 CPUs)");
+	// More CPUs than 1000: one token a second over them all costs more than 1e12 per CPU.
+	EXPECT_EQ(newcomer_pps_min(1000), 1u);
+	EXPECT_EQ(newcomer_pps_min(1001), 2u);
+	expect_invalid(check_newcomer_pps(1, 1001), "1 is outside 0 (none) or 2..10010000000 (1001 CPUs)");
+	expect_ok(check_newcomer_pps(2, 1001), "2 over 1001 CPUs");
+	expect_invalid(check_newcomer_pps(5, 0), "the newcomer budget needs a CPU count of 1..1048576, got 0");
+
+	expect_ok(check_newcomer_bucket(0, 0), "no budget");
+	expect_ok(check_newcomer_bucket(10, 1), "cheapest");
+	expect_ok(check_newcomer_bucket(1000000000000ull, 1000000), "dearest");
+	expect_refused(check_newcomer_bucket(0, 5),
+		       "invariant newcomer_cost_ns 0 or 10..1000000000000 (per CPU) violated: rejected newcomer_cost_ns 0");
+	expect_refused(check_newcomer_bucket(1000000000001ull, 5),
+		       "invariant newcomer_cost_ns 0 or 10..1000000000000 (per CPU) violated: rejected newcomer_cost_ns 1000000000001");
+	expect_refused(check_newcomer_bucket(100, 0),
+		       "invariant 1 <= newcomer_burst <= 1000000 (per CPU, with a budget) violated: rejected newcomer_burst 0");
 }
 
 TEST(Limits, DaemonTunables)

@@ -25,7 +25,7 @@ inline constexpr uint32_t kV6Prefix = 64;   // an IPv6 host owns a /64
 inline constexpr uint32_t kSampleEvery = SLUICE_SAMPLE_EVERY_DEFAULT;
 
 // Standing (docs/architecture.md, "Standing").
-inline constexpr uint32_t kStandingSets = SLUICE_STANDING_SETS_DEFAULT;      // 524,288 entries, 4 MiB
+inline constexpr uint32_t kStandingSets = SLUICE_STANDING_SETS_DEFAULT;      // 524,288 entries, 10 MiB
 inline constexpr uint32_t kStandingLapseS = SLUICE_STANDING_LAPSE_DEFAULT_S; // an hour
 // A source with standing draws on a second bucket of its own when its first
 // is empty: a verified peer may move bulk data (a 10 Gbit/s link carries
@@ -35,8 +35,10 @@ inline constexpr uint64_t kStandingBurst = 100000; // 0.1 s of the standing rate
 // While shedding, the sources without standing share this budget: a tenth of
 // trip-pps (--newcomer-pps 0 sheds them all, as before standing).
 inline constexpr uint64_t kNewcomerShareDivisor = 10;
-// Its burst: this many seconds of the budget (at least one token per CPU).
-inline constexpr double kNewcomerBurstS = 0.1;
+// Its burst: this many milliseconds of the budget (at least one token per
+// CPU). In milliseconds, not 0.1 s: the burst is ceil(pps x this / 1000),
+// exact in integers, where ceil(30 x 0.1) is 4.
+inline constexpr uint64_t kNewcomerBurstMs = 100;
 // Observed standing: off unless asked (docs/security.md says why).
 inline constexpr uint32_t kObservePeriods = 0;
 

@@ -1,7 +1,9 @@
 #include "base/limits.h"
 
+#include "base/defaults.h"
 #include "bpf/sluice_abi.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <net/if.h>
@@ -88,15 +90,15 @@ Status check_burst(Given burst, Voice voice)
 	return within(burst, SLUICE_BURST_MIN, SLUICE_BURST_MAX, "burst", voice);
 }
 
-Status check_cost_ns(Given cost_ns)
+Status check_cost_ns(Given cost_ns, const char *field)
 {
 	// cost_ns = 1e9 / rate, so the rate bounds are cost bounds.
 	constexpr uint64_t min_cost = SLUICE_NSEC_PER_SEC / SLUICE_RATE_MAX;
 	if (cost_ns.within(min_cost, SLUICE_NSEC_PER_SEC))
 		return {};
-	return refused("invariant " + text_of(min_cost) + " <= cost_ns <= " + text_of(SLUICE_NSEC_PER_SEC) + " (rate " +
-		       text_of(SLUICE_RATE_MIN) + ".." + text_of(SLUICE_RATE_MAX) + ") violated: rejected cost_ns " +
-		       cost_ns.str());
+	return refused("invariant " + text_of(min_cost) + " <= " + field + " <= " + text_of(SLUICE_NSEC_PER_SEC) +
+		       " (rate " + text_of(SLUICE_RATE_MIN) + ".." + text_of(SLUICE_RATE_MAX) + ") violated: rejected " +
+		       field + " " + cost_ns.str());
 }
 
 Status check_admission_ppm(Given ppm, Voice voice)
@@ -153,11 +155,68 @@ Status check_standing_lapse_s(Given seconds)
 		       text_of(SLUICE_STANDING_LAPSE_MAX_S) + " seconds");
 }
 
+Status check_standing_rate(Given rate, Voice voice)
+{
+	return within(rate, SLUICE_RATE_MIN, SLUICE_RATE_MAX, "standing rate", voice);
+}
+
+Status check_standing_burst(Given burst, Voice voice)
+{
+	return within(burst, SLUICE_BURST_MIN, SLUICE_BURST_MAX, "standing burst", voice);
+}
+
 Status check_observe_periods(Given periods)
 {
 	if (periods.within(0, SLUICE_OBSERVE_PERIODS_MAX))
 		return {};
-	return invalid(periods.str() + " is outside 0.." + text_of(SLUICE_OBSERVE_PERIODS_MAX) + " periods");
+	return invalid(periods.str() + " is outside 0 (off).." + text_of(SLUICE_OBSERVE_PERIODS_MAX));
+}
+
+namespace {
+// bucket.h's overflow bound on cost_ns: 1e9 / SLUICE_PPM_MIN x 1e6.
+constexpr uint64_t kBucketCostMaxNs = SLUICE_NSEC_PER_SEC / SLUICE_PPM_MIN * SLUICE_PPM_FULL;
+// One CPU's newcomer rate: its cost at least 1e9 / SLUICE_RATE_MAX, its burst
+// (kNewcomerBurstMs of it) at most SLUICE_BURST_MAX.
+constexpr uint64_t kNewcomerPpsPerCpuMax =
+	std::min<uint64_t>(SLUICE_RATE_MAX, SLUICE_BURST_MAX * 1000 / defaults::kNewcomerBurstMs);
+} // namespace
+
+uint64_t newcomer_pps_min(uint64_t cpus)
+{
+	// ceil(1e9 x cpus / pps) <= 1e12  <=>  pps x 1000 >= cpus
+	return std::max<uint64_t>(1, (cpus + 999) / 1000);
+}
+
+uint64_t newcomer_pps_max(uint64_t cpus)
+{
+	return cpus * kNewcomerPpsPerCpuMax;
+}
+
+Status check_newcomer_pps(Given pps, Given cpus)
+{
+	if (cpus.negative() || cpus.magnitude() == 0 || cpus.magnitude() > (uint64_t{1} << 20))
+		return invalid("the newcomer budget needs a CPU count of 1.." + text_of(uint64_t{1} << 20) + ", got " +
+			       cpus.str());
+	uint64_t lo = newcomer_pps_min(cpus.magnitude()), hi = newcomer_pps_max(cpus.magnitude());
+	if (!pps.negative() && (pps.magnitude() == 0 || (pps.magnitude() >= lo && pps.magnitude() <= hi)))
+		return {};
+	return invalid(pps.str() + " is outside 0 (none) or " + text_of(lo) + ".." + text_of(hi) + " (" +
+		       cpus.str() + " CPUs)");
+}
+
+Status check_newcomer_bucket(Given cost_ns, Given burst)
+{
+	if (!cost_ns.negative() && !burst.negative() && cost_ns.magnitude() == 0 && burst.magnitude() == 0)
+		return {};
+	constexpr uint64_t min_cost = SLUICE_NSEC_PER_SEC / SLUICE_RATE_MAX;
+	if (!cost_ns.within(min_cost, kBucketCostMaxNs))
+		return refused("invariant newcomer_cost_ns 0 or " + text_of(min_cost) + ".." + text_of(kBucketCostMaxNs) +
+			       " (per CPU) violated: rejected newcomer_cost_ns " + cost_ns.str());
+	if (!burst.within(SLUICE_BURST_MIN, SLUICE_BURST_MAX))
+		return refused("invariant " + text_of(SLUICE_BURST_MIN) + " <= newcomer_burst <= " +
+			       text_of(SLUICE_BURST_MAX) + " (per CPU, with a budget) violated: rejected newcomer_burst " +
+			       burst.str());
+	return {};
 }
 
 Status check_period_s(double seconds)

@@ -68,8 +68,9 @@ Status check_rate(Given rate, Voice voice = Voice::input);
 // bucket capacity in tokens: SLUICE_BURST_MIN..SLUICE_BURST_MAX
 Status check_burst(Given burst, Voice voice = Voice::input);
 // nanoseconds per token, the rate bounds as the config holds them
-// (1e9 / SLUICE_RATE_MAX .. 1e9); invariant only
-Status check_cost_ns(Given cost_ns);
+// (1e9 / SLUICE_RATE_MAX .. 1e9); invariant only, `field` names the config
+// field in the message (cost_ns, standing_cost_ns)
+Status check_cost_ns(Given cost_ns, const char *field = "cost_ns");
 // admission while recovering, parts per million: SLUICE_PPM_MIN..SLUICE_PPM_FULL
 Status check_admission_ppm(Given ppm, Voice voice = Voice::input);
 // the same bound as an operator types it, in percent (0.1..100)
@@ -85,8 +86,25 @@ Status check_sample_every(Given every);
 Status check_standing_sets(Given sets);
 // seconds a source keeps standing: SLUICE_STANDING_LAPSE_MIN_S..SLUICE_STANDING_LAPSE_MAX_S
 Status check_standing_lapse_s(Given seconds);
-// observed standing: distinct ticks, 0 (off)..SLUICE_OBSERVE_PERIODS_MAX
+// a standing source's second bucket: the rate's and the burst's bounds
+// (SLUICE_RATE_MIN..SLUICE_RATE_MAX, SLUICE_BURST_MIN..SLUICE_BURST_MAX)
+Status check_standing_rate(Given rate, Voice voice = Voice::input);
+Status check_standing_burst(Given burst, Voice voice = Voice::input);
+// observed standing, distinct ticks: 0 (off)..SLUICE_OBSERVE_PERIODS_MAX
 Status check_observe_periods(Given periods);
+// The newcomer budget, all CPUs together: 0 (none), or what `cpus` per-CPU
+// buckets can hold. Each CPU's bucket is bucket.h's, so its cost
+// (ceil(1e9 x cpus / pps)) must stay <= 1e12 (bucket.h's overflow bound:
+// pps >= cpus / 1000) and its burst (kNewcomerBurstMs of the budget, per CPU)
+// <= SLUICE_BURST_MAX, which bounds the rate per CPU (1e7 pps).
+// `cpus` 1..2^20.
+Status check_newcomer_pps(Given pps, Given cpus);
+uint64_t newcomer_pps_min(uint64_t cpus); // the least non-zero budget
+uint64_t newcomer_pps_max(uint64_t cpus);
+// The same bucket as the config holds it, per CPU (invariant): both 0 (no
+// budget), or cost_ns in 1e9 / SLUICE_RATE_MAX .. 1e12 and burst in
+// SLUICE_BURST_MIN..SLUICE_BURST_MAX.
+Status check_newcomer_bucket(Given cost_ns, Given burst);
 
 // --- The daemon's tunables ---
 inline constexpr double kPeriodMinS = 0.01, kPeriodMaxS = 60;  // control period
