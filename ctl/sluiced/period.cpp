@@ -1,13 +1,14 @@
 #include "sluiced/period.h"
 
+#include "logic/outcomes.h"
+
 #include <cmath>
 
 namespace sluice {
 
 uint64_t incoming_of(const CounterSet &c)
 {
-	return c[SLUICE_PASSED].packets + c[SLUICE_DROP_RATE].packets + c[SLUICE_DROP_SHED].packets +
-	       c[SLUICE_DROP_DENY].packets + c[SLUICE_ALLOWLISTED].packets + c[SLUICE_STANDING].packets;
+	return incoming_packets(c);
 }
 
 RateSet rates_between(const CounterSet &before, const CounterSet &now, double dt)
@@ -24,13 +25,17 @@ double dropped_pps(const std::optional<RateSet> &rates)
 {
 	if (!rates)
 		return 0;
-	return (*rates)[SLUICE_DROP_RATE].pps + (*rates)[SLUICE_DROP_SHED].pps + (*rates)[SLUICE_DROP_DENY].pps;
+	double pps = 0;
+	for (uint32_t k = 0; k < SLUICE_OUTCOMES; k++)
+		if (kOutcomeVerdicts[k] == Verdict::dropped)
+			pps += (*rates)[k].pps;
+	return pps;
 }
 
 PolicySample policy_sample(double now_s, const CounterSet &counters, BreakerState state, double since_s,
 			   const sluice_config &cfg)
 {
-	return PolicySample{now_s, incoming_of(counters), counters[SLUICE_PASSED].packets, state, since_s,
+	return PolicySample{now_s, incoming_packets(counters), admitted_packets(counters), state, since_s,
 			    cfg.breaker_manual != 0};
 }
 
@@ -41,6 +46,11 @@ sluice_config breaker_config(sluice_config cfg, BreakerState to, bool manual, ui
 	cfg.breaker_since_ns = now_realtime_ns;
 	cfg.breaker_manual = (manual && to == BreakerState::shedding) ? 1 : 0;
 	cfg.admission_ppm = to == BreakerState::recovering ? start_ppm : SLUICE_PPM_FULL;
+	// Leaving shedding always opens the valve: it is closed only while shedding.
+	if (to != BreakerState::shedding && cfg.valve_closed) {
+		cfg.valve_closed = 0;
+		cfg.valve_since_ns = now_realtime_ns;
+	}
 	return cfg;
 }
 

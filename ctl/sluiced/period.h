@@ -14,15 +14,16 @@
 
 namespace sluice {
 
-// The frames the policy counts as incoming: every IP frame (the outcomes
-// other than non-IP and malformed; would-drop overlays the others).
+// The frames the policy counts as incoming: every IP source's verdict
+// (logic/outcomes.h: the outcomes whose verdict is admitted or dropped).
 uint64_t incoming_of(const CounterSet &c);
 
 // Per-second rates between two counter readings dt seconds apart (dt > 0),
 // rounded to whole packets and bits per second.
 RateSet rates_between(const CounterSet &before, const CounterSet &now, double dt);
 
-// Rate, shed and deny drops per second; 0 before the first period.
+// Drops per second, every outcome whose verdict is dropped; 0 before the
+// first period.
 double dropped_pps(const std::optional<RateSet> &rates);
 
 // What the policy is shown this period.
@@ -30,8 +31,9 @@ PolicySample policy_sample(double now_s, const CounterSet &counters, BreakerStat
 			   const sluice_config &cfg);
 
 // The config a breaker move writes: the state, when (CLOCK_REALTIME), the
-// manual latch (an operator's trip only) and the admission fraction
-// (recovering starts its ramp at start_ppm; the others admit fully).
+// manual latch (an operator's trip only), the admission fraction
+// (recovering starts its ramp at start_ppm; the others admit fully) and,
+// leaving shedding, the valve opened.
 sluice_config breaker_config(sluice_config cfg, BreakerState to, bool manual, uint32_t start_ppm,
 			     uint64_t now_realtime_ns);
 

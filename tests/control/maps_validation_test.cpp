@@ -20,6 +20,10 @@ sluice_config good_config()
 	c.admission_ppm = SLUICE_PPM_FULL;
 	c.list_flags = 0;
 	c.rate_pps = 10000;
+	c.standing_cost_ns = 1000; // 1e6 pps
+	c.standing_burst = 100000;
+	c.newcomer_cost_ns = 80000; // 1e5 pps over 8 CPUs
+	c.newcomer_burst = 1250;
 	return c;
 }
 
@@ -159,6 +163,61 @@ TEST(ValidateConfig, RefusesUnknownListFlags)
 	expect_refused(c, "invariant list_flags within 0xf violated: rejected 2147483648");
 }
 
+TEST(ValidateConfig, RefusesABadStandingBucketNamingTheField)
+{
+	auto c = good_config();
+	c.standing_cost_ns = 0;
+	expect_refused(c, "invariant 10 <= standing_cost_ns <= 1000000000 (rate 1..100000000) violated: rejected "
+			  "standing_cost_ns 0");
+	c.standing_cost_ns = SLUICE_NSEC_PER_SEC + 1;
+	expect_refused(c, "invariant 10 <= standing_cost_ns <= 1000000000 (rate 1..100000000) violated: rejected "
+			  "standing_cost_ns 1000000001");
+	c = good_config(), c.standing_burst = 0;
+	expect_refused(c, "invariant 1 <= standing_burst <= 1000000 violated: rejected standing_burst 0");
+	c.standing_burst = SLUICE_BURST_MAX + 1;
+	expect_refused(c, "invariant 1 <= standing_burst <= 1000000 violated: rejected standing_burst 1000001");
+	c = good_config(), c.standing_cost_ns = 10, c.standing_burst = SLUICE_BURST_MAX;
+	EXPECT_TRUE(validate_config(c).has_value());
+}
+
+TEST(ValidateConfig, NewcomerBucketIsNoneOrWithinBucketBounds)
+{
+	auto c = good_config();
+	c.newcomer_cost_ns = 0, c.newcomer_burst = 0; // no newcomer budget
+	EXPECT_TRUE(validate_config(c).has_value());
+	c.newcomer_cost_ns = 1000000000000ull, c.newcomer_burst = 1; // bucket.h's dearest token
+	EXPECT_TRUE(validate_config(c).has_value());
+	c.newcomer_cost_ns = 1000000000001ull;
+	expect_refused(c, "invariant newcomer_cost_ns 0 or 10..1000000000000 (per CPU) violated: rejected "
+			  "newcomer_cost_ns 1000000000001");
+	c.newcomer_cost_ns = 0, c.newcomer_burst = 7; // half a budget
+	expect_refused(c, "invariant newcomer_cost_ns 0 or 10..1000000000000 (per CPU) violated: rejected "
+			  "newcomer_cost_ns 0");
+	c.newcomer_cost_ns = 100, c.newcomer_burst = 0;
+	expect_refused(c, "invariant 1 <= newcomer_burst <= 1000000 (per CPU, with a budget) violated: rejected "
+			  "newcomer_burst 0");
+	c.newcomer_burst = SLUICE_BURST_MAX + 1;
+	expect_refused(c, "invariant 1 <= newcomer_burst <= 1000000 (per CPU, with a budget) violated: rejected "
+			  "newcomer_burst 1000001");
+}
+
+TEST(ValidateConfig, ValveClosesOnlyWhileShedding)
+{
+	auto c = good_config();
+	c.breaker_state = SLUICE_SHEDDING, c.valve_closed = 1;
+	EXPECT_TRUE(validate_config(c).has_value());
+	c.valve_closed = 2;
+	expect_refused(c, "invariant valve_closed in {0, 1}, 1 only while shedding violated: rejected valve_closed 2 in "
+			  "breaker_state 1");
+	for (uint32_t s : {SLUICE_SERVING, SLUICE_RECOVERING}) {
+		c.breaker_state = s, c.valve_closed = 1;
+		expect_refused(c, "invariant valve_closed in {0, 1}, 1 only while shedding violated: rejected valve_closed "
+				  "1 in breaker_state " + std::to_string(s));
+		c.valve_closed = 0;
+		EXPECT_TRUE(validate_config(c).has_value()) << s;
+	}
+}
+
 TEST(ValidateConfig, ZeroedConfigIsRefused)
 {
 	// A config map nobody wrote (all zero) must never pass for a valid one.
@@ -178,6 +237,9 @@ TEST(OutcomeNames, AreStable)
 	EXPECT_STREQ(outcome_name(SLUICE_NON_IP), "non_ip");
 	EXPECT_STREQ(outcome_name(SLUICE_MALFORMED), "malformed");
 	EXPECT_STREQ(outcome_name(SLUICE_WOULD_DROP), "would_drop");
+	EXPECT_STREQ(outcome_name(SLUICE_STANDING), "standing");
+	EXPECT_STREQ(outcome_name(SLUICE_NEWCOMER), "newcomer");
+	EXPECT_STREQ(outcome_name(SLUICE_DROP_VALVE), "drop_valve");
 	EXPECT_STREQ(outcome_name(SLUICE_OUTCOMES), "unknown");
 	EXPECT_STREQ(to_string(ListKind::allow), "allow");
 	EXPECT_STREQ(to_string(ListKind::deny), "deny");

@@ -4,6 +4,8 @@
 // made-up counters and a fake clock, the way tick drives them.
 #include "sluiced/period.h"
 
+#include "logic/budgets.h"
+
 #include <gtest/gtest.h>
 
 namespace sluice {
@@ -35,11 +37,22 @@ TEST(Period, IncomingIsEveryIpFrame)
 	CounterSet c{};
 	for (uint32_t k = 0; k < SLUICE_OUTCOMES; k++)
 		c[k].packets = 1ull << k;
-	// passed, drop_rate, drop_shed, drop_deny, allowlisted, standing; not
-	// non-IP, malformed or would-drop (which overlays the others).
+	// passed, drop_rate, drop_shed, drop_deny, allowlisted, standing,
+	// newcomer, drop_valve; not non-IP, malformed or would-drop (which
+	// overlays the others).
 	EXPECT_EQ(incoming_of(c), (1ull << SLUICE_PASSED) + (1ull << SLUICE_DROP_RATE) + (1ull << SLUICE_DROP_SHED) +
 					  (1ull << SLUICE_DROP_DENY) + (1ull << SLUICE_ALLOWLISTED) +
-					  (1ull << SLUICE_STANDING));
+					  (1ull << SLUICE_STANDING) + (1ull << SLUICE_NEWCOMER) +
+					  (1ull << SLUICE_DROP_VALVE));
+}
+
+TEST(Period, AdmittedIsWhatTheBucketsAndBudgetsPassed)
+{
+	CounterSet c{};
+	for (uint32_t k = 0; k < SLUICE_OUTCOMES; k++)
+		c[k].packets = 1ull << k;
+	PolicySample s = policy_sample(1, c, BreakerState::serving, 0, config());
+	EXPECT_EQ(s.admitted, (1ull << SLUICE_PASSED) + (1ull << SLUICE_STANDING) + (1ull << SLUICE_NEWCOMER));
 }
 
 TEST(Period, RatesAreCounterDeltasOverTheTimeBetweenReadings)
@@ -56,16 +69,18 @@ TEST(Period, RatesAreCounterDeltasOverTheTimeBetweenReadings)
 	EXPECT_DOUBLE_EQ(r[SLUICE_PASSED].pps, 4);
 }
 
-TEST(Period, DroppedPpsSumsRateShedAndDenyDrops)
+TEST(Period, DroppedPpsSumsEveryDropOutcome)
 {
 	EXPECT_EQ(dropped_pps(std::nullopt), 0);
 	RateSet r{};
 	r[SLUICE_DROP_RATE].pps = 10;
 	r[SLUICE_DROP_SHED].pps = 200;
 	r[SLUICE_DROP_DENY].pps = 3000;
+	r[SLUICE_DROP_VALVE].pps = 40000;
 	r[SLUICE_PASSED].pps = 1e6;
+	r[SLUICE_STANDING].pps = 1e6;
 	r[SLUICE_WOULD_DROP].pps = 1e6;
-	EXPECT_EQ(dropped_pps(r), 3210);
+	EXPECT_EQ(dropped_pps(r), 43210);
 }
 
 TEST(Period, PolicySampleCarriesTheCountersAndTheManualLatch)
@@ -102,6 +117,21 @@ TEST(Period, BreakerConfigWritesStateTimeLatchAndAdmission)
 	auto serve = breaker_config(rec, BreakerState::serving, false, 100000, 999);
 	EXPECT_EQ(serve.admission_ppm, SLUICE_PPM_FULL);
 	EXPECT_EQ(serve.breaker_since_ns, 999u);
+}
+
+TEST(Period, LeavingSheddingOpensTheValveInTheSameWrite)
+{
+	auto budgeted = config_with_budgets(config(), BudgetAsk{}, 8);
+	ASSERT_TRUE(budgeted.has_value());
+	sluice_config shed = breaker_config(*budgeted, BreakerState::shedding, false, 100000, 555);
+	shed.valve_closed = 1, shed.valve_since_ns = 600;
+	auto rec = breaker_config(shed, BreakerState::recovering, false, 100000, 777);
+	EXPECT_EQ(rec.valve_closed, 0u);
+	EXPECT_EQ(rec.valve_since_ns, 777u);
+	EXPECT_TRUE(validate_config(rec).has_value());
+	// Opened already: when it opened stays.
+	shed.valve_closed = 0;
+	EXPECT_EQ(breaker_config(shed, BreakerState::recovering, false, 100000, 888).valve_since_ns, 600u);
 }
 
 TEST(Period, AdmissionIsWrittenOnlyWhileRecoveringAndOnlyWhenItChanges)

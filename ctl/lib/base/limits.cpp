@@ -162,7 +162,7 @@ Status check_standing_rate(Given rate, Voice voice)
 
 Status check_standing_burst(Given burst, Voice voice)
 {
-	return within(burst, SLUICE_BURST_MIN, SLUICE_BURST_MAX, "standing burst", voice);
+	return within(burst, SLUICE_BURST_MIN, SLUICE_BURST_MAX, "standing_burst", voice);
 }
 
 Status check_observe_periods(Given periods)

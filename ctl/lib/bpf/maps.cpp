@@ -2,6 +2,7 @@
 
 #include "base/limits.h"
 #include "bpf/bucket.h"
+#include "logic/budgets.h"
 #include "logic/source.h"
 
 #include <bpf/bpf.h>
@@ -17,7 +18,7 @@ Result<uint64_t> cost_for_rate(uint64_t rate)
 {
 	if (auto ok = check_rate(rate, Voice::invariant); !ok)
 		return std::unexpected(ok.error());
-	return (SLUICE_NSEC_PER_SEC + rate / 2) / rate;
+	return cost_ns_for_rate(rate);
 }
 
 Status validate_config(const sluice_config &c)
@@ -33,6 +34,15 @@ Status validate_config(const sluice_config &c)
 		return ok;
 	if (c.list_flags & ~0xfu)
 		return refused("invariant list_flags within 0xf violated: rejected " + std::to_string(c.list_flags));
+	if (auto ok = check_cost_ns(c.standing_cost_ns, "standing_cost_ns"); !ok)
+		return ok;
+	if (auto ok = check_standing_burst(c.standing_burst, Voice::invariant); !ok)
+		return ok;
+	if (auto ok = check_newcomer_bucket(c.newcomer_cost_ns, c.newcomer_burst); !ok)
+		return ok;
+	if (c.valve_closed > 1 || (c.valve_closed && c.breaker_state != SLUICE_SHEDDING))
+		return refused("invariant valve_closed in {0, 1}, 1 only while shedding violated: rejected valve_closed " +
+			       std::to_string(c.valve_closed) + " in breaker_state " + std::to_string(c.breaker_state));
 	return {};
 }
 

@@ -2,7 +2,10 @@
 // control plane makes goes through here, and the invariants live here:
 //
 //   config:  1 <= rate <= SLUICE_RATE_MAX, 1 <= burst <= SLUICE_BURST_MAX,
-//            breaker_state a known state, admission_ppm in [SLUICE_PPM_MIN, 1e6]
+//            the standing bucket within the same bounds, the newcomer
+//            bucket (per CPU) none (0, 0) or within bucket.h's,
+//            breaker_state a known state, admission_ppm in [SLUICE_PPM_MIN, 1e6],
+//            valve_closed 0 or 1, and 1 only while shedding
 //   slots:   0 <= tokens <= burst at every write
 //
 // A refused write leaves the map unchanged and its error names the invariant
@@ -23,7 +26,8 @@ namespace sluice {
 
 // (The data plane's clock, dataplane_now(), is in base/clock.h.)
 
-// Nanoseconds per token for a rate in tokens per second, rounded to nearest.
+// Nanoseconds per token for a rate in tokens per second, rounded to nearest
+// (logic/budgets.h's cost_ns_for_rate, refused outside the rate's bounds).
 Result<uint64_t> cost_for_rate(uint64_t rate_pps);
 
 // Check a config against the invariants above (the bounds are base/limits.h's).

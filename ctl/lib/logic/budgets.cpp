@@ -1,0 +1,74 @@
+#include "logic/budgets.h"
+
+#include "base/limits.h"
+
+#include <algorithm>
+
+namespace sluice {
+
+BudgetAsk budgets_of(const sluice_config &cfg)
+{
+	return BudgetAsk{cfg.rate_pps, cfg.burst, cfg.standing_rate_pps, cfg.standing_burst, cfg.newcomer_pps};
+}
+
+uint64_t cost_ns_for_rate(uint64_t rate_pps)
+{
+	return (SLUICE_NSEC_PER_SEC + rate_pps / 2) / rate_pps;
+}
+
+namespace {
+uint64_t ceil_div(uint64_t a, uint64_t b)
+{
+	return a / b + (a % b != 0);
+}
+} // namespace
+
+NewcomerBucket newcomer_bucket(uint64_t pps, uint64_t cpus)
+{
+	if (pps == 0 || cpus == 0)
+		return {};
+	// pps <= newcomer_pps_max(cpus) (1e7 per CPU) and cpus <= 2^20 keep
+	// every product far below 2^64.
+	uint64_t burst_total = ceil_div(pps * defaults::kNewcomerBurstMs, 1000);
+	return NewcomerBucket{ceil_div(SLUICE_NSEC_PER_SEC * cpus, pps),
+			      std::max<uint64_t>(1, ceil_div(pps * defaults::kNewcomerBurstMs, 1000 * cpus)),
+			      burst_total};
+}
+
+uint64_t default_newcomer_pps(uint64_t trip_pps, uint64_t cpus)
+{
+	uint64_t pps = trip_pps / defaults::kNewcomerShareDivisor;
+	if (pps == 0 || cpus == 0)
+		return pps;
+	return std::clamp(pps, newcomer_pps_min(cpus), newcomer_pps_max(cpus));
+}
+
+Result<sluice_config> config_with_budgets(sluice_config cfg, const BudgetAsk &ask, uint64_t cpus)
+{
+	if (auto ok = check_rate(ask.rate_pps, Voice::invariant); !ok)
+		return std::unexpected(ok.error());
+	if (auto ok = check_burst(ask.burst, Voice::invariant); !ok)
+		return std::unexpected(ok.error());
+	if (auto ok = check_standing_rate(ask.standing_rate_pps, Voice::invariant); !ok)
+		return std::unexpected(ok.error());
+	if (auto ok = check_standing_burst(ask.standing_burst, Voice::invariant); !ok)
+		return std::unexpected(ok.error());
+	if (auto ok = named("newcomer budget", check_newcomer_pps(ask.newcomer_pps, cpus)); !ok)
+		return std::unexpected(ok.error());
+	NewcomerBucket nb = newcomer_bucket(ask.newcomer_pps, cpus);
+	if (auto ok = check_newcomer_bucket(nb.cost_ns, nb.burst); !ok) // holds for every pps checked above
+		return std::unexpected(ok.error());
+	cfg.cost_ns = cost_ns_for_rate(ask.rate_pps);
+	cfg.burst = ask.burst;
+	cfg.rate_pps = ask.rate_pps;
+	cfg.standing_cost_ns = cost_ns_for_rate(ask.standing_rate_pps);
+	cfg.standing_burst = ask.standing_burst;
+	cfg.standing_rate_pps = ask.standing_rate_pps;
+	cfg.newcomer_cost_ns = nb.cost_ns;
+	cfg.newcomer_burst = nb.burst;
+	cfg.newcomer_pps = ask.newcomer_pps;
+	cfg.newcomer_burst_total = nb.burst_total;
+	return cfg;
+}
+
+} // namespace sluice

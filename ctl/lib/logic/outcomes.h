@@ -1,0 +1,46 @@
+// outcomes.h - what the policy counts, read from SLUICE_OUTCOME_TABLE's verdict
+// column (bpf/sluice_abi.h), so an outcome added there is counted here without
+// a second list to keep in step.
+//
+//   incoming  every frame that is an IP source's verdict: each outcome whose
+//             verdict is admitted or dropped (not non-IP, malformed, or
+//             would-drop, which overlays the others in a dry run)
+//   admitted  the serving trip signal: frames the buckets and budgets passed
+//             (passed, standing, newcomer); allowlisted frames are the
+//             operator's, not a flood's
+//   dropped   every outcome whose verdict is dropped
+#pragma once
+
+#include "bpf/sluice_abi.h"
+
+#include <array>
+#include <cstdint>
+
+namespace sluice {
+
+enum class Verdict { admitted, dropped, none };
+
+namespace detail {
+constexpr std::array<Verdict, SLUICE_OUTCOMES> outcome_verdicts()
+{
+	std::array<Verdict, SLUICE_OUTCOMES> v{};
+#define SLUICE_OUTCOME_VERDICT(sym, value, name, verdict) v[value] = Verdict::verdict;
+	SLUICE_OUTCOME_TABLE(SLUICE_OUTCOME_VERDICT)
+#undef SLUICE_OUTCOME_VERDICT
+	return v;
+}
+} // namespace detail
+
+// The verdict column, indexed by outcome.
+inline constexpr std::array<Verdict, SLUICE_OUTCOMES> kOutcomeVerdicts = detail::outcome_verdicts();
+
+// The policy's admitted outcomes.
+inline constexpr std::array<uint32_t, 3> kPolicyAdmitted = {SLUICE_PASSED, SLUICE_STANDING, SLUICE_NEWCOMER};
+
+using OutcomeCounters = std::array<sluice_counter, SLUICE_OUTCOMES>;
+
+uint64_t incoming_packets(const OutcomeCounters &c);
+uint64_t admitted_packets(const OutcomeCounters &c); // kPolicyAdmitted's
+uint64_t dropped_packets(const OutcomeCounters &c);
+
+} // namespace sluice

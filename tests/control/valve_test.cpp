@@ -1,0 +1,145 @@
+// logic/valve: the standing valve driven by made-up counter series, one sample
+// per period, its moves applied the way the daemon applies them.
+#include "logic/valve.h"
+
+#include <gtest/gtest.h>
+
+#include <cstdint>
+
+namespace sluice {
+namespace {
+
+struct Driver {
+	explicit Driver(BreakerState initial) : valve({1000, 500, 3}), state(initial) {}
+
+	Valve valve;
+	BreakerState state;
+	bool closed = false;
+	double now = 500;
+	uint64_t standing = 7'000'000, dropped = 3'000; // cumulative, not from 0
+	int closes = 0, opens = 0;
+	ValveDecision last;
+
+	// One period at these rates, then a sample; the decision is applied.
+	ValveDecision period_at(uint64_t standing_pps, uint64_t dropped_pps)
+	{
+		now += 1;
+		standing += standing_pps;
+		dropped += dropped_pps;
+		last = valve.step({now, standing, dropped, state, closed});
+		if (last.close) {
+			closed = *last.close;
+			(closed ? closes : opens)++;
+		}
+		return last;
+	}
+};
+
+TEST(Valve, ClosesAfterTripPeriodsOfStandingOverTripPpsWhileShedding)
+{
+	Driver d(BreakerState::shedding);
+	d.period_at(0, 0); // the first sample: no rate yet
+	EXPECT_FALSE(d.period_at(5000, 0).close);
+	EXPECT_FALSE(d.period_at(5000, 0).close);
+	auto dec = d.period_at(5000, 0);
+	ASSERT_TRUE(dec.close);
+	EXPECT_TRUE(*dec.close);
+	EXPECT_DOUBLE_EQ(dec.standing_pps, 5000);
+	EXPECT_EQ(dec.reason, "standing 5000 pps > trip-pps 1000 for 3 periods");
+	EXPECT_EQ(d.closes, 1);
+}
+
+TEST(Valve, AStreakBrokenByOnePeriodStartsAgain)
+{
+	Driver d(BreakerState::shedding);
+	d.period_at(0, 0);
+	d.period_at(5000, 0);
+	d.period_at(5000, 0);
+	d.period_at(1000, 0); // at trip-pps is not over it
+	d.period_at(5000, 0);
+	d.period_at(5000, 0);
+	EXPECT_EQ(d.closes, 0);
+	d.period_at(5000, 0);
+	EXPECT_EQ(d.closes, 1);
+}
+
+TEST(Valve, OpensAfterTripPeriodsOfDropValveUnderClearPps)
+{
+	Driver d(BreakerState::shedding);
+	d.period_at(0, 0);
+	for (int i = 0; i < 3; i++)
+		d.period_at(5000, 0);
+	ASSERT_TRUE(d.closed);
+	// Closed: standing sources are now dropped as drop_valve.
+	d.period_at(0, 4000);
+	d.period_at(0, 400);
+	d.period_at(0, 400);
+	EXPECT_TRUE(d.closed);
+	auto dec = d.period_at(0, 100);
+	ASSERT_TRUE(dec.close);
+	EXPECT_FALSE(*dec.close);
+	EXPECT_EQ(dec.reason, "drop_valve 100 pps < clear-pps 500 for 3 periods");
+	EXPECT_FALSE(d.closed);
+	EXPECT_EQ(d.opens, 1);
+	// Open again, it takes a fresh streak to close.
+	d.period_at(5000, 0);
+	d.period_at(5000, 0);
+	EXPECT_FALSE(d.closed);
+	d.period_at(5000, 0);
+	EXPECT_TRUE(d.closed);
+}
+
+TEST(Valve, OpensAtOnceOnLeavingShedding)
+{
+	Driver d(BreakerState::shedding);
+	d.period_at(0, 0);
+	for (int i = 0; i < 3; i++)
+		d.period_at(5000, 0);
+	ASSERT_TRUE(d.closed);
+	d.state = BreakerState::recovering;
+	auto dec = d.period_at(0, 90000); // however much it still drops
+	ASSERT_TRUE(dec.close);
+	EXPECT_FALSE(*dec.close);
+	EXPECT_EQ(dec.reason, "the breaker left shedding (recovering)");
+	EXPECT_FALSE(d.closed);
+}
+
+TEST(Valve, NeverClosesWhileServingOrRecovering)
+{
+	for (BreakerState s : {BreakerState::serving, BreakerState::recovering}) {
+		Driver d(s);
+		for (int i = 0; i < 20; i++)
+			EXPECT_FALSE(d.period_at(1'000'000, 0).close) << to_string(s);
+		EXPECT_EQ(d.closes, 0);
+	}
+}
+
+TEST(Valve, AStreakDoesNotSpanABreakerMove)
+{
+	Driver d(BreakerState::serving);
+	d.period_at(0, 0);
+	d.period_at(5000, 0);
+	d.period_at(5000, 0); // serving: these do not count
+	d.state = BreakerState::shedding;
+	d.period_at(5000, 0);
+	d.period_at(5000, 0);
+	EXPECT_FALSE(d.closed);
+	d.period_at(5000, 0);
+	EXPECT_TRUE(d.closed);
+}
+
+TEST(Valve, RestartedCountersGiveNoRate)
+{
+	Driver d(BreakerState::shedding);
+	d.period_at(0, 0);
+	d.period_at(5000, 0);
+	d.period_at(5000, 0);
+	d.standing = 0; // the program was reloaded
+	auto dec = d.period_at(5000, 0);
+	EXPECT_FALSE(dec.close);
+	EXPECT_DOUBLE_EQ(dec.standing_pps, 0);
+	EXPECT_FALSE(d.closed);
+}
+
+} // namespace
+} // namespace sluice
