@@ -6,6 +6,7 @@
 #include "base/limits.h"
 #include "base/log.h"
 #include "bpf/maps.h"
+#include "logic/budgets.h"
 #include "logic/source.h"
 #include "bpf/status.h"
 #include "sluiced/period.h"
@@ -14,6 +15,7 @@
 
 #include <cerrno>
 #include <cmath>
+#include <cstring>
 #include <ctime>
 #include <fcntl.h>
 #include <filesystem>
@@ -50,6 +52,10 @@ Result<std::unique_ptr<ManagedInterface>> ManagedInterface::start(const DaemonOp
 	m->dir_ = opts.pin_dir + "/" + name;
 	m->mode_requested_ = mode;
 	m->ifindex_ = idx;
+	auto cpus = possible_cpus();
+	if (!cpus)
+		return std::unexpected(cpus.error());
+	m->cpus_ = *cpus;
 	std::error_code ec;
 	fs::create_directories(m->dir_, ec);
 	if (ec)
@@ -88,7 +94,11 @@ Result<std::unique_ptr<ManagedInterface>> ManagedInterface::start(const DaemonOp
 				mismatch("--multiprog", dp->multiprog(), opts.load.multiprog)})
 			if (!st)
 				return std::unexpected(st.error());
-		if (!dp->feeders_attached())
+		if (opts.no_standing && dp->feeders_attached())
+			return refused("pins under " + m->dir_ + " were made with standing feeders attached, the options "
+				       "ask for --no-standing; run `sluicectl detach " + name +
+				       "` to reload without them, or start without --no-standing");
+		if (!opts.no_standing && !dp->feeders_attached())
 			log_warn(name + ": the pins under " + m->dir_ +
 				 " have no standing feeders (they could not be attached when the program was loaded), so "
 				 "new connections grant no standing; detach and start again to attach them");
@@ -101,15 +111,22 @@ Result<std::unique_ptr<ManagedInterface>> ManagedInterface::start(const DaemonOp
 		auto cfg = m->dp_->config().read();
 		if (!cfg)
 			return std::unexpected(cfg.error());
-		if (opts.rate_given || opts.burst_given) {
-			auto cost = cost_for_rate(opts.rate_given ? opts.rate_pps : cfg->rate_pps);
-			if (!cost)
-				return std::unexpected(cost.error());
-			cfg->cost_ns = *cost;
-			cfg->rate_pps = opts.rate_given ? opts.rate_pps : cfg->rate_pps;
-			cfg->burst = opts.burst_given ? opts.burst : cfg->burst;
-			if (auto ok = m->dp_->config().write(*cfg); !ok)
+		// The rate and burst stay the pins' (`sluicectl set` may have changed
+		// them) unless given; the standing and newcomer budgets are the
+		// options' (no command changes them), over this host's CPUs.
+		BudgetAsk ask = budgets_of(*cfg);
+		ask.rate_pps = opts.rate_given ? opts.rate_pps : cfg->rate_pps;
+		ask.burst = opts.burst_given ? opts.burst : cfg->burst;
+		ask.standing_rate_pps = opts.standing_rate_pps;
+		ask.standing_burst = opts.standing_burst;
+		ask.newcomer_pps = opts.newcomer_pps;
+		auto budgeted = config_with_budgets(*cfg, ask, m->cpus_);
+		if (!budgeted)
+			return std::unexpected(budgeted.error());
+		if (std::memcmp(&*budgeted, &*cfg, sizeof(*cfg)) != 0) {
+			if (auto ok = m->dp_->config().write(*budgeted); !ok)
 				return std::unexpected(ok.error());
+			*cfg = *budgeted;
 		}
 		auto state = breaker_state_from(cfg->breaker_state);
 		m->breaker_ = Breaker(state.value_or(BreakerState::serving));
@@ -128,17 +145,18 @@ Result<std::unique_ptr<ManagedInterface>> ManagedInterface::start(const DaemonOp
 			return refused("pin directory " + m->dir_ +
 				       " holds pins but no link (a stale or foreign directory); remove it with `rm -r " +
 				       m->dir_ + "` and start again");
-		auto cost = cost_for_rate(opts.rate_pps);
-		if (!cost)
-			return std::unexpected(cost.error());
-		sluice_config cfg{};
-		cfg.cost_ns = *cost;
-		cfg.rate_pps = opts.rate_pps;
-		cfg.burst = opts.burst;
-		cfg.breaker_state = SLUICE_SERVING;
-		cfg.admission_ppm = SLUICE_PPM_FULL;
-		cfg.breaker_since_ns = realtime_ns();
-		auto dp = Dataplane::load(opts.load, cfg);
+		sluice_config initial{};
+		initial.breaker_state = SLUICE_SERVING;
+		initial.admission_ppm = SLUICE_PPM_FULL;
+		initial.breaker_since_ns = realtime_ns();
+		initial.valve_since_ns = initial.breaker_since_ns;
+		auto cfg = config_with_budgets(initial,
+					       BudgetAsk{opts.rate_pps, opts.burst, opts.standing_rate_pps,
+							 opts.standing_burst, opts.newcomer_pps},
+					       m->cpus_);
+		if (!cfg)
+			return std::unexpected(cfg.error());
+		auto dp = Dataplane::load(opts.load, *cfg);
 		if (!dp)
 			return std::unexpected(dp.error());
 		auto in_force = dp->attach(static_cast<int>(idx), mode);
@@ -147,7 +165,10 @@ Result<std::unique_ptr<ManagedInterface>> ManagedInterface::start(const DaemonOp
 						     name + ": " + in_force.error().message});
 		if (mode == AttachMode::automatic && *in_force == AttachMode::skb)
 			log_warn(name + ": native XDP is not available; fell back to skb (generic) mode, which is slower");
-		if (auto ok = dp->attach_feeders(); !ok)
+		if (opts.no_standing)
+			log_info(name + ": --no-standing: no standing feeders attached; shedding admits the allowlist "
+				 "and the newcomer budget only");
+		else if (auto ok = dp->attach_feeders(); !ok)
 			log_warn(name + ": standing is not fed by new connections: " + ok.error().describe() +
 				 "; only the peers of connections found at start have standing while shedding");
 		// Maps first, link last: a link pin means a complete set.
@@ -165,15 +186,19 @@ Result<std::unique_ptr<ManagedInterface>> ManagedInterface::start(const DaemonOp
 	}
 	// Connections older than the feeders' links (made before this daemon, or
 	// while none ran): their peers are granted standing now.
-	const auto &settings = m->dp_->settings();
-	auto peers = established_peers({settings.ephemeral_lo, settings.ephemeral_hi});
-	if (!peers)
-		return std::unexpected(peers.error());
-	if (auto ok = m->dp_->standing().grant(*peers, SLUICE_BY_EXISTING); !ok)
-		return std::unexpected(ok.error());
-	log_info(name + ": standing granted to the " + std::to_string(peers->size()) +
-		 " peers of established connections");
+	// (None with --no-standing: the table stays empty.)
+	if (!opts.no_standing) {
+		const auto &settings = m->dp_->settings();
+		auto peers = established_peers({settings.ephemeral_lo, settings.ephemeral_hi});
+		if (!peers)
+			return std::unexpected(peers.error());
+		if (auto ok = m->dp_->standing().grant(*peers, SLUICE_BY_EXISTING); !ok)
+			return std::unexpected(ok.error());
+		log_info(name + ": standing granted to the " + std::to_string(peers->size()) +
+			 " peers of established connections");
+	}
 	m->policy_.emplace(opts.policy);
+	m->valve_.emplace(ValveConfig{opts.policy.trip_pps, opts.policy.clear_pps, opts.policy.trip_periods});
 	m->auditor_.emplace(opts.audit_per_period);
 	if (m->dp_->settings().sample_every) {
 		auto sampler = DropSampler::open(m->dp_->drop_samples_fd(), m->dp_->settings(), opts.top_capacity,
@@ -252,6 +277,29 @@ void ManagedInterface::tick(double now_s)
 		return;
 	}
 	PolicyDecision d = policy_->step(policy_sample(now_s, *counters, breaker_.state(), since_mono_s_, *cfg));
+	// The valve sees every period; a breaker move this period writes the
+	// config itself (leaving shedding opens the valve in that write).
+	ValveDecision v = valve_->step(valve_sample(now_s, *counters, breaker_.state(), *cfg));
+	if (!d.move && v.close) {
+		if (auto ok = dp_->config().write(valve_config(*cfg, *v.close, realtime_ns())); !ok) {
+			log_error(name_ + ": " + (*v.close ? "closing" : "opening") + " the standing valve: " +
+				  ok.error().describe());
+		} else {
+			if (*v.close) {
+				valve_closes_++;
+				log_warn(name_ + ": standing valve closed (" + v.reason +
+					 "): shedding admits the allowlist only");
+			} else {
+				log_info(name_ + ": standing valve opened (" + v.reason + ")");
+			}
+			auto again = dp_->config().read();
+			if (!again) {
+				log_error(name_ + ": " + again.error().describe());
+				return;
+			}
+			*cfg = *again;
+		}
+	}
 	if (d.move) {
 		if (auto ok = transition(*d.move, false, d.reason); !ok)
 			log_error(name_ + ": " + ok.error().describe());
@@ -287,6 +335,8 @@ Status ManagedInterface::transition(BreakerState to, bool manual, const std::str
 	}
 	since_mono_s_ = monotonic_seconds();
 	transitions_[static_cast<uint32_t>(from)][static_cast<uint32_t>(to)]++;
+	if (cfg->valve_closed && to != BreakerState::shedding)
+		log_info(name_ + ": standing valve opened (the breaker left shedding)");
 	policy_->reset_streaks();
 	auto msg = name_ + ": breaker " + std::string(to_string(from)) + " -> " + std::string(to_string(to)) + " (" +
 		   (manual ? "operator" : why) + ")";
@@ -346,26 +396,25 @@ Result<PolicySet> ManagedInterface::set_policy(std::optional<int64_t> rate, std:
 	auto cfg = dp_->config().read();
 	if (!cfg)
 		return std::unexpected(cfg.error());
-	sluice_config next = *cfg;
+	BudgetAsk ask = budgets_of(*cfg);
 	if (rate) {
-		if (auto ok = check_rate(*rate, Voice::invariant); !ok) // negative too: cost_for_rate takes no sign
+		if (auto ok = check_rate(*rate, Voice::invariant); !ok) // negative too: the ask takes no sign
 			return std::unexpected(ok.error());
-		auto cost = cost_for_rate(static_cast<uint64_t>(*rate));
-		if (!cost)
-			return std::unexpected(cost.error());
-		next.cost_ns = *cost;
-		next.rate_pps = static_cast<uint64_t>(*rate);
+		ask.rate_pps = static_cast<uint64_t>(*rate);
 	}
 	if (burst) {
 		if (auto ok = check_burst(*burst, Voice::invariant); !ok)
 			return std::unexpected(ok.error());
-		next.burst = static_cast<uint64_t>(*burst);
+		ask.burst = static_cast<uint64_t>(*burst);
 	}
-	if (auto ok = dp_->config().write(next); !ok)
+	auto next = config_with_budgets(*cfg, ask, cpus_);
+	if (!next)
+		return std::unexpected(next.error());
+	if (auto ok = dp_->config().write(*next); !ok)
 		return std::unexpected(ok.error());
-	log_info(name_ + ": policy rate " + std::to_string(next.rate_pps) + " burst " + std::to_string(next.burst) +
+	log_info(name_ + ": policy rate " + std::to_string(next->rate_pps) + " burst " + std::to_string(next->burst) +
 		 " (was rate " + std::to_string(cfg->rate_pps) + " burst " + std::to_string(cfg->burst) + ")");
-	return PolicySet{name_, next.rate_pps, next.burst};
+	return PolicySet{name_, next->rate_pps, next->burst};
 }
 
 Result<ManagedInterface::SourceTokens> ManagedInterface::source_tokens(const SourceSlots &ss,

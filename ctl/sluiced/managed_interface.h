@@ -12,6 +12,7 @@
 #include "sluiced/options.h"
 #include "logic/policy.h"
 #include "logic/source.h"
+#include "logic/valve.h"
 #include "ipc/replies.h"
 
 #include <functional>
@@ -77,6 +78,9 @@ private:
 	std::optional<Dataplane> dp_;
 	Breaker breaker_;
 	std::optional<AutoPolicy> policy_;
+	std::optional<Valve> valve_;
+	uint64_t valve_closes_ = 0; // closes this daemon made (for /metrics)
+	uint32_t cpus_ = 1;         // possible CPUs: the newcomer budget is divided over them
 	std::optional<Auditor> auditor_;
 	std::unique_ptr<DropSampler> sampler_; // null when sampling is off
 	double since_mono_s_ = 0;  // when the breaker state in force began

@@ -2,6 +2,7 @@
 
 #include "base/limits.h"
 #include "bpf/maps.h"
+#include "logic/budgets.h"
 
 #include <boost/program_options.hpp>
 
@@ -74,6 +75,9 @@ Result<ParsedOptions> parse_daemon_options(int argc, const char *const *argv)
 	int64_t audit = o.audit_per_period, clients = o.max_clients;
 	int64_t sample_every = o.load.sample_every, top_capacity = static_cast<int64_t>(o.top_capacity);
 	int64_t standing_sets = o.load.standing_sets, standing_lapse = o.load.standing_lapse_s;
+	int64_t standing_rate = static_cast<int64_t>(o.standing_rate_pps);
+	int64_t standing_burst = static_cast<int64_t>(o.standing_burst);
+	int64_t newcomer_pps = -1, observe_periods = o.observe_periods;
 	double start_pct = o.policy.start_ppm / 10000.0;
 
 	po::options_description desc("sluiced options");
@@ -90,8 +94,13 @@ Result<ParsedOptions> parse_daemon_options(int argc, const char *const *argv)
 		("dry-run", po::bool_switch(&o.load.dry_run), "compute verdicts, count would-drops, pass everything")
 		("multiprog", po::bool_switch(&o.load.multiprog), "attach through libxdp's dispatcher, beside other XDP programs (xdp-loader status lists it)")
 		("sample-every", po::value(&sample_every)->default_value(sample_every), "sample 1 in N dropped frames for `sluicectl top` (a power of two; 0: off)")
-		("standing-sets", po::value(&standing_sets)->default_value(standing_sets), "sets of 8 entries in the standing table (power of two; 64 B each)")
+		("standing-sets", po::value(&standing_sets)->default_value(standing_sets), "sets of 8 entries in the standing table (power of two; 160 B each)")
 		("standing-lapse", po::value(&standing_lapse)->default_value(standing_lapse), "seconds a source keeps standing after the host last saw it")
+		("standing-rate", po::value(&standing_rate)->default_value(standing_rate), "tokens per second of a standing source's second bucket, drawn on when its own is empty: its budget is rate + standing-rate, in every breaker state")
+		("standing-burst", po::value(&standing_burst)->default_value(standing_burst), "capacity of a standing source's second bucket")
+		("newcomer-pps", po::value(&newcomer_pps), "while shedding, the pps the sources without standing share, all CPUs together (default: --trip-pps / 10; 0: none)")
+		("observe-periods", po::value(&observe_periods)->default_value(observe_periods), "grant standing to a source admitted while serving in this many distinct ticks of ~1.07 s (0: off; at most 255)")
+		("no-standing", po::bool_switch(&o.no_standing), "attach no standing feeders and grant none at start: shedding admits only the allowlist and the newcomer budget")
 		("top-capacity", po::value(&top_capacity)->default_value(top_capacity), "sources the `sluicectl top` summary tracks (its memory is fixed by this)")
 		("top-window", po::value(&o.top_window_s)->default_value(o.top_window_s), "seconds each `sluicectl top` summary covers")
 		("hash-key", po::value(&key_hex), "SipHash key as 32 hex digits (tests only; default from getrandom)")
@@ -175,6 +184,15 @@ Result<ParsedOptions> parse_daemon_options(int argc, const char *const *argv)
 		return std::unexpected(ok.error());
 	o.load.standing_sets = static_cast<uint32_t>(standing_sets);
 	o.load.standing_lapse_s = static_cast<uint32_t>(standing_lapse);
+	if (auto ok = named("--standing-rate", check_standing_rate(standing_rate)); !ok)
+		return std::unexpected(ok.error());
+	if (auto ok = named("--standing-burst", check_standing_burst(standing_burst)); !ok)
+		return std::unexpected(ok.error());
+	o.standing_rate_pps = static_cast<uint64_t>(standing_rate);
+	o.standing_burst = static_cast<uint64_t>(standing_burst);
+	if (auto ok = named("--observe-periods", check_observe_periods(observe_periods)); !ok)
+		return std::unexpected(ok.error());
+	o.observe_periods = static_cast<uint32_t>(observe_periods);
 	if (vm.count("hash-key")) { // given but empty is a bad key, not "random"
 		auto k = parse_key(key_hex);
 		if (!k)
@@ -203,6 +221,18 @@ Result<ParsedOptions> parse_daemon_options(int argc, const char *const *argv)
 	o.policy.start_ppm = static_cast<uint32_t>(start_pct * 10000.0 + 0.5);
 	if (auto ok = validate_policy(o.policy); !ok)
 		return std::unexpected(ok.error());
+	// The newcomer budget is per CPU in the data plane: its bounds are the
+	// CPUs' (check_newcomer_pps). -1 marks "not given", as for --clear-pps.
+	auto cpus = possible_cpus();
+	if (!cpus)
+		return std::unexpected(cpus.error());
+	if (vm.count("newcomer-pps")) {
+		if (auto ok = named("--newcomer-pps", check_newcomer_pps(newcomer_pps, *cpus)); !ok)
+			return std::unexpected(ok.error());
+		o.newcomer_pps = static_cast<uint64_t>(newcomer_pps);
+	} else {
+		o.newcomer_pps = default_newcomer_pps(o.policy.trip_pps, *cpus);
+	}
 	if (auto ok = named("--audit-slots", check_audit_slots(audit)); !ok)
 		return std::unexpected(ok.error());
 	o.audit_per_period = static_cast<uint32_t>(audit);

@@ -26,6 +26,21 @@ struct DaemonOptions {
 	uint64_t burst = defaults::kBurst;
 	bool rate_given = false;  // set explicitly (command line or file): applied to adopted pins
 	bool burst_given = false;
+	// A source with standing: a second bucket of its own (its budget is
+	// rate + standing rate). Applied at every start, adopted pins too.
+	uint64_t standing_rate_pps = defaults::kStandingRatePps;
+	uint64_t standing_burst = defaults::kStandingBurst;
+	// While shedding, the sources without standing share this budget, all
+	// CPUs together (0: none); the default, trip-pps / 10, is worked out
+	// with the possible CPUs (logic/budgets.h's default_newcomer_pps).
+	uint64_t newcomer_pps = 0;
+	// Observed standing: distinct ticks a source must be admitted in while
+	// serving to earn standing (0: off).
+	uint32_t observe_periods = defaults::kObservePeriods;
+	// --no-standing: no feeders attached, no grants for the connections found
+	// at start; the table stays empty, shedding admits the allowlist and the
+	// newcomer budget only.
+	bool no_standing = false;
 	LoadOptions load;         // table size, prefixes, dry run, key
 	std::string socket_path = defaults::kSocketPath;
 	std::string socket_group; // empty: 0600 root only; else 0660 with this group

@@ -39,6 +39,19 @@ PolicySample policy_sample(double now_s, const CounterSet &counters, BreakerStat
 			    cfg.breaker_manual != 0};
 }
 
+ValveSample valve_sample(double now_s, const CounterSet &counters, BreakerState state, const sluice_config &cfg)
+{
+	return ValveSample{now_s, counters[SLUICE_STANDING].packets, counters[SLUICE_DROP_VALVE].packets, state,
+			   cfg.valve_closed != 0};
+}
+
+sluice_config valve_config(sluice_config cfg, bool close, uint64_t now_realtime_ns)
+{
+	cfg.valve_closed = close ? 1 : 0;
+	cfg.valve_since_ns = now_realtime_ns;
+	return cfg;
+}
+
 sluice_config breaker_config(sluice_config cfg, BreakerState to, bool manual, uint32_t start_ppm,
 			     uint64_t now_realtime_ns)
 {

@@ -8,6 +8,7 @@
 #include "ipc/replies.h"
 #include "logic/breaker.h"
 #include "logic/policy.h"
+#include "logic/valve.h"
 
 #include <cstdint>
 #include <optional>
@@ -29,6 +30,12 @@ double dropped_pps(const std::optional<RateSet> &rates);
 // What the policy is shown this period.
 PolicySample policy_sample(double now_s, const CounterSet &counters, BreakerState state, double since_s,
 			   const sluice_config &cfg);
+
+// What the valve is shown this period.
+ValveSample valve_sample(double now_s, const CounterSet &counters, BreakerState state, const sluice_config &cfg);
+
+// The config a valve move writes: valve_closed and when (CLOCK_REALTIME).
+sluice_config valve_config(sluice_config cfg, bool close, uint64_t now_realtime_ns);
 
 // The config a breaker move writes: the state, when (CLOCK_REALTIME), the
 // manual latch (an operator's trip only), the admission fraction

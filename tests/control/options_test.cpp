@@ -3,9 +3,12 @@
 #include "temp_dir.h"
 #include "sluiced/options.h"
 
+#include "base/limits.h"
+
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cctype>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -112,6 +115,12 @@ TEST(Options, Help)
 	EXPECT_NE(r->usage.find("usage: sluiced"), std::string::npos);
 	EXPECT_NE(r->usage.find("--rate"), std::string::npos);
 	EXPECT_NE(r->usage.find("--table-size"), std::string::npos);
+	// Boost wraps the descriptions: compare with the whitespace runs made one space.
+	std::string flat;
+	for (char ch : r->usage)
+		if (!std::isspace(static_cast<unsigned char>(ch)) || (!flat.empty() && flat.back() != ' '))
+			flat += std::isspace(static_cast<unsigned char>(ch)) ? ' ' : ch;
+	EXPECT_NE(flat.find("its budget is rate + standing-rate"), std::string::npos) << flat;
 }
 
 TEST(Options, GoodValuesAreTaken)
@@ -434,6 +443,59 @@ TEST(Options, Standing)
 	expect_bad_value("--standing-lapse", "-1");
 	EXPECT_EQ(good({"--standing-lapse", std::to_string(SLUICE_STANDING_LAPSE_MAX_S)}).load.standing_lapse_s,
 		  SLUICE_STANDING_LAPSE_MAX_S);
+}
+
+TEST(Options, StandingBucketNewcomersObservedAndNoStanding)
+{
+	auto cpus = possible_cpus();
+	ASSERT_TRUE(cpus.has_value());
+	auto d = good();
+	EXPECT_EQ(d.standing_rate_pps, 1000000u);
+	EXPECT_EQ(d.standing_burst, 100000u);
+	EXPECT_EQ(d.newcomer_pps, 100000u); // --trip-pps / 10
+	EXPECT_EQ(d.observe_periods, 0u);
+	EXPECT_FALSE(d.no_standing);
+	auto o = good({"--standing-rate", "5000", "--standing-burst", "300", "--newcomer-pps", "0",
+		       "--observe-periods", "255", "--no-standing"});
+	EXPECT_EQ(o.standing_rate_pps, 5000u);
+	EXPECT_EQ(o.standing_burst, 300u);
+	EXPECT_EQ(o.newcomer_pps, 0u);
+	EXPECT_EQ(o.observe_periods, 255u);
+	EXPECT_TRUE(o.no_standing);
+	// The newcomer default follows --trip-pps.
+	EXPECT_EQ(good({"--trip-pps", "5000"}).newcomer_pps, 500u);
+	EXPECT_EQ(good({"--newcomer-pps", "7"}).newcomer_pps, 7u);
+
+	expect_bad_value("--standing-rate", "0", {"0 is outside 1..100000000"});
+	expect_bad_value("--standing-rate", "100000001");
+	expect_bad_value("--standing-rate", "-1");
+	expect_bad_value("--standing-burst", "0", {"0 is outside 1..1000000"});
+	expect_bad_value("--standing-burst", "1000001");
+	expect_bad_value("--observe-periods", "256", {"256 is outside 0 (off)..255"});
+	expect_bad_value("--observe-periods", "-1");
+	uint64_t max = newcomer_pps_max(*cpus);
+	EXPECT_EQ(good({"--newcomer-pps", std::to_string(max)}).newcomer_pps, max);
+	expect_bad_value("--newcomer-pps", std::to_string(max + 1),
+			 {"is outside 0 (none) or", std::to_string(*cpus) + " CPUs"});
+	expect_bad_value("--newcomer-pps", "-1"); // not taken for "not given"
+	expect_bad_value("--newcomer-pps", "many");
+	expect_bad_value("--no-standing", "1"); // a switch takes no value
+}
+
+TEST(Options, StandingOptionsInTheConfigFile)
+{
+	TempDir dir{"sluice-options-test"};
+	auto path = dir.file("sluiced.conf", "interface = veth0\nstanding-rate = 777\nstanding-burst = 55\n"
+					     "newcomer-pps = 42\nobserve-periods = 4\nno-standing = true\n");
+	auto r = parse({"--config", path});
+	ASSERT_TRUE(r.has_value()) << r.error().message;
+	EXPECT_EQ(r->options.standing_rate_pps, 777u);
+	EXPECT_EQ(r->options.standing_burst, 55u);
+	EXPECT_EQ(r->options.newcomer_pps, 42u);
+	EXPECT_EQ(r->options.observe_periods, 4u);
+	EXPECT_TRUE(r->options.no_standing);
+	auto bad = dir.file("bad.conf", "interface = veth0\nstanding-rate = 0\n");
+	expect_invalid({"--config", bad}, {"--standing-rate", "0 is outside"});
 }
 
 TEST(Options, StandingLapseInTicksRoundsUp)

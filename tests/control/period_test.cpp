@@ -119,6 +119,26 @@ TEST(Period, BreakerConfigWritesStateTimeLatchAndAdmission)
 	EXPECT_EQ(serve.breaker_since_ns, 999u);
 }
 
+TEST(Period, ValveSampleAndConfig)
+{
+	CounterSet c{};
+	c[SLUICE_STANDING].packets = 123;
+	c[SLUICE_DROP_VALVE].packets = 45;
+	sluice_config cfg = config();
+	cfg.valve_closed = 1;
+	ValveSample s = valve_sample(7.5, c, BreakerState::shedding, cfg);
+	EXPECT_EQ(s.now_s, 7.5);
+	EXPECT_EQ(s.standing, 123u);
+	EXPECT_EQ(s.dropped, 45u);
+	EXPECT_EQ(s.state, BreakerState::shedding);
+	EXPECT_TRUE(s.closed);
+	auto opened = valve_config(cfg, false, 999);
+	EXPECT_EQ(opened.valve_closed, 0u);
+	EXPECT_EQ(opened.valve_since_ns, 999u);
+	EXPECT_EQ(opened.rate_pps, cfg.rate_pps);
+	EXPECT_EQ(valve_config(opened, true, 1000).valve_closed, 1u);
+}
+
 TEST(Period, LeavingSheddingOpensTheValveInTheSameWrite)
 {
 	auto budgeted = config_with_budgets(config(), BudgetAsk{}, 8);

@@ -46,6 +46,14 @@ Status validate_config(const sluice_config &c)
 	return {};
 }
 
+Result<uint32_t> possible_cpus()
+{
+	int n = libbpf_num_possible_cpus();
+	if (n <= 0)
+		return fail_bpf(n, "counting possible CPUs");
+	return static_cast<uint32_t>(n);
+}
+
 Result<sluice_config> ConfigMap::read() const
 {
 	uint32_t zero = 0;

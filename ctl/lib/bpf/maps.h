@@ -33,6 +33,10 @@ Result<uint64_t> cost_for_rate(uint64_t rate_pps);
 // Check a config against the invariants above (the bounds are base/limits.h's).
 Status validate_config(const sluice_config &cfg);
 
+// The possible CPUs (libbpf_num_possible_cpus): what a per-CPU map, and so the
+// newcomer budget (logic/budgets.h), is divided over.
+Result<uint32_t> possible_cpus();
+
 class ConfigMap {
 public:
 	explicit ConfigMap(int fd) : fd_(fd) {}
