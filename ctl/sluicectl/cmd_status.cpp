@@ -67,8 +67,11 @@ void print_interface(std::ostream &out, const json &s)
 		.row({"burst", text_of(s.at("burst")) + " tokens"})
 		.row({"table", text_of(s.at("table_slots")) + " slots"})
 		.row({"prefixes", "IPv4 /" + text_of(s.at("v4_prefix")) + ", IPv6 /" + text_of(s.at("v6_prefix"))})
-		.row({"dry run", text_of(s.at("dry_run"))})
-		.row({"last audit", last_audit(s)});
+		.row({"dry run", text_of(s.at("dry_run"))});
+	// Pins of a build without standing have no "standing" object.
+	if (s.contains("standing"))
+		standing_rows(block, s.at("standing"));
+	block.row({"last audit", last_audit(s)});
 	block.print(out, 2);
 	out << '\n';
 	print_counters(out, s, 2);

@@ -107,5 +107,6 @@ Status do_detach(Context &, const Invocation &);
 Status do_audit(Context &, const Invocation &);
 Status do_top(Context &, const Invocation &);
 void top_options(po::options_description &);
+Status do_standing(Context &, const Invocation &);
 
 } // namespace sluicectl

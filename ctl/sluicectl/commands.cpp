@@ -41,6 +41,9 @@ const Cmd kCommands[] = {
 	 "audit IFACE", nullptr},
 	{"top", do_top, {C::top}, "show the sources dropped the most (sampled) and their buckets' tokens",
 	 "top IFACE [-n N] [--watch] [--interval SEC]", top_options, true},
+	{"standing", do_standing, {C::standing},
+	 "show the standing table (occupancy, valve, budgets), or whether an address has standing and why",
+	 "standing IFACE\nstanding IFACE ADDR", nullptr},
 };
 
 // Guessing is off: "--s" must not quietly mean --socket.

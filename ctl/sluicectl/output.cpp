@@ -86,6 +86,31 @@ void print_bucket(const Context &ctx, const json &reply)
 		<< text_of(reply.at("burst")) << '\n';
 }
 
+void standing_rows(Table &block, const json &s)
+{
+	const json &valve = s.at("valve");
+	std::string valve_text = valve.at("closed").get<bool>() ? "closed (shedding is allowlist-only)" : "open";
+	if (auto since = valve.value("since", std::string()); !since.empty())
+		valve_text += " since " + since;
+	const json &newcomer = s.at("newcomer");
+	const json &observed = s.at("observed");
+	block.row({"standing", text_of(s.at("entries")) + " of " + text_of(s.at("capacity")) + " entries (" +
+				       fixed(s.at("occupancy_pct").get<double>(), 2) + "%), " +
+				       text_of(s.at("full_sets")) + " full sets, lapse " + text_of(s.at("lapse_s")) +
+				       " s"})
+		.row({"valve", valve_text})
+		.row({"standing bucket", text_of(s.at("rate_pps")) + " pps, burst " + text_of(s.at("burst")) +
+						 " (beside the rate: a standing source gets both)"})
+		.row({"newcomers", newcomer.at("pps").get<uint64_t>() == 0
+					   ? std::string("none (shedding admits no source without standing)")
+					   : text_of(newcomer.at("pps")) + " pps, burst " + text_of(newcomer.at("burst")) +
+						     ", shared while shedding"})
+		.row({"observed", observed.at("on").get<bool>()
+					  ? "on, " + text_of(observed.at("periods")) + " periods"
+					  : std::string("off")})
+		.row({"feeders", s.at("feeders").get<bool>() ? "attached" : "not attached (no new standing)"});
+}
+
 Status show_replies(Context &ctx, const Invocation &inv, const json &request,
 		    void (*print_text)(Context &, const json &reply))
 {

@@ -24,6 +24,11 @@ void print_counters(std::ostream &out, const json &entry, size_t indent);
 // The reply of bucket and refill: the source's two slots and their tokens.
 void print_bucket(const Context &ctx, const json &reply);
 
+// The rows of a "standing" object (status, standing): entries, valve,
+// buckets, newcomers, observed standing, feeders.
+class Table;
+void standing_rows(Table &block, const json &standing);
+
 // What a read command with --watch [--interval S] does: send `request`,
 // show the reply (-j: one JSON line; else `print_text`), and with --watch
 // again every interval on one connection, redrawing in place, until an error

@@ -305,6 +305,14 @@ json Daemon::top(ManagedInterface &mi, const Request &req)
 	return reply_of(mi.top(static_cast<size_t>(count), monotonic_seconds()));
 }
 
+json Daemon::standing(ManagedInterface &mi, const Request &req)
+{
+	auto addr = req.opt_str("addr");
+	if (!addr)
+		return error_reply(addr.error());
+	return reply_of(mi.standing(*addr));
+}
+
 // One handler per command of the registry, in its order: a command added to
 // ipc/commands.h and not here (or here out of order) fails the static_assert.
 struct Daemon::Handler {
@@ -329,6 +337,7 @@ const Daemon::Handler &Daemon::handler(Command c)
 		{Command::detach, nullptr, &Daemon::detach},
 		{Command::audit, nullptr, &Daemon::audit},
 		{Command::top, nullptr, &Daemon::top},
+		{Command::standing, nullptr, &Daemon::standing},
 	};
 	static_assert(std::size(handlers) == kCommandCount, "every command of the registry needs a handler");
 	static_assert(

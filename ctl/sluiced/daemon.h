@@ -44,6 +44,7 @@ private:
 	json detach(ManagedInterface &mi, const Request &req);
 	json audit(ManagedInterface &mi, const Request &req);
 	json top(ManagedInterface &mi, const Request &req);
+	json standing(ManagedInterface &mi, const Request &req);
 	void publish_metrics(double tick_mono_s);
 
 	DaemonOptions opts_;

@@ -91,6 +91,7 @@ Result<std::unique_ptr<ManagedInterface>> ManagedInterface::start(const DaemonOp
 				mismatch("--standing-sets", s.standing_set_mask + 1, opts.load.standing_sets),
 				mismatch("--standing-lapse (in ticks of 2^30 ns)", s.standing_lapse_ticks,
 					 standing_lapse_ticks(opts.load.standing_lapse_s)),
+				mismatch("--observe-periods", s.observe_periods, opts.load.observe_periods),
 				mismatch("--multiprog", dp->multiprog(), opts.load.multiprog)})
 			if (!st)
 				return std::unexpected(st.error());
@@ -374,10 +375,28 @@ InterfaceMetrics ManagedInterface::metrics() const
 	m.counters = last_counters_;
 	m.breaker = breaker_.state();
 	m.transitions = transitions_;
-	if (auto cfg = dp_->config().read())
+	if (auto cfg = dp_->config().read()) {
 		m.admission_fraction = double(cfg->admission_ppm) / double(SLUICE_PPM_FULL);
+		m.valve_closed = cfg->valve_closed != 0;
+	}
 	m.audit_violations = auditor_->report().violations;
 	m.table_slots = dp_->slots().size();
+	// Counting live entries reads every set (one lookup each: up to 2^22
+	// at --standing-sets' maximum), so it is counted again at most every
+	// kOccupancyEveryS, not every period.
+	double now = monotonic_seconds();
+	if (!occupancy_ || now - occupancy_at_s_ >= kOccupancyEveryS) {
+		if (auto o = dp_->standing().occupancy()) {
+			occupancy_ = *o;
+			occupancy_at_s_ = now;
+		} else {
+			log_error(name_ + ": counting standing entries: " + o.error().describe());
+		}
+	}
+	if (occupancy_)
+		m.standing_entries = occupancy_->live;
+	m.standing_capacity = uint64_t(dp_->standing().sets()) * SLUICE_STANDING_WAYS;
+	m.valve_closes = valve_closes_;
 	return m;
 }
 
@@ -549,6 +568,32 @@ Result<TopView> ManagedInterface::top(size_t n, double now_s) const
 	view.samples = w.summary->total();
 	view.capacity = w.summary->capacity();
 	view.summary_size = w.summary->size();
+	return view;
+}
+
+Result<StandingView> ManagedInterface::standing(const std::optional<std::string> &addr_text) const
+{
+	// The address first: a bad one is an input error whatever the maps say.
+	std::optional<Address> addr;
+	if (addr_text) {
+		auto a = parse_address(*addr_text);
+		if (!a)
+			return std::unexpected(a.error());
+		addr = *a;
+	}
+	auto cfg = dp_->config().read();
+	if (!cfg)
+		return std::unexpected(cfg.error());
+	auto table = standing_status(*dp_, *cfg);
+	if (!table)
+		return std::unexpected(table.error());
+	StandingView view{name_, *table, std::nullopt};
+	if (addr) {
+		auto record = dp_->standing().lookup(*addr, *cfg);
+		if (!record)
+			return std::unexpected(record.error());
+		view.lookup = StandingLookup{*addr, source_slots(dp_->settings(), *addr).source, *record};
+	}
 	return view;
 }
 

@@ -51,6 +51,8 @@ public:
 	// The n heaviest dropped sources of the last complete sampling window
 	// (protocol.h, "top"), each with its bucket's tokens now.
 	Result<TopView> top(size_t n, double now_mono_s) const;
+	// The standing table's summary and, with an address, its entry.
+	Result<StandingView> standing(const std::optional<std::string> &addr) const;
 	// Remove the program and the pins. The object is done afterwards.
 	Status detach();
 
@@ -81,6 +83,11 @@ private:
 	std::optional<Valve> valve_;
 	uint64_t valve_closes_ = 0; // closes this daemon made (for /metrics)
 	uint32_t cpus_ = 1;         // possible CPUs: the newcomer budget is divided over them
+	// The standing table's occupancy for /metrics, counted at most every
+	// kOccupancyEveryS (metrics()).
+	static constexpr double kOccupancyEveryS = 10;
+	mutable std::optional<StandingOccupancy> occupancy_;
+	mutable double occupancy_at_s_ = 0;
 	std::optional<Auditor> auditor_;
 	std::unique_ptr<DropSampler> sampler_; // null when sampling is off
 	double since_mono_s_ = 0;  // when the breaker state in force began

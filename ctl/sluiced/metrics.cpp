@@ -106,6 +106,14 @@ std::vector<MetricFamily> sluice_families(const MetricsSnapshot &s)
 	auto violations = family("sluice_audit_violations_total",
 				 "Bucket slots the audit found outside 0 <= tokens <= burst.", "counter");
 	auto slots = family("sluice_table_slots", "Slots in the bucket table.", "gauge");
+	auto standing_entries = family("sluice_standing_entries", "Live entries of the standing table.", "gauge");
+	auto standing_capacity =
+		family("sluice_standing_capacity", "Entries the standing table can hold (sets x ways).", "gauge");
+	auto valve_closed = family("sluice_standing_valve_closed",
+				   "1 while the standing valve is closed (shedding admits the allowlist only).", "gauge");
+	auto valve_closes = family("sluice_standing_valve_closes_total",
+				   "Standing valve closes made by this sluiced (standing over trip-pps while shedding).",
+				   "counter");
 
 	for (const auto &i : s.interfaces) {
 		for (uint32_t k = 0; k < SLUICE_OUTCOMES; k++) {
@@ -130,8 +138,14 @@ std::vector<MetricFamily> sluice_families(const MetricsSnapshot &s)
 			admission.samples.push_back({{{"iface", i.iface}}, *i.admission_fraction});
 		violations.samples.push_back({{{"iface", i.iface}}, i.audit_violations});
 		slots.samples.push_back({{{"iface", i.iface}}, i.table_slots});
+		if (i.standing_entries)
+			standing_entries.samples.push_back({{{"iface", i.iface}}, *i.standing_entries});
+		standing_capacity.samples.push_back({{{"iface", i.iface}}, i.standing_capacity});
+		valve_closed.samples.push_back({{{"iface", i.iface}}, uint64_t(i.valve_closed ? 1 : 0)});
+		valve_closes.samples.push_back({{{"iface", i.iface}}, i.valve_closes});
 	}
-	return {packets, bytes, state, transitions, admission, violations, slots};
+	return {packets,  bytes,		state,		   transitions,	 admission,   violations,
+		slots,	  standing_entries, standing_capacity, valve_closed, valve_closes};
 }
 
 std::string render_metrics(const MetricsSnapshot &s)

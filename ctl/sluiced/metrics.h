@@ -10,6 +10,10 @@
 //   sluice_admission_fraction{iface}               gauge    0.001..1 (below 1 only while recovering)
 //   sluice_audit_violations_total{iface}           counter  slots found outside 0 <= tokens <= burst
 //   sluice_table_slots{iface}                      gauge    slots in the bucket table
+//   sluice_standing_entries{iface}                 gauge    live entries of the standing table
+//   sluice_standing_capacity{iface}                gauge    its entries (sets x ways)
+//   sluice_standing_valve_closed{iface}            gauge    1 while the standing valve is closed
+//   sluice_standing_valve_closes_total{iface}      counter  valve closes made by this daemon
 //
 // No label is per source: the series count is fixed by the interfaces.
 #pragma once
@@ -69,6 +73,10 @@ struct InterfaceMetrics {
 	std::optional<double> admission_fraction;            // none when the config map could not be read
 	uint64_t audit_violations = 0;
 	uint64_t table_slots = 0;
+	std::optional<uint64_t> standing_entries; // none when the table could not be read
+	uint64_t standing_capacity = 0;
+	bool valve_closed = false;
+	uint64_t valve_closes = 0;
 };
 
 struct MetricsSnapshot {
@@ -76,7 +84,7 @@ struct MetricsSnapshot {
 	double tick_mono_s = 0; // CLOCK_MONOTONIC of the control period that made it
 };
 
-// The seven families above, one sample set per interface.
+// The eleven families above, one sample set per interface.
 std::vector<MetricFamily> sluice_families(const MetricsSnapshot &s);
 std::string render_metrics(const MetricsSnapshot &s);
 

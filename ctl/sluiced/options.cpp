@@ -77,7 +77,7 @@ Result<ParsedOptions> parse_daemon_options(int argc, const char *const *argv)
 	int64_t standing_sets = o.load.standing_sets, standing_lapse = o.load.standing_lapse_s;
 	int64_t standing_rate = static_cast<int64_t>(o.standing_rate_pps);
 	int64_t standing_burst = static_cast<int64_t>(o.standing_burst);
-	int64_t newcomer_pps = -1, observe_periods = o.observe_periods;
+	int64_t newcomer_pps = -1, observe_periods = o.load.observe_periods;
 	double start_pct = o.policy.start_ppm / 10000.0;
 
 	po::options_description desc("sluiced options");
@@ -192,7 +192,7 @@ Result<ParsedOptions> parse_daemon_options(int argc, const char *const *argv)
 	o.standing_burst = static_cast<uint64_t>(standing_burst);
 	if (auto ok = named("--observe-periods", check_observe_periods(observe_periods)); !ok)
 		return std::unexpected(ok.error());
-	o.observe_periods = static_cast<uint32_t>(observe_periods);
+	o.load.observe_periods = static_cast<uint32_t>(observe_periods);
 	if (vm.count("hash-key")) { // given but empty is a bad key, not "random"
 		auto k = parse_key(key_hex);
 		if (!k)

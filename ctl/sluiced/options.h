@@ -34,14 +34,11 @@ struct DaemonOptions {
 	// CPUs together (0: none); the default, trip-pps / 10, is worked out
 	// with the possible CPUs (logic/budgets.h's default_newcomer_pps).
 	uint64_t newcomer_pps = 0;
-	// Observed standing: distinct ticks a source must be admitted in while
-	// serving to earn standing (0: off).
-	uint32_t observe_periods = defaults::kObservePeriods;
 	// --no-standing: no feeders attached, no grants for the connections found
 	// at start; the table stays empty, shedding admits the allowlist and the
 	// newcomer budget only.
 	bool no_standing = false;
-	LoadOptions load;         // table size, prefixes, dry run, key
+	LoadOptions load;         // table size, prefixes, dry run, key, standing sets/lapse, observed standing
 	std::string socket_path = defaults::kSocketPath;
 	std::string socket_group; // empty: 0600 root only; else 0660 with this group
 	std::string pin_dir = defaults::kPinDir;

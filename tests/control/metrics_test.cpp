@@ -108,6 +108,10 @@ MetricsSnapshot two_interfaces()
 	a.admission_fraction = 0.25;
 	a.audit_violations = 3;
 	a.table_slots = 4096;
+	a.standing_entries = 42;
+	a.standing_capacity = 524288;
+	a.valve_closed = true;
+	a.valve_closes = 5;
 	InterfaceMetrics b;
 	b.iface = "we\"ird\\if\n";
 	b.admission_fraction = 1.0;
@@ -123,7 +127,9 @@ TEST(SluiceMetrics, EveryFamilyOnceWithHelpAndType)
 		{"sluice_packets_total", "counter"},        {"sluice_bytes_total", "counter"},
 		{"sluice_breaker_state", "gauge"},          {"sluice_breaker_transitions_total", "counter"},
 		{"sluice_admission_fraction", "gauge"},     {"sluice_audit_violations_total", "counter"},
-		{"sluice_table_slots", "gauge"},
+		{"sluice_table_slots", "gauge"},            {"sluice_standing_entries", "gauge"},
+		{"sluice_standing_capacity", "gauge"},      {"sluice_standing_valve_closed", "gauge"},
+		{"sluice_standing_valve_closes_total", "counter"},
 	};
 	for (const auto &[name, type] : fams) {
 		int help = 0, typ = 0;
@@ -156,7 +162,8 @@ TEST(SluiceMetrics, ValuesAndLabels)
 	EXPECT_EQ(s["sluice_bytes_total{iface=\"eth0\",verdict=\"passed\"}"], "6400");
 	EXPECT_EQ(s["sluice_packets_total{iface=\"eth0\",verdict=\"drop_rate\"}"], "7");
 	EXPECT_EQ(s["sluice_bytes_total{iface=\"eth0\",verdict=\"drop_rate\"}"], "448");
-	for (const char *v : {"drop_shed", "drop_deny", "allowlisted", "non_ip", "malformed", "would_drop"})
+	for (const char *v : {"drop_shed", "drop_deny", "allowlisted", "non_ip", "malformed", "would_drop", "standing",
+			      "newcomer", "drop_valve"})
 		EXPECT_EQ(s["sluice_packets_total{iface=\"eth0\",verdict=\"" + std::string(v) + "\"}"], "0") << v;
 	EXPECT_EQ(s["sluice_breaker_state{iface=\"eth0\",state=\"serving\"}"], "0");
 	EXPECT_EQ(s["sluice_breaker_state{iface=\"eth0\",state=\"shedding\"}"], "0");
@@ -168,12 +175,20 @@ TEST(SluiceMetrics, ValuesAndLabels)
 	EXPECT_EQ(s["sluice_admission_fraction{iface=\"eth0\"}"], "0.25");
 	EXPECT_EQ(s["sluice_audit_violations_total{iface=\"eth0\"}"], "3");
 	EXPECT_EQ(s["sluice_table_slots{iface=\"eth0\"}"], "4096");
+	EXPECT_EQ(s["sluice_standing_entries{iface=\"eth0\"}"], "42");
+	EXPECT_EQ(s["sluice_standing_capacity{iface=\"eth0\"}"], "524288");
+	EXPECT_EQ(s["sluice_standing_valve_closed{iface=\"eth0\"}"], "1");
+	EXPECT_EQ(s["sluice_standing_valve_closes_total{iface=\"eth0\"}"], "5");
+	EXPECT_EQ(s["sluice_standing_valve_closed{iface=\"we\\\"ird\\\\if\\n\"}"], "0");
+	// The table's entries could not be counted on the second: no sample, not a made-up 0.
+	EXPECT_EQ(s.count("sluice_standing_entries{iface=\"we\\\"ird\\\\if\\n\"}"), 0u);
 	// The second interface's name is escaped in every label.
 	EXPECT_EQ(s["sluice_breaker_state{iface=\"we\\\"ird\\\\if\\n\",state=\"serving\"}"], "1");
 	EXPECT_EQ(s["sluice_table_slots{iface=\"we\\\"ird\\\\if\\n\"}"], "16");
-	// Exactly the series expected: 8 verdicts x 2 families, 3 states, 4 edges,
-	// 3 single gauges/counters, per interface. Nothing per source.
-	EXPECT_EQ(s.size(), 2u * (2 * SLUICE_OUTCOMES + 3 + 4 + 3));
+	// Exactly the series expected: every verdict x 2 families, 3 states, 4
+	// edges, 3 single gauges/counters and 4 of standing per interface (less
+	// the entries the second could not count). Nothing per source.
+	EXPECT_EQ(s.size(), 2u * (2 * SLUICE_OUTCOMES + 3 + 4 + 3 + 4) - 1);
 	// No invalid edge is ever exported.
 	for (const auto &[k, v] : s)
 		EXPECT_EQ(k.find("from=\"shedding\",to=\"serving\""), std::string::npos) << k;

@@ -453,14 +453,14 @@ TEST(Options, StandingBucketNewcomersObservedAndNoStanding)
 	EXPECT_EQ(d.standing_rate_pps, 1000000u);
 	EXPECT_EQ(d.standing_burst, 100000u);
 	EXPECT_EQ(d.newcomer_pps, 100000u); // --trip-pps / 10
-	EXPECT_EQ(d.observe_periods, 0u);
+	EXPECT_EQ(d.load.observe_periods, 0u);
 	EXPECT_FALSE(d.no_standing);
 	auto o = good({"--standing-rate", "5000", "--standing-burst", "300", "--newcomer-pps", "0",
 		       "--observe-periods", "255", "--no-standing"});
 	EXPECT_EQ(o.standing_rate_pps, 5000u);
 	EXPECT_EQ(o.standing_burst, 300u);
 	EXPECT_EQ(o.newcomer_pps, 0u);
-	EXPECT_EQ(o.observe_periods, 255u);
+	EXPECT_EQ(o.load.observe_periods, 255u);
 	EXPECT_TRUE(o.no_standing);
 	// The newcomer default follows --trip-pps.
 	EXPECT_EQ(good({"--trip-pps", "5000"}).newcomer_pps, 500u);
@@ -492,7 +492,7 @@ TEST(Options, StandingOptionsInTheConfigFile)
 	EXPECT_EQ(r->options.standing_rate_pps, 777u);
 	EXPECT_EQ(r->options.standing_burst, 55u);
 	EXPECT_EQ(r->options.newcomer_pps, 42u);
-	EXPECT_EQ(r->options.observe_periods, 4u);
+	EXPECT_EQ(r->options.load.observe_periods, 4u);
 	EXPECT_TRUE(r->options.no_standing);
 	auto bad = dir.file("bad.conf", "interface = veth0\nstanding-rate = 0\n");
 	expect_invalid({"--config", bad}, {"--standing-rate", "0 is outside"});

@@ -19,6 +19,26 @@ std::string iso_time(uint64_t ns)
 	return buf;
 }
 
+Result<StandingStatus> standing_status(const Dataplane &dp, const sluice_config &cfg)
+{
+	auto occupancy = dp.standing().occupancy();
+	if (!occupancy)
+		return std::unexpected(occupancy.error());
+	const auto &s = dp.settings();
+	StandingStatus st;
+	st.occupancy = *occupancy;
+	st.lapse_s = (uint64_t(s.standing_lapse_ticks) << SLUICE_STANDING_TICK_SHIFT) / SLUICE_NSEC_PER_SEC;
+	st.feeders = dp.feeders_attached();
+	st.valve_closed = cfg.valve_closed != 0;
+	st.valve_since_ns = cfg.valve_since_ns;
+	st.rate_pps = cfg.standing_rate_pps;
+	st.burst = cfg.standing_burst;
+	st.newcomer_pps = cfg.newcomer_pps;
+	st.newcomer_burst = cfg.newcomer_burst_total;
+	st.observe_periods = s.observe_periods;
+	return st;
+}
+
 Result<InterfaceStatus> interface_status(const Dataplane &dp, const std::string &iface)
 {
 	auto cfg = dp.config().read();
@@ -42,6 +62,10 @@ Result<InterfaceStatus> interface_status(const Dataplane &dp, const std::string 
 	st.breaker = breaker_state_from(cfg->breaker_state);
 	st.breaker_since_ns = cfg->breaker_since_ns;
 	st.breaker_manual = cfg->breaker_manual != 0;
+	auto standing = standing_status(dp, *cfg);
+	if (!standing)
+		return std::unexpected(standing.error());
+	st.standing = *standing;
 	st.counters = *counters;
 	if (auto prog = dp.prog_id())
 		st.prog_id = *prog;

@@ -6,6 +6,7 @@
 
 #include "bpf/dataplane.h"
 #include "bpf/maps.h"
+#include "bpf/standing_table.h"
 #include "logic/breaker.h"
 
 #include <cstdint>
@@ -14,6 +15,26 @@
 #include <vector>
 
 namespace sluice {
+
+// The standing table and what it is served with (docs/architecture.md,
+// "Standing"): its occupancy now, the valve, the budgets in force.
+struct StandingStatus {
+	StandingOccupancy occupancy{};
+	uint64_t lapse_s = 0;             // the lapse, to a tick (2^30 ns)
+	bool feeders = false;             // the feeders are attached (not --no-standing, not failed)
+	bool valve_closed = false;
+	uint64_t valve_since_ns = 0;      // CLOCK_REALTIME of its last move; 0: never moved
+	uint64_t rate_pps = 0, burst = 0; // the standing bucket, as asked
+	uint64_t newcomer_pps = 0;        // the newcomer budget, all CPUs together; 0: none
+	uint64_t newcomer_burst = 0;      // likewise
+	uint32_t observe_periods = 0;     // observed standing; 0: off
+
+	// Live entries in percent of the capacity.
+	double occupancy_pct() const
+	{
+		return occupancy.capacity ? 100.0 * double(occupancy.live) / double(occupancy.capacity) : 0;
+	}
+};
 
 struct InterfaceStatus {
 	std::string iface;
@@ -32,12 +53,16 @@ struct InterfaceStatus {
 	std::optional<BreakerState> breaker; // none: the map holds no known state
 	uint64_t breaker_since_ns = 0;       // CLOCK_REALTIME; 0: unknown
 	bool breaker_manual = false;
+	StandingStatus standing;
 	CounterSet counters{};
 
 	bool attached() const { return ifindex != 0; }
 };
 
 Result<InterfaceStatus> interface_status(const Dataplane &dp, const std::string &iface);
+// The standing part alone, under the config `cfg` read from dp (it reads
+// every set of the table: one lookup each).
+Result<StandingStatus> standing_status(const Dataplane &dp, const sluice_config &cfg);
 
 // The interfaces with pins under pin_root (one directory each).
 std::vector<std::string> pinned_interfaces(const std::string &pin_root);

@@ -35,8 +35,9 @@ enum class Command : uint8_t {
 	detach,
 	audit,
 	top,
+	standing,
 };
-inline constexpr size_t kCommandCount = static_cast<size_t>(Command::top) + 1;
+inline constexpr size_t kCommandCount = static_cast<size_t>(Command::standing) + 1;
 
 enum class ArgType : uint8_t {
 	string,      // Request::str
@@ -83,6 +84,7 @@ inline constexpr ArgSpec list_change[] = {{"iface", T::string, true}, {"list", T
 inline constexpr ArgSpec list_show[] = {{"iface", T::string, true}, {"list", T::string, true}};
 inline constexpr ArgSpec attach[] = {{"iface", T::string, true}, {"mode", T::string, false}};
 inline constexpr ArgSpec top[] = {{"iface", T::string, true}, {"n", T::integer, false}};
+inline constexpr ArgSpec standing[] = {{"iface", T::string, true}, {"addr", T::string, false}};
 } // namespace command_args
 
 inline constexpr std::array<CommandSpec, kCommandCount> kCommandSpecs = {{
@@ -109,6 +111,8 @@ inline constexpr std::array<CommandSpec, kCommandCount> kCommandSpecs = {{
 	 "sweep an interface's table now and report invariant violations"},
 	{Command::top, "top", Access::read, command_args::top,
 	 "the sources dropped the most in the last sampling window"},
+	{Command::standing, "standing", Access::read, command_args::standing,
+	 "the standing table's occupancy, valve and budgets; with addr, whether it has standing and why"},
 }};
 
 constexpr bool registry_in_order()

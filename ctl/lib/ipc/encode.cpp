@@ -1,5 +1,9 @@
 #include "ipc/encode.h"
 
+#include "base/standing_reason.h"
+
+#include <cmath>
+
 namespace sluice {
 
 namespace {
@@ -39,6 +43,38 @@ json encode(const std::optional<RateSet> &rates)
 	return j;
 }
 
+json encode(const StandingStatus &s)
+{
+	return {{"entries", s.occupancy.live},
+		{"capacity", s.occupancy.capacity},
+		{"full_sets", s.occupancy.full_sets},
+		{"occupancy_pct", std::round(s.occupancy_pct() * 100) / 100},
+		{"lapse_s", s.lapse_s},
+		{"feeders", s.feeders},
+		{"valve", {{"closed", s.valve_closed}, {"since", iso_time(s.valve_since_ns)}}},
+		{"rate_pps", s.rate_pps},
+		{"burst", s.burst},
+		{"newcomer", {{"pps", s.newcomer_pps}, {"burst", s.newcomer_burst}}},
+		{"observed", {{"on", s.observe_periods != 0}, {"periods", s.observe_periods}}}};
+}
+
+json encode(const StandingView &v)
+{
+	json j = {{"iface", v.iface}, {"standing", encode(v.table)}};
+	if (v.lookup) {
+		const StandingRecord &r = v.lookup->record;
+		j["addr"] = v.lookup->addr.str();
+		j["source"] = v.lookup->source.str();
+		j["has_standing"] = r.live;
+		// A lapsed entry still says why and since when it had standing.
+		j["reason"] = r.reason ? json(std::string(standing_reason_name(r.reason))) : json(nullptr);
+		j["since"] = r.reason ? json(iso_time(r.since_realtime_ns)) : json(nullptr);
+		j["last_seen"] = r.reason ? json(iso_time(r.last_seen_realtime_ns)) : json(nullptr);
+		j["tokens"] = r.live ? json(r.tokens) : json(nullptr);
+	}
+	return j;
+}
+
 json encode(const InterfaceStatus &s)
 {
 	return {
@@ -56,6 +92,7 @@ json encode(const InterfaceStatus &s)
 		 {{"state", s.breaker ? std::string(to_string(*s.breaker)) : "invalid"},
 		  {"since", iso_time(s.breaker_since_ns)},
 		  {"manual", s.breaker_manual}}},
+		{"standing", encode(s.standing)},
 		{"counters", encode(s.counters)},
 		{"prog_id", optional_json(s.prog_id)},
 		{"ifindex", s.ifindex},

@@ -21,6 +21,8 @@ json encode(const StatsReply &r);
 json encode(const BreakerMove &m);
 json encode(const PolicySet &p);
 json encode(const BucketView &b);
+json encode(const StandingStatus &s);
+json encode(const StandingView &v);
 json encode(const ListChange &c);
 json encode(const ListShow &s);
 json encode(const AuditResult &a);

@@ -39,6 +39,12 @@
 //               (the heaviest dropped sources of the last complete sampling
 //               window, or of the current one until one completes; refused
 //               when the program was loaded with --sample-every 0)
+//   standing    iface, [addr]               -> {"iface", "standing": {...}} and, with addr,
+//                                               "addr", "source", "has_standing", "reason",
+//                                               "since", "last_seen", "tokens"
+//               (reason, since and last_seen null when the table has no
+//               entry of it; tokens, its standing bucket's, null when it has
+//               no standing)
 //
 // Shapes of the larger replies (the daemon builds them as typed structs,
 // ipc/replies.h, and ipc/encode.cpp alone turns those into JSON):
@@ -55,7 +61,13 @@
 //   audit.audit:        {slots, swept, violations, last_sweep_violations,
 //                        full_sweeps, last_sweep}
 //   list_add/list_del:  {iface, list, changed: number of prefixes in the request}
-//   top:                dropped_pps: rate, shed and deny drops per second over the
+//   status.interfaces[].standing, standing.standing:
+//                       {entries (live now), capacity, full_sets, occupancy_pct,
+//                        lapse_s, feeders, valve: {closed, since},
+//                        rate_pps, burst (the standing bucket),
+//                        newcomer: {pps, burst} (all CPUs together; 0: none),
+//                        observed: {on, periods}}
+//   top:                dropped_pps: every dropped outcome per second over the
 //                        last control period, from the counters;
 //                        samples: sampled drops in the window (1 in sample_every
 //                        drops of IP frames: rate, shed and deny drops);
@@ -66,7 +78,8 @@
 //                        at most error), est_dropped_pps = samples x sample_every /
 //                        window_s, tokens (the fuller of its two slots, now)
 // Outcomes: passed, drop_rate, drop_shed, drop_deny, allowlisted, non_ip,
-// malformed, would_drop (outcome_name() in maps.h).
+// malformed, would_drop, standing, newcomer, drop_valve (outcome_name() in
+// maps.h, from SLUICE_OUTCOME_TABLE).
 #pragma once
 
 #include "base/fd.h"

@@ -94,6 +94,19 @@ struct BucketView {
 	uint64_t rate_pps = 0;
 };
 
+// standing IFACE [ADDR]: the table's summary, and with an address, its entry.
+struct StandingLookup {
+	Address addr;
+	Cidr source;           // the prefix it was looked up as (the configured one)
+	StandingRecord record; // live false: no standing
+};
+
+struct StandingView {
+	std::string iface;
+	StandingStatus table;
+	std::optional<StandingLookup> lookup; // none: the summary alone was asked
+};
+
 struct ListChange {
 	std::string iface;
 	ListKind list = ListKind::allow;
