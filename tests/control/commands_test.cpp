@@ -84,7 +84,8 @@ TEST(Commands, RequestForNamesTheCommand)
 
 TEST(Commands, ReadsAndWrites)
 {
-	for (auto c : {Command::status, Command::stats, Command::list_show, Command::audit, Command::top})
+	for (auto c : {Command::status, Command::stats, Command::list_show, Command::audit, Command::top,
+		       Command::standing})
 		EXPECT_EQ(command_spec(c).access, Access::read) << command_name(c);
 	for (auto c : {Command::breaker, Command::set, Command::refill, Command::list_add, Command::list_del,
 		       Command::attach, Command::detach})
@@ -122,6 +123,11 @@ TEST(Commands, ArgumentsCheckedWithTheGettersMessages)
 	expect_invalid(check({{"cmd", "list_show"}, {"iface", "eth0"}}), "'list_show' needs \"list\"");
 	expect_invalid(check({{"cmd", "attach"}, {"iface", "eth0"}, {"mode", 1}}), "\"mode\" must be a string");
 	expect_invalid(check({{"cmd", "top"}, {"iface", "eth0"}, {"n", "ten"}}), "\"n\" must be an integer");
+	// standing: the interface, an address or not.
+	expect_invalid(check({{"cmd", "standing"}}), "'standing' needs \"iface\"");
+	EXPECT_TRUE(check({{"cmd", "standing"}, {"iface", "eth0"}}).has_value());
+	EXPECT_TRUE(check({{"cmd", "standing"}, {"iface", "eth0"}, {"addr", "10.0.0.1"}}).has_value());
+	expect_invalid(check({{"cmd", "standing"}, {"iface", "eth0"}, {"addr", 7}}), "\"addr\" must be a string");
 	// Arguments the schema does not name are left alone.
 	EXPECT_TRUE(check({{"cmd", "audit"}, {"iface", "eth0"}, {"extra", {1, 2}}}).has_value());
 }

@@ -6,6 +6,7 @@
 #include "temp_dir.h"
 #include "sluicectl/sluicectl.h"
 #include "sluicectl/table.h"
+#include "ipc/encode.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -487,6 +488,105 @@ TEST(sluicectlDaemon, RefillSendsANegativeCountAndPrintsTheSlots)
 			 "     17       3\n"
 			 "  90210      12\n"
 			 "  tokens_left 12 of burst 20\n");
+}
+
+// --- standing ----------------------------------------------------------------
+
+sluice::StandingStatus standing_table()
+{
+	sluice::StandingStatus s;
+	s.occupancy = {1311, 524288, 2};
+	s.lapse_s = 3600;
+	s.feeders = true;
+	s.valve_closed = false;
+	s.valve_since_ns = 1764568533000000000ull;
+	s.rate_pps = 1000000;
+	s.burst = 100000;
+	s.newcomer_pps = 100000;
+	s.newcomer_burst = 10000;
+	return s;
+}
+
+// What sluiced answers to standing, made by its own encoder.
+json standing_reply(std::optional<sluice::StandingRecord> record)
+{
+	std::optional<sluice::StandingLookup> lookup;
+	if (record)
+		lookup = sluice::StandingLookup{*sluice::parse_address("198.51.100.7"),
+						*sluice::parse_cidr("198.51.100.7/32"), *record};
+	json j = sluice::encode(sluice::StandingView{"eth0", standing_table(), lookup});
+	j["ok"] = true;
+	return j;
+}
+
+TEST(sluicectlArgs, StandingChecksTheInterfaceAndTheAddressBeforeSending)
+{
+	expect_usage_error(sluicectl({"--socket", kNoSocket, "standing"}), "missing IFACE");
+	expect_usage_error(sluicectl({"--socket", kNoSocket, "standing", "a/b"}), "'a/b' is not an interface name");
+	expect_usage_error(sluicectl({"--socket", kNoSocket, "standing", "eth0", "198.51.100"}),
+			   "'198.51.100' is not an IPv4 or IPv6 address");
+	expect_usage_error(sluicectl({"--socket", kNoSocket, "standing", "eth0", "10.0.0.0/8"}),
+			   "'10.0.0.0/8' is not an IPv4 or IPv6 address");
+	expect_usage_error(sluicectl({"--socket", kNoSocket, "standing", "eth0", "10.0.0.1", "extra"}), "extra");
+}
+
+TEST(sluicectlDaemon, StandingSummary)
+{
+	FakeDaemon daemon(std::vector<std::string>{standing_reply(std::nullopt).dump(),
+						   standing_reply(std::nullopt).dump()});
+	auto r = sluicectl({"--socket", daemon.socket(), "standing", "eth0"});
+	EXPECT_EQ(r.code, 0) << r.err;
+	EXPECT_THAT(r.out, HasSubstr("eth0\n"));
+	EXPECT_THAT(r.out, HasSubstr("standing         1311 of 524288 entries (0.25%), 2 full sets, lapse 3600 s\n"));
+	EXPECT_THAT(r.out, HasSubstr("valve            open since 2025-12-01T05:55:33Z\n"));
+	EXPECT_THAT(r.out, HasSubstr("standing bucket  1000000 pps, burst 100000"));
+	EXPECT_THAT(r.out, HasSubstr("newcomers        100000 pps, burst 10000, shared while shedding\n"));
+	EXPECT_THAT(r.out, HasSubstr("observed         off\n"));
+	EXPECT_THAT(r.out, HasSubstr("feeders          attached\n"));
+	EXPECT_EQ(daemon.requests().at(0), (json{{"cmd", "standing"}, {"iface", "eth0"}}));
+	r = sluicectl({"--socket", daemon.socket(), "-j", "standing", "eth0"});
+	EXPECT_EQ(r.code, 0) << r.err;
+	json body = standing_reply(std::nullopt);
+	body.erase("ok");
+	EXPECT_EQ(json::parse(r.out), body);
+}
+
+TEST(sluicectlDaemon, StandingOfAnAddressExitsZeroWithStandingOneWithout)
+{
+	sluice::StandingRecord live{true, SLUICE_BY_CONNECTED, 1764568533000000000ull, 1764568600000000000ull, 4242};
+	sluice::StandingRecord none{false, sluice_standing_reason(0), 0, 0, 0};
+	FakeDaemon daemon(std::vector<std::string>{standing_reply(live).dump(), standing_reply(none).dump(),
+						   standing_reply(none).dump()});
+	auto r = sluicectl({"--socket", daemon.socket(), "standing", "eth0", "198.51.100.7"});
+	EXPECT_EQ(r.code, 0) << r.err;
+	EXPECT_THAT(r.out, HasSubstr("eth0: 198.51.100.7 has standing (looked up as 198.51.100.7/32)\n"));
+	EXPECT_THAT(r.out, HasSubstr("  reason     connected\n"));
+	EXPECT_THAT(r.out, HasSubstr("  since      2025-12-01T05:55:33Z\n"));
+	EXPECT_THAT(r.out, HasSubstr("  last seen  2025-12-01T05:56:40Z\n"));
+	EXPECT_THAT(r.out, HasSubstr("  tokens     4242 of 100000 (its standing bucket)\n"));
+	EXPECT_EQ(daemon.requests().at(0), (json{{"cmd", "standing"}, {"iface", "eth0"}, {"addr", "198.51.100.7"}}));
+
+	r = sluicectl({"--socket", daemon.socket(), "standing", "eth0", "198.51.100.7"});
+	EXPECT_EQ(r.code, 1);
+	EXPECT_EQ(r.out, "eth0: 198.51.100.7 has no standing (looked up as 198.51.100.7/32)\n");
+	EXPECT_EQ(r.err, "sluicectl: 198.51.100.7 has no standing on eth0\n");
+
+	// -j: the reply, and the same exit code.
+	r = sluicectl({"--socket", daemon.socket(), "standing", "-j", "eth0", "198.51.100.7"});
+	EXPECT_EQ(r.code, 1);
+	EXPECT_EQ(json::parse(r.out).at("has_standing"), false);
+}
+
+TEST(sluicectlDaemon, StatusShowsStanding)
+{
+	json reply = status_reply();
+	reply["interfaces"][0]["standing"] = sluice::encode(standing_table());
+	FakeDaemon daemon(reply);
+	auto r = sluicectl({"--socket", daemon.socket(), "status"});
+	EXPECT_EQ(r.code, 0) << r.err;
+	EXPECT_THAT(r.out, HasSubstr("1311 of 524288 entries (0.25%)"));
+	EXPECT_THAT(r.out, HasSubstr("open since 2025-12-01T05:55:33Z"));
+	EXPECT_THAT(r.out, HasSubstr("100000 pps, burst 10000, shared while shedding"));
 }
 
 TEST(sluicectlDaemon, SetSendsIntegersAndPrintsTheNewValues)

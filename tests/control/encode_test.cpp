@@ -1,0 +1,99 @@
+// ipc/encode: the typed replies of standing as JSON, the shapes protocol.h
+// documents (the one place they are made).
+#include "ipc/encode.h"
+
+#include <gtest/gtest.h>
+
+namespace sluice {
+namespace {
+
+StandingStatus table()
+{
+	StandingStatus s;
+	s.occupancy = {1311, 524288, 2};
+	s.lapse_s = 3600;
+	s.feeders = true;
+	s.valve_closed = true;
+	s.valve_since_ns = 1764568533000000000ull; // 2025-12-01T05:55:33Z
+	s.rate_pps = 1000000;
+	s.burst = 100000;
+	s.newcomer_pps = 100000;
+	s.newcomer_burst = 10000;
+	s.observe_periods = 0;
+	return s;
+}
+
+TEST(Encode, StandingStatus)
+{
+	json j = encode(table());
+	EXPECT_EQ(j, (json{{"entries", 1311},
+			   {"capacity", 524288},
+			   {"full_sets", 2},
+			   {"occupancy_pct", 0.25},
+			   {"lapse_s", 3600},
+			   {"feeders", true},
+			   {"valve", {{"closed", true}, {"since", "2025-12-01T05:55:33Z"}}},
+			   {"rate_pps", 1000000},
+			   {"burst", 100000},
+			   {"newcomer", {{"pps", 100000}, {"burst", 10000}}},
+			   {"observed", {{"on", false}, {"periods", 0}}}}));
+	StandingStatus never = table();
+	never.valve_closed = false, never.valve_since_ns = 0, never.observe_periods = 4;
+	j = encode(never);
+	EXPECT_EQ(j["valve"], (json{{"closed", false}, {"since", ""}}));
+	EXPECT_EQ(j["observed"], (json{{"on", true}, {"periods", 4}}));
+	// An empty table of no capacity is 0%, not a division by zero.
+	EXPECT_EQ(encode(StandingStatus{})["occupancy_pct"], 0.0);
+}
+
+TEST(Encode, StandingSummaryHasNoEntryFields)
+{
+	json j = encode(StandingView{"eth0", table(), std::nullopt});
+	EXPECT_EQ(j, (json{{"iface", "eth0"}, {"standing", encode(table())}}));
+}
+
+TEST(Encode, StandingEntryLiveLapsedAndAbsent)
+{
+	auto addr = parse_address("198.51.100.7");
+	auto source = parse_cidr("198.51.100.0/24");
+	ASSERT_TRUE(addr && source);
+	StandingRecord live{true, SLUICE_BY_ACCEPTED, 1764568533000000000ull, 1764568600000000000ull, 99999};
+	json j = encode(StandingView{"eth0", table(), StandingLookup{*addr, *source, live}});
+	EXPECT_EQ(j["addr"], "198.51.100.7");
+	EXPECT_EQ(j["source"], "198.51.100.0/24");
+	EXPECT_EQ(j["has_standing"], true);
+	EXPECT_EQ(j["reason"], "accepted");
+	EXPECT_EQ(j["since"], "2025-12-01T05:55:33Z");
+	EXPECT_EQ(j["last_seen"], "2025-12-01T05:56:40Z");
+	EXPECT_EQ(j["tokens"], 99999);
+	EXPECT_EQ(j["standing"], encode(table()));
+
+	// Lapsed: why and since when it had standing, no tokens.
+	StandingRecord lapsed = live;
+	lapsed.live = false, lapsed.reason = SLUICE_BY_OBSERVED;
+	j = encode(StandingView{"eth0", table(), StandingLookup{*addr, *source, lapsed}});
+	EXPECT_EQ(j["has_standing"], false);
+	EXPECT_EQ(j["reason"], "observed");
+	EXPECT_EQ(j["tokens"], nullptr);
+
+	// No entry at all.
+	StandingRecord none{false, sluice_standing_reason(0), 0, 0, 0};
+	j = encode(StandingView{"eth0", table(), StandingLookup{*addr, *source, none}});
+	EXPECT_EQ(j["has_standing"], false);
+	for (const char *k : {"reason", "since", "last_seen", "tokens"})
+		EXPECT_EQ(j[k], nullptr) << k;
+}
+
+TEST(Encode, InterfaceStatusCarriesStandingAndEveryOutcome)
+{
+	InterfaceStatus st;
+	st.iface = "eth0";
+	st.standing = table();
+	json j = encode(st);
+	EXPECT_EQ(j["standing"], encode(table()));
+	for (const char *o : {"standing", "newcomer", "drop_valve"})
+		EXPECT_TRUE(j["counters"].contains(o)) << o;
+}
+
+} // namespace
+} // namespace sluice
