@@ -67,6 +67,8 @@ TEST(SeedLimiterParity, LimiterTestsLineForLine)
 	cfg.cost_ns = *cost_for_rate(1); // one token a second: nothing refills during the test
 	cfg.rate_pps = 1;
 	cfg.burst = 10; // the seed's invariant: tokens >= 0 && tokens <= 10
+	cfg.standing_cost_ns = cfg.cost_ns; // a standing bucket the config needs; no source here has standing
+	cfg.standing_burst = 10;
 	cfg.breaker_state = SLUICE_SERVING;
 	cfg.admission_ppm = SLUICE_PPM_FULL;
 	LoadOptions lo;

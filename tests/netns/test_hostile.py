@@ -186,6 +186,19 @@ class HostileCli(unittest.TestCase):
                 (["set", IF, "--rate", "%value%"], 2, ["holds '%value%'"]),
                 (["status", "--watch"], 2, ["--watch"]),
                 (["set", IF, "--rate", "5", "extra"], 2, ["extra"]),
+                # standing: a bad address or interface is exit 2 before anything is sent; an
+                # address without standing is the answer "no", exit 1
+                (["standing", IF, "198.18.0.256"], 2, ["'198.18.0.256' is not an IPv4 or IPv6 address"]),
+                (["standing", IF, "198.18.0.0/24"], 2, ["'198.18.0.0/24' is not an IPv4 or IPv6 address"]),
+                (["standing", IF, ""], 2, ["'' is not an IPv4 or IPv6 address"]),
+                (["standing", IF, "%value%"], 2, ["holds '%value%'"]),
+                (["standing", IF, SRC, "extra"], 2, ["extra"]),
+                (["standing"], 2, ["missing IFACE"]),
+                (["standing", "nosuchif0"], 2, ["sluiced does not manage interface 'nosuchif0'"]),
+                (["standing", "nosuchif0", SRC], 2, ["sluiced does not manage interface 'nosuchif0'"]),
+                (["standing", "abcdefghijklmnopq", SRC], 2, ["'abcdefghijklmnopq' is not an interface name"]),
+                (["standing", IF, SRC], 1, [f"{SRC} has no standing on {IF}"]),
+                (["standing", IF, SRC, "--set", "5"], 2, ["--set"]),
             ]
             for argv, want_rc, words in cases:
                 with self.subTest(argv=argv):
@@ -256,6 +269,19 @@ class HostileCli(unittest.TestCase):
                 (["-i", IF, "--x%original_token%"], 2, ["holds '%original_token%'"]),
                 (["-i", IF, "--rate", "%value%"], 2, ["holds '%value%'"]),
                 (["-i", IF, "--no-such-option"], 2, ["no-such-option"]),
+                # standing's options: the bounds named with the value
+                (["-i", IF, "--standing-rate", "0"], 2, ["--standing-rate 0 is outside 1..100000000"]),
+                (["-i", IF, "--standing-rate", "-1"], 2, ["--standing-rate -1 is outside 1..100000000"]),
+                (["-i", IF, "--standing-rate", "100000001"], 2, ["--standing-rate 100000001 is outside 1..100000000"]),
+                (["-i", IF, "--standing-rate", "18446744073709551616"], 2, ["'18446744073709551616'", "--standing-rate", "invalid"]),
+                (["-i", IF, "--standing-burst", "0"], 2, ["--standing-burst 0 is outside 1..1000000"]),
+                (["-i", IF, "--standing-burst", "1000001"], 2, ["--standing-burst 1000001 is outside 1..1000000"]),
+                (["-i", IF, "--newcomer-pps", "-1"], 2, ["--newcomer-pps -1 is outside 0 (none) or 1..", "CPUs)"]),
+                (["-i", IF, "--newcomer-pps", "1000000000000"], 2, ["--newcomer-pps 1000000000000 is outside 0 (none) or 1.."]),
+                (["-i", IF, "--newcomer-pps", "1e5"], 2, ["'1e5'", "--newcomer-pps", "invalid"]),
+                (["-i", IF, "--observe-periods", "256"], 2, ["--observe-periods 256 is outside 0 (off)..255"]),
+                (["-i", IF, "--observe-periods", "-1"], 2, ["--observe-periods -1 is outside 0 (off)..255"]),
+                (["-i", IF, "--no-standing=1"], 2, ["'--no-standing' does not take any arguments"]),
             ]
             for argv, want_rc, words in cases:
                 with self.subTest(argv=argv):
@@ -311,6 +337,11 @@ class HostileConfigFile(unittest.TestCase):
                 (f.tb.rundir, 2, [f"config file {f.tb.rundir} is not a regular file"]),
                 ("/dev/zero", 2, ["config file /dev/zero is not a regular file"]),
                 (with_file(good + "# " + "x" * (2 << 20) + "\n"), 2, ["is over 1 MiB"]),
+                (with_file(good + "standing-rate = 0\n"), 2, ["--standing-rate 0 is outside 1..100000000"]),
+                (with_file(good + "standing-burst = 1000001\n"), 2, ["--standing-burst 1000001 is outside 1..1000000"]),
+                (with_file(good + "newcomer-pps = -3\n"), 2, ["--newcomer-pps -3 is outside 0 (none) or"]),
+                (with_file(good + "observe-periods = 300\n"), 2, ["--observe-periods 300 is outside 0 (off)..255"]),
+                (with_file(good + "no-standing = maybe\n"), 2, ["'maybe'", "no-standing", "invalid"]),
             ]
             for path, want_rc, words in cases:
                 with self.subTest(config=path):
@@ -401,6 +432,14 @@ class HostileSocket(unittest.TestCase):
                 (deep, "invalid", ["request must be a JSON object"]),
                 (b'{"cmd": "status", "x": ' + b"[" * 20000 + b"]" * 20000 + b"}", None, []),
                 (b"x" * 70000, "invalid", ["request line over 65536 bytes"]),
+                (req(cmd="standing"), "invalid", ["'standing' needs \"iface\""]),
+                (req(cmd="standing", iface=IF, addr=7), "invalid", ['"addr" must be a string']),
+                (req(cmd="standing", iface=IF, addr="10.0.0.0/8"), "invalid", ["'10.0.0.0/8' is not an IPv4 or IPv6 address"]),
+                (req(cmd="standing", iface=IF, addr=""), "invalid", ["'' is not an IPv4 or IPv6 address"]),
+                (req(cmd="standing", iface=IF, addr="\u0000"), "invalid", ["is not an IPv4 or IPv6 address"]),
+                (req(cmd="standing", iface="nosuchif0", addr=SRC), "invalid", ["sluiced does not manage interface 'nosuchif0'"]),
+                (req(cmd="standing", iface=7), "invalid", ['"iface" must be a string']),
+                (req(cmd="standing", iface=IF, addr=SRC), None, []),  # answered: no standing, ok
             ]
             for line, kind, words in cases:
                 what = f"socket line {line[:80]!r}{'...' if len(line) > 80 else ''}"
