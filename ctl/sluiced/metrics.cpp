@@ -144,8 +144,8 @@ std::vector<MetricFamily> sluice_families(const MetricsSnapshot &s)
 		valve_closed.samples.push_back({{{"iface", i.iface}}, uint64_t(i.valve_closed ? 1 : 0)});
 		valve_closes.samples.push_back({{{"iface", i.iface}}, i.valve_closes});
 	}
-	return {packets,  bytes,		state,		   transitions,	 admission,   violations,
-		slots,	  standing_entries, standing_capacity, valve_closed, valve_closes};
+	return {packets, bytes, state, transitions, admission, violations,
+		slots, standing_entries, standing_capacity, valve_closed, valve_closes};
 }
 
 std::string render_metrics(const MetricsSnapshot &s)
