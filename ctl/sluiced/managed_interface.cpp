@@ -120,7 +120,7 @@ Result<std::unique_ptr<ManagedInterface>> ManagedInterface::start(const DaemonOp
 		ask.burst = opts.burst_given ? opts.burst : cfg->burst;
 		ask.standing_rate_pps = opts.standing_rate_pps;
 		ask.standing_burst = opts.standing_burst;
-		ask.newcomer_pps = opts.newcomer_pps;
+		ask.newcomer_pps = newcomer_pps_asked(opts, m->cpus_);
 		auto budgeted = config_with_budgets(*cfg, ask, m->cpus_);
 		if (!budgeted)
 			return std::unexpected(budgeted.error());
@@ -153,7 +153,7 @@ Result<std::unique_ptr<ManagedInterface>> ManagedInterface::start(const DaemonOp
 		initial.valve_since_ns = initial.breaker_since_ns;
 		auto cfg = config_with_budgets(initial,
 					       BudgetAsk{opts.rate_pps, opts.burst, opts.standing_rate_pps,
-							 opts.standing_burst, opts.newcomer_pps},
+							 opts.standing_burst, newcomer_pps_asked(opts, m->cpus_)},
 					       m->cpus_);
 		if (!cfg)
 			return std::unexpected(cfg.error());

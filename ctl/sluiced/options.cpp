@@ -64,6 +64,11 @@ Result<std::string> read_config_file(const std::string &path)
 
 } // namespace
 
+uint64_t newcomer_pps_asked(const DaemonOptions &o, uint64_t cpus)
+{
+	return o.newcomer_pps ? *o.newcomer_pps : default_newcomer_pps(o.policy.trip_pps, cpus);
+}
+
 Result<ParsedOptions> parse_daemon_options(int argc, const char *const *argv)
 {
 	ParsedOptions out;
@@ -223,15 +228,13 @@ Result<ParsedOptions> parse_daemon_options(int argc, const char *const *argv)
 		return std::unexpected(ok.error());
 	// The newcomer budget is per CPU in the data plane: its bounds are the
 	// CPUs' (check_newcomer_pps). -1 marks "not given", as for --clear-pps.
-	auto cpus = possible_cpus();
-	if (!cpus)
-		return std::unexpected(cpus.error());
 	if (vm.count("newcomer-pps")) {
+		auto cpus = possible_cpus();
+		if (!cpus)
+			return std::unexpected(cpus.error());
 		if (auto ok = named("--newcomer-pps", check_newcomer_pps(newcomer_pps, *cpus)); !ok)
 			return std::unexpected(ok.error());
 		o.newcomer_pps = static_cast<uint64_t>(newcomer_pps);
-	} else {
-		o.newcomer_pps = default_newcomer_pps(o.policy.trip_pps, *cpus);
 	}
 	if (auto ok = named("--audit-slots", check_audit_slots(audit)); !ok)
 		return std::unexpected(ok.error());

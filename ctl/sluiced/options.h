@@ -31,9 +31,9 @@ struct DaemonOptions {
 	uint64_t standing_rate_pps = defaults::kStandingRatePps;
 	uint64_t standing_burst = defaults::kStandingBurst;
 	// While shedding, the sources without standing share this budget, all
-	// CPUs together (0: none); the default, trip-pps / 10, is worked out
-	// with the possible CPUs (logic/budgets.h's default_newcomer_pps).
-	uint64_t newcomer_pps = 0;
+	// CPUs together (0: none). Not given: trip-pps / 10, within what the
+	// possible CPUs can hold (newcomer_pps_asked()).
+	std::optional<uint64_t> newcomer_pps;
 	// --no-standing: no feeders attached, no grants for the connections found
 	// at start; the table stays empty, shedding admits the allowlist and the
 	// newcomer budget only.
@@ -55,6 +55,9 @@ struct DaemonOptions {
 	double top_window_s = defaults::kTopWindowS;  // seconds one summary covers
 	std::optional<ListenAddress> metrics_listen; // --metrics-listen: /metrics and /healthz; none: off
 };
+
+// The newcomer budget to ask for over `cpus` CPUs: --newcomer-pps, or its default.
+uint64_t newcomer_pps_asked(const DaemonOptions &o, uint64_t cpus);
 
 struct ParsedOptions {
 	DaemonOptions options;

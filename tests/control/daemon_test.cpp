@@ -80,7 +80,8 @@ TEST_F(DaemonTest, EveryCommandAboutAnInterfaceWantsAManagedOne)
 			  json{{"cmd", "list_add"}, {"list", "deny"}, {"cidrs", {"10.0.0.0/8"}}},
 			  json{{"cmd", "list_del"}, {"list", "deny"}, {"cidrs", {"10.0.0.0/8"}}},
 			  json{{"cmd", "list_show"}, {"list", "allow"}}, json{{"cmd", "detach"}},
-			  json{{"cmd", "audit"}}, json{{"cmd", "top"}}}) {
+			  json{{"cmd", "audit"}}, json{{"cmd", "top"}}, json{{"cmd", "standing"}},
+			  json{{"cmd", "standing"}, {"addr", "10.0.0.1"}}}) {
 		args["iface"] = "eth9";
 		expect_error(args, "invalid", unmanaged);
 	}
@@ -98,6 +99,8 @@ TEST_F(DaemonTest, ArgumentsAreCheckedBeforeTheHandlerRuns)
 	expect_error({{"cmd", "list_add"}, {"iface", "eth9"}, {"list", "deny"}, {"cidrs", "10.0.0.0/8"}}, "invalid",
 		     "\"cidrs\" must be an array of strings");
 	expect_error({{"cmd", "top"}, {"iface", "eth9"}, {"n", 1.5}}, "invalid", "\"n\" must be an integer");
+	expect_error({{"cmd", "standing"}}, "invalid", "'standing' needs \"iface\"");
+	expect_error({{"cmd", "standing"}, {"iface", "eth9"}, {"addr", 7}}, "invalid", "\"addr\" must be a string");
 	expect_error({{"cmd", "reboot"}}, "invalid", "unknown command 'reboot'");
 }
 

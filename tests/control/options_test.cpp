@@ -452,7 +452,8 @@ TEST(Options, StandingBucketNewcomersObservedAndNoStanding)
 	auto d = good();
 	EXPECT_EQ(d.standing_rate_pps, 1000000u);
 	EXPECT_EQ(d.standing_burst, 100000u);
-	EXPECT_EQ(d.newcomer_pps, 100000u); // --trip-pps / 10
+	EXPECT_FALSE(d.newcomer_pps.has_value());
+	EXPECT_EQ(newcomer_pps_asked(d, *cpus), 100000u); // --trip-pps / 10
 	EXPECT_EQ(d.load.observe_periods, 0u);
 	EXPECT_FALSE(d.no_standing);
 	auto o = good({"--standing-rate", "5000", "--standing-burst", "300", "--newcomer-pps", "0",
@@ -463,7 +464,8 @@ TEST(Options, StandingBucketNewcomersObservedAndNoStanding)
 	EXPECT_EQ(o.load.observe_periods, 255u);
 	EXPECT_TRUE(o.no_standing);
 	// The newcomer default follows --trip-pps.
-	EXPECT_EQ(good({"--trip-pps", "5000"}).newcomer_pps, 500u);
+	EXPECT_EQ(newcomer_pps_asked(good({"--trip-pps", "5000"}), *cpus), 500u);
+	EXPECT_EQ(newcomer_pps_asked(good({"--trip-pps", "5000", "--newcomer-pps", "0"}), *cpus), 0u);
 	EXPECT_EQ(good({"--newcomer-pps", "7"}).newcomer_pps, 7u);
 
 	expect_bad_value("--standing-rate", "0", {"0 is outside 1..100000000"});
