@@ -26,6 +26,10 @@ FAMILIES = {
     "sluice_admission_fraction": "gauge",
     "sluice_audit_violations_total": "counter",
     "sluice_table_slots": "gauge",
+    "sluice_standing_entries": "gauge",
+    "sluice_standing_capacity": "gauge",
+    "sluice_standing_valve_closed": "gauge",
+    "sluice_standing_valve_closes_total": "counter",
 }
 EDGES = [("serving", "shedding"), ("shedding", "recovering"), ("recovering", "serving"), ("recovering", "shedding")]
 
@@ -154,7 +158,10 @@ class Metrics(unittest.TestCase):
             # no label but these: nothing per source
             names = {k for (_, labels) in s for k, _ in labels}
             self.assertEqual(names, {"iface", "verdict", "state", "from", "to"})
-            self.assertEqual(len(s), 2 * len(VERDICTS) + 3 + 4 + 3)
+            self.assertEqual(len(s), 2 * len(VERDICTS) + 3 + 4 + 3 + 4)  # + the four of standing
+            self.assertEqual(value(s, "sluice_standing_valve_closed", iface=ifc), 0)
+            self.assertEqual(value(s, "sluice_standing_valve_closes_total", iface=ifc), 0)
+            self.assertGreater(value(s, "sluice_standing_capacity", iface=ifc), 0)
 
             # frames: 5 admitted, 7 over the limit, 4 denied
             ctl(tb, "bucket", ifc, SRC, "--set", "5", check=True)
