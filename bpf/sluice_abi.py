@@ -1,14 +1,16 @@
 # SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
-"""The tables of sluice_abi.h, for Python: the outcomes
-(SLUICE_OUTCOME_TABLE) and the reasons for standing
-(SLUICE_STANDING_REASON_TABLE).
+"""sluice_abi.h for Python: its tables, the outcomes (SLUICE_OUTCOME_TABLE)
+and the reasons for standing (SLUICE_STANDING_REASON_TABLE), and the layouts
+of its structs.
 
-The header is the only list of them; this reads it, so that the netns tests
-(tests/netns/sluice_netns.py) and scripts/demo.sh use the names the program
-counts and records under without a list of their own. Standard library only.
+The header is the only list of them and the only declaration of the map
+values; this reads it, so that the netns tests (tests/netns/sluice_netns.py)
+and scripts/demo.sh use the names the program counts and records under, and
+decode the pinned maps, without a copy of their own. Standard library only.
 """
 import os
 import re
+import struct
 
 HEADER = os.path.join(os.path.dirname(os.path.abspath(__file__)), "sluice_abi.h")
 
@@ -71,8 +73,93 @@ def outcome_names_by_verdict(verdict, header=HEADER):
     return tuple(name for _, name, v in outcomes(header) if v == verdict)
 
 
+# ---------------------------------------------------------------- struct layouts
+
+_DEFINE = re.compile(r"^#define\s+(\w+)\s+\(?(\d+)u?(?:ll|ull|u)?\)?\s*(?:/\*.*)?$")
+_FIELD = re.compile(r"^(__u8|__u16|__u32|__u64)\s+(\w+)(?:\[(\w+)\])?$")
+_CODE = {"__u8": "B", "__u16": "H", "__u32": "I", "__u64": "Q"}
+
+
+def _header_text(header):
+    with open(header) as f:
+        return f.read()
+
+
+def defines(header=HEADER):
+    """{name: value} of the header's integer #defines (a plain literal,
+    maybe parenthesised, with a u/ull suffix)."""
+    out = {}
+    for line in _header_text(header).splitlines():
+        m = _DEFINE.match(line.strip())
+        if m:
+            out[m.group(1)] = int(m.group(2))
+    return out
+
+
+def struct_fields(name, header=HEADER):
+    """[(field, C type, count)] of `struct NAME` as declared in the header;
+    count is None for a scalar, else the array length (a literal or one of
+    the header's #defines). Only the fixed-width types the ABI uses."""
+    text = re.sub(r"/\*.*?\*/", "", _header_text(header), flags=re.S)
+    m = re.search(r"\bstruct\s+" + re.escape(name) + r"\s*\{(.*?)\};", text, flags=re.S)
+    if not m:
+        raise ValueError(f"{header}: no declaration of struct {name}")
+    consts = defines(header)
+    fields = []
+    for decl in m.group(1).split(";"):
+        decl = " ".join(decl.split())
+        if not decl:
+            continue
+        f = _FIELD.match(decl)
+        if not f:
+            raise ValueError(f"{header}: struct {name}: cannot read the field {decl!r}")
+        count = f.group(3)
+        if count is not None:
+            count = int(count) if count.isdigit() else consts[count]
+        fields.append((f.group(2), f.group(1), count))
+    return fields
+
+
+def struct_format(name, header=HEADER):
+    """The struct module's format of `struct NAME` (little-endian, C's
+    natural alignment: a field starts at a multiple of its size, the whole
+    at a multiple of its largest field's)."""
+    fmt, offset, align = "<", 0, 1
+    for _, ctype, count in struct_fields(name, header):
+        size = struct.calcsize(_CODE[ctype])
+        align = max(align, size)
+        if offset % size:
+            fmt += "x" * (size - offset % size)
+            offset += size - offset % size
+        n = count or 1
+        fmt += f"{n}{_CODE[ctype]}" if count else _CODE[ctype]
+        offset += size * n
+    if offset % align:
+        fmt += "x" * (align - offset % align)
+    return fmt
+
+
+def struct_size(name, header=HEADER):
+    return struct.calcsize(struct_format(name, header))
+
+
+def unpack(name, raw, header=HEADER):
+    """A map value's bytes as {field: int, or [int] for an array}, by the
+    header's declaration of `struct NAME`; raw must be exactly its size."""
+    values = list(struct.unpack(struct_format(name, header), bytes(raw)))
+    out = {}
+    for field, _, count in struct_fields(name, header):
+        if count:
+            out[field], values = values[:count], values[count:]
+        else:
+            out[field] = values.pop(0)
+    return out
+
+
 if __name__ == "__main__":
     for value, name, verdict in outcomes():
         print(value, name, verdict)
     for value, name in standing_reasons():
         print("reason", value, name)
+    for name in ("sluice_config", "sluice_settings", "sluice_standing_set", "sluice_observed_set"):
+        print(f"struct {name}: {struct_size(name)} bytes, {struct_format(name)}")

@@ -24,7 +24,8 @@ SANITIZED = os.environ.get("SLUICE_SANITIZED") == "1"
 TESTBED = os.path.join(SOURCE_DIR, "scripts", "testbed.sh")
 
 sys.path.insert(0, os.path.join(SOURCE_DIR, "bpf"))
-from sluice_abi import outcome_names  # noqa: E402 (bpf/sluice_abi.h's outcome table)
+import sluice_abi  # noqa: E402 (bpf/sluice_abi.h's outcome table and struct layouts)
+from sluice_abi import outcome_names  # noqa: E402
 
 
 def use_tools(sluiced=None, sluicectl=None, traffic=None):
@@ -192,20 +193,26 @@ def bpftool_json(*args):
 
 
 def pinned_config(tb, iface=None):
-    """The config map's value as the kernel holds it, decoded (sluice_abi.h)."""
-    path = os.path.join(tb.pin_dir, iface or tb.host_if, "config")
-    dump = bpftool_json("map", "dump", "pinned", path)
-    raw = bytes(int(b, 16) for b in dump[0]["value"])
-    import struct
-    (cost_ns, burst, state, ppm, flags, _pad, rate, since, manual, _pad1, gen) = struct.unpack("<QQIIIIQQIIQ", raw)
-    return {"cost_ns": cost_ns, "burst": burst, "breaker_state": state, "admission_ppm": ppm,
-            "list_flags": flags, "rate_pps": rate, "manual": manual, "generation": gen}
+    """The config map's value as the kernel holds it: {field: value} by the
+    declaration of struct sluice_config in sluice_abi.h (bpf/sluice_abi.py)."""
+    return sluice_abi.unpack("sluice_config", pinned_value(tb, "config", iface))
 
 
 def pinned_settings(tb, iface=None):
-    path = os.path.join(tb.pin_dir, iface or tb.host_if, "settings")
-    dump = bpftool_json("map", "dump", "pinned", path)
-    return bytes(int(b, 16) for b in dump[0]["value"])
+    """The settings map's value, raw (tests compare the hash key's bytes)."""
+    return pinned_value(tb, "settings", iface)
+
+
+def pinned_settings_fields(tb, iface=None):
+    """The settings, {field: value} by struct sluice_settings."""
+    return sluice_abi.unpack("sluice_settings", pinned_settings(tb, iface))
+
+
+def pinned_value(tb, pin, iface=None, key=0):
+    """The bytes of one element of a pinned array map (key: its index)."""
+    path = os.path.join(tb.pin_dir, iface or tb.host_if, pin)
+    v = bpftool_json("map", "lookup", "pinned", path, "key", *[str(b) for b in int(key).to_bytes(4, "little")])
+    return bytes(int(b, 16) for b in v["value"])
 
 
 # The outcomes, in the order of the counters map's keys: sluice_abi.h's table.
@@ -221,14 +228,13 @@ def counters_per_cpu(tb, iface=None):
     """{outcome: [packets on each CPU]}, from the pinned per-CPU map."""
     path = os.path.join(tb.pin_dir, iface or tb.host_if, "counters")
     out = {}
-    import struct
     for entry in bpftool_json("map", "dump", "pinned", path):
         key = entry["key"]
         k = int(key[0], 16) if isinstance(key, list) else int(key)
         per_cpu = []
         for v in entry["values"]:
             raw = bytes(int(b, 16) for b in v["value"]) if isinstance(v["value"], list) else None
-            per_cpu.append(struct.unpack("<QQ", raw)[0] if raw else v["value"]["packets"])
+            per_cpu.append(sluice_abi.unpack("sluice_counter", raw)["packets"] if raw else v["value"]["packets"])
         out[OUTCOMES[k]] = per_cpu
     return out
 

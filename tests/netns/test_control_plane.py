@@ -119,7 +119,7 @@ class ControlPlane(unittest.TestCase):
             self.assertIn("invalid transition: serving -> serving", p.stderr)
             ctl(tb, "breaker", "trip", tb.host_if, check=True)
             cfg = pinned_config(tb)
-            self.assertEqual((cfg["breaker_state"], cfg["manual"]), (1, 1))
+            self.assertEqual((cfg["breaker_state"], cfg["breaker_manual"]), (1, 1))
             before = counters(tb)
             send(tb, 3, "198.18.9.5")   # allowlisted
             send(tb, 3, "198.18.12.5")  # not

@@ -6,18 +6,16 @@ control loop; off by default; a taken port refused before anything attaches."""
 
 import os
 import re
-import struct
 import subprocess
 import time
 import unittest
 
-from sluice_netns import (Daemon, Testbed, bpftool_json, ctl, ctl_json, main, pinned_config, require_root, run,
-                          send, xdp_prog_id)
+from sluice_netns import (OUTCOMES, Daemon, Testbed, bpftool_json, ctl, ctl_json, main, pinned_config, require_root,
+                          run, send, sluice_abi, xdp_prog_id)
 
 SRC = "198.18.7.7"
 PORT = 9464
-VERDICTS = ["passed", "drop_rate", "drop_shed", "drop_deny", "allowlisted", "non_ip", "malformed", "would_drop",
-            "standing"]
+VERDICTS = OUTCOMES  # sluice_abi.h's table: the label values, in the counters map's key order
 FAMILIES = {
     "sluice_packets_total": "counter",
     "sluice_bytes_total": "counter",
@@ -111,7 +109,8 @@ def counter_pairs(tb, iface=None):
         pk = by = 0
         for v in entry["values"]:
             if isinstance(v["value"], list):
-                p, b = struct.unpack("<QQ", bytes(int(x, 16) for x in v["value"]))
+                c = sluice_abi.unpack("sluice_counter", bytes(int(x, 16) for x in v["value"]))
+                p, b = c["packets"], c["bytes"]
             else:
                 p, b = v["value"]["packets"], v["value"]["bytes"]
             pk += p
