@@ -14,7 +14,7 @@ packages=(
   libboost-program-options-dev nlohmann-json3-dev libcpp-httplib-dev libsystemd-dev
   libgtest-dev libgmock-dev
   # run and test: namespaces, veth, traffic, lists
-  iproute2 procps iputils-ping netsniff-ng xdp-tools nftables iptables curl python3
+  iproute2 procps iputils-ping netsniff-ng xdp-tools nftables iptables curl python3 iperf3
   # packaging and deployment tests: cpack's .deb (dpkg-deb, dpkg-shlibdeps),
   # the unit file (systemd-analyze), man pages (groff), capability sets
   # (setpriv), the Kubernetes manifests (python3-yaml)
