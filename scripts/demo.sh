@@ -9,12 +9,15 @@
 #   1. a legitimate client alone: served, no loss;
 #   2. one source floods at 20x the limit: held to the limit, the client
 #      loses nothing;
-#   3. spoofed random sources flood: the breaker trips by itself and sheds
-#      everything but the allowlisted client, which loses nothing;
+#   3. spoofed random sources flood: the breaker trips by itself; a client
+#      that used the host over TCP before the flood has standing and keeps
+#      being served with no allowlist entry, a never-seen source gets no more
+#      than the newcomer budget, and the allowlist overrides both;
 #   4. the flood stops: admission ramps back and the breaker closes;
 #   5. summary.
 # Every number printed comes from this run: sluice's counters
-# (`sluicectl -j status`), the generator's, the probe's and the sink's JSON.
+# (`sluicectl -j status`), the generator's, the probe's, the sink's and the
+# HTTP client's JSON.
 # Exit 0 when every phase behaved as stated, 1 otherwise (a line says which),
 # 2 when not run as root. Everything it makes is removed on every exit path,
 # Ctrl-C included.
@@ -44,9 +47,14 @@ PORT=5001          # the sink's UDP port (the floods go to port 9: nobody
                    # listens, so the sink counts the client only)
 HOLD_TOLERANCE=10  # percent: phase 2 passes if the flood gets RATE +- this
 P1_SECS=4 P2_SECS=4 P3_SECS=3 # measurement windows
+NEWCOMER_PPS=100   # phase 3: what every source without standing shares while shedding
+NEWBIE=198.18.3.77 # phase 3: a source that never sent before (the attacker's link)
+NEWBIE_PPS=500     # ... and its rate, 5x the whole newcomer budget
+OVERRIDE_N=300     # phase 3: its datagrams once the operator allowlists it
+HTTP_PORT=8080     # phase 3: a web server on the host, the client's TCP
 
 # ------------------------------------------------------------- state
-DAEMON_PID='' SINK_PID='' PROBE_PID='' FLOOD_PID=''
+DAEMON_PID='' SINK_PID='' PROBE_PID='' FLOOD_PID='' NEWBIE_PID='' HTTPD_PID=''
 T_FLOOD_STOPPED=0 TRIPPED=0
 WORK=''            # scratch directory for the build log (before the testbed)
 PROGRESS_SHOWN=0 PROGRESS_LAST=0
@@ -134,7 +142,8 @@ import json, signal, sys
 signal.signal(signal.SIGINT, signal.SIG_IGN)  # a Ctrl-C is the demo's to handle
 
 # The outcomes by their verdict on a source, from the table in bpf/sluice_abi.h
-# (argv[1] is bpf/): admitted passed, allowlisted; dropped drop_rate, _shed, _deny.
+# (argv[1] is bpf/): admitted passed, allowlisted, standing, newcomer; dropped
+# drop_rate, _shed, _deny, _valve.
 sys.path.insert(0, sys.argv[1])
 sys.dont_write_bytecode = True
 from sluice_abi import outcome_names_by_verdict
@@ -162,7 +171,7 @@ def answer(mode, args, doc):
         r = {k: v.get("pps", 0) for k, v in (e.get("rates") or {}).items()}
         return [total(c, ADMITTED + DROPPED), total(c, ADMITTED), c["passed"], c["allowlisted"],
                 total(c, DROPPED), e["breaker"]["state"], e["admission_ppm"], int(e["breaker"]["manual"]),
-                total(r, ADMITTED + DROPPED), total(r, ADMITTED), total(r, DROPPED)]
+                total(r, ADMITTED + DROPPED), total(r, ADMITTED), total(r, DROPPED), c["standing"], c["newcomer"]]
     if mode == "config":  # a status reply
         e, d = interface(doc, args[0]), doc["daemon"]
         p = d["policy"]
@@ -210,25 +219,27 @@ ctl() {
 
 # sample: one `sluicectl -j status`, timed (the midpoint of the call). Sets
 # S_T (us) S_IN S_ADM S_PASS S_ALLOW S_DROP (cumulative frames) S_STATE S_PPM
-# S_MANUAL, and R_IN R_ADM R_DROP (the daemon's pps over its last period).
+# S_MANUAL S_STAND S_NEWC, and R_IN R_ADM R_DROP (the daemon's pps over its
+# last period).
 sample() {
 	local t0 t1 out
 	t0=${EPOCHREALTIME/./}
 	out=$(ctl -j status "$IFACE")
 	t1=${EPOCHREALTIME/./}
 	json sample "$IFACE" <<<"$out"
-	IFS=$'\t' read -r S_IN S_ADM S_PASS S_ALLOW S_DROP S_STATE S_PPM S_MANUAL R_IN R_ADM R_DROP <<<"$REPLY"
+	IFS=$'\t' read -r S_IN S_ADM S_PASS S_ALLOW S_DROP S_STATE S_PPM S_MANUAL R_IN R_ADM R_DROP S_STAND S_NEWC <<<"$REPLY"
 	S_T=$(((t0 + t1) / 2))
 }
 
 # snap: the last sample as one word list, to keep and hand to window().
 snap() {
-	echo "$S_T $S_IN $S_ADM $S_PASS $S_ALLOW $S_DROP $S_STATE"
+	echo "$S_T $S_IN $S_ADM $S_PASS $S_ALLOW $S_DROP $S_STATE $S_STAND $S_NEWC"
 }
 
 # window A B: rates between two snaps. Sets W_US W_OFFERED W_ADMITTED
-# W_DROPPED W_ALLOWED (allowlisted) (pps); W_IN_N W_ADM_N W_PASSED_N (frames
-# offered, admitted, passed by the buckets); W_STATE (at B).
+# W_DROPPED (pps); W_IN_N W_ADM_N W_PASSED_N
+# W_STAND_N W_NEWC_N (frames offered, admitted, passed by the buckets, by
+# standing, by the newcomer budget); W_STATE (at B).
 window() {
 	local -a a b
 	read -r -a a <<<"$1"
@@ -238,10 +249,11 @@ window() {
 	W_OFFERED=$((((b[1] - a[1]) * 1000000 + W_US / 2) / W_US))
 	W_ADMITTED=$((((b[2] - a[2]) * 1000000 + W_US / 2) / W_US))
 	W_DROPPED=$((((b[5] - a[5]) * 1000000 + W_US / 2) / W_US))
-	W_ALLOWED=$((((b[4] - a[4]) * 1000000 + W_US / 2) / W_US))
 	W_PASSED_N=$((b[3] - a[3]))
 	W_IN_N=$((b[1] - a[1]))
 	W_ADM_N=$((b[2] - a[2]))
+	W_STAND_N=$((b[7] - a[7]))
+	W_NEWC_N=$((b[8] - a[8]))
 	W_STATE=${b[6]}
 }
 
@@ -253,6 +265,7 @@ start_daemon() {
 		--rate "$RATE" --burst "$BURST" --period "$PERIOD" \
 		--trip-pps "$TRIP_PPS" --trip-periods "$TRIP_PERIODS" \
 		--hold "$HOLD" --recovery "$RECOVERY" --recovery-start "$RECOVERY_START" \
+		--newcomer-pps "$NEWCOMER_PPS" \
 		>"$DAEMON_LOG" 2>&1
 	DAEMON_PID=$TB_BG_PID
 	# Ready when it answers on its socket: it attaches, then serves. (Until
@@ -354,6 +367,61 @@ flood_figures() {
 	[[ $F_SENT =~ ^[0-9]+$ ]] || die "the flood generator failed: $(cat "$TB_RUNDIR/flood.err")"
 }
 
+# start_newbie ARGS...: the never-seen source, $NEWBIE, from the attacker's
+# link to the sink's port (a routed sluice-traffic flood with one source).
+start_newbie() {
+	tb_bg attacker "$TRAFFIC" flood --iface "$TB_ATTACKER_IF" --dst-mac "$TB_ATTACKER_GW_MAC" \
+		--dst "$TB_HOST_IP4" --src "$NEWBIE" --port "$PORT" --pps "$NEWBIE_PPS" --batch 4 "$@" \
+		>"$TB_RUNDIR/newbie.json" 2>"$TB_RUNDIR/newbie.err"
+	# shellcheck disable=SC2034 # read by name, in stop
+	NEWBIE_PID=$TB_BG_PID
+}
+
+# A web server on the host, and a client that fetches a page with a new TCP
+# connection per request, for SECONDS (argv 3), then prints {"ok", "fail"}.
+read -r -d '' HTTP_CLIENT <<'PY' || true
+import http.client, json, sys, time
+host, port, seconds = sys.argv[1], int(sys.argv[2]), float(sys.argv[3])
+ok = fail = 0
+end = time.monotonic() + seconds
+while True:
+    try:
+        c = http.client.HTTPConnection(host, port, timeout=2)
+        c.request("GET", "/")
+        r = c.getresponse()
+        r.read()
+        c.close()
+        ok += r.status == 200
+        fail += r.status != 200
+    except OSError:
+        fail += 1
+    if time.monotonic() >= end:
+        break
+    time.sleep(0.02)
+print(json.dumps({"ok": ok, "fail": fail}))
+PY
+
+start_httpd() {
+	tb_bg host /usr/bin/python3 -m http.server --bind "$TB_HOST_IP4" --directory "$WORK" "$HTTP_PORT" \
+		>"$TB_RUNDIR/httpd.log" 2>&1
+	# shellcheck disable=SC2034 # read by name, in stop
+	HTTPD_PID=$TB_BG_PID
+	local i
+	for ((i = 0; i < 100; i++)); do
+		tb_exec host ss -Hltn "sport = :$HTTP_PORT" | grep -q . && return 0
+		sleep 0.05
+	done
+	die "the web server did not listen: $(cat "$TB_RUNDIR/httpd.log")"
+}
+
+# http_for SECONDS: the client's requests in the foreground; H_OK H_FAIL.
+http_for() {
+	local out
+	out=$(tb_exec client /usr/bin/python3 -c "$HTTP_CLIENT" "$TB_HOST_IP4" "$HTTP_PORT" "$1")
+	json get ok fail <<<"$out"
+	IFS=$'\t' read -r H_OK H_FAIL <<<"$REPLY"
+}
+
 # run_for SECONDS PHASE TEXT: wait, with a progress line of the live rates.
 run_for() {
 	local end=$((${EPOCHREALTIME/./} + $1 * 1000000)) left
@@ -449,12 +517,21 @@ phase2_single_source() {
 }
 
 phase3_spoofed() {
-	phase_title 3 "a spoofed multi-source flood trips the breaker; the allowlisted client survives"
-	say "  $SPOOF_PPS pps, each frame from a random source in $TB_SPOOF_NET4: every source is under its limit, so"
-	say "  the buckets admit them all, and the breaker trips above $TRIP_PPS admitted pps. First, the allowlist:"
-	say "  # sluicectl allow add $IFACE $TB_CLIENT_IP4/32"
-	ctl allow add "$IFACE" "$TB_CLIENT_IP4/32" | sed 's/^/  /'
-	local before='' before_row shed end t_flood deadline trip_us manual result
+	phase_title 3 "a spoofed multi-source flood trips the breaker; the regular client keeps being served"
+	say "  Before the flood, the client fetches a page from the host's web server over TCP (a new connection"
+	say "  per request). The host accepted its handshakes, so it has standing; it has no allowlist entry:"
+	start_httpd
+	http_for 0
+	if ((H_OK != 1)); then
+		fail_phase 3 "the client's first request failed before any flood"
+	fi
+	say "  # sluicectl standing $IFACE $TB_CLIENT_IP4"
+	ctl standing "$IFACE" "$TB_CLIENT_IP4" | sed 's/^/  /'
+	say "  # sluicectl allow list $IFACE"
+	ctl allow list "$IFACE" | sed 's/^/  /'
+	say "  Now $SPOOF_PPS pps, each frame from a random source in $TB_SPOOF_NET4: every source is under its limit,"
+	say "  so the buckets admit them all, and the breaker trips above $TRIP_PPS admitted pps."
+	local before='' before_row shed end t_flood deadline trip_us manual result ncpu burst budget n_sent n_recv shed_loss
 	start_client
 	t_flood=${EPOCHREALTIME/./}
 	start_flood --random-src --pps "$SPOOF_PPS"
@@ -479,10 +556,19 @@ phase3_spoofed() {
 	fi
 	shed=$(snap) TRIPPED=1
 	trip_us=$((S_T - t_flood)) manual=$S_MANUAL
-	run_for "$P3_SECS" 3 "shedding"
+	say "  While it sheds, the client keeps fetching pages and sending its datagrams, and $NEWBIE, never seen"
+	say "  before, sends $NEWBIE_PPS datagrams/s to the sink."
+	start_newbie --duration 300
+	http_for "$P3_SECS"
+	stop NEWBIE_PID
 	sample; end=$(snap)
 	# The flood goes on into phase 4, which stops it.
 	stop_client
+	json get sent <"$TB_RUNDIR/newbie.json"
+	n_sent=$REPLY
+	json from "$NEWBIE" <"$TB_RUNDIR/sink.json"
+	IFS=$'\t' read -r n_recv _ <<<"$REPLY"
+	shed_loss=$LOSS
 
 	table_header
 	# (no row when no sample fell in a flooded period before the trip)
@@ -494,22 +580,52 @@ phase3_spoofed() {
 	window "$shed" "$end"
 	table_row "shedding ($(fmt_s "$W_US") s)" "$LOSS"
 	daemon_said serving shedding
-	say "  The breaker tripped $(fmt_s "$trip_us") s after the generator started. While shedding, $W_PASSED_N frames"
-	say "  passed the buckets and the allowlist passed $W_ALLOWED pps: the client's."
+	# The newcomer budget's bound over the window: its rate, plus its burst
+	# (0.1 s of it, at least one token per possible CPU).
+	ncpu=$(($(cut -d- -f2 /sys/devices/system/cpu/possible) + 1))
+	burst=$((NEWCOMER_PPS / 10 > ncpu ? NEWCOMER_PPS / 10 : ncpu))
+	budget=$((NEWCOMER_PPS * W_US / 1000000 + burst))
+	say "  The breaker tripped $(fmt_s "$trip_us") s after the generator started. While shedding, with no allowlist entry:"
+	say "    the client: $H_OK of $((H_OK + H_FAIL)) page requests answered, $LOSS of its datagrams lost; sluice"
+	say "      admitted $W_STAND_N of its frames as \`standing\`;"
+	say "    $NEWBIE (never seen): $n_recv of its $n_sent datagrams reached the sink. Every source without standing,"
+	say "      the flood's included, shares the newcomer budget ($NEWCOMER_PPS pps, burst $burst): it admitted $W_NEWC_N"
+	say "      frames in $(fmt_s "$W_US") s (at most $budget), and the buckets passed $W_PASSED_N."
 	result=ok
 	if [ "$W_STATE" != shedding ] || ((manual)); then
 		fail_phase 3 "the breaker was not shedding on its own at the end (state $W_STATE, manual $manual)"
 		result=FAILED
 	fi
 	if ((W_PASSED_N != 0)); then
-		fail_phase 3 "$W_PASSED_N frames from sources not on the allowlist were admitted while shedding"
+		fail_phase 3 "$W_PASSED_N frames passed the buckets outside standing and the newcomer budget while shedding"
 		result=FAILED
 	fi
-	if ((C_LOST != 0)); then
-		fail_phase 3 "the allowlisted client lost $C_LOST of $C_SENT datagrams"
+	if ((C_LOST != 0 || H_FAIL != 0 || H_OK == 0)); then
+		fail_phase 3 "the client with standing lost $C_LOST of $C_SENT datagrams and $H_FAIL of $((H_OK + H_FAIL)) requests"
 		result=FAILED
 	fi
-	[ "$result" = FAILED ] || result="ok: tripped in $(fmt_s "$trip_us") s, others all dropped"
+	if ((W_NEWC_N > budget || n_recv > budget || W_NEWC_N == 0)); then
+		fail_phase 3 "the newcomer budget admitted $W_NEWC_N frames ($NEWBIE: $n_recv), not in 1..$budget"
+		result=FAILED
+	fi
+
+	say "  The operator's override: the allowlist passes a source whatever its standing."
+	say "  # sluicectl allow add $IFACE $NEWBIE/32"
+	ctl allow add "$IFACE" "$NEWBIE/32" | sed 's/^/  /'
+	start_client
+	start_newbie --count "$OVERRIDE_N"
+	wait "$NEWBIE_PID" 2>/dev/null || true
+	NEWBIE_PID=''
+	stop_client
+	json from "$NEWBIE" <"$TB_RUNDIR/sink.json"
+	IFS=$'\t' read -r n_recv _ <<<"$REPLY"
+	say "    $NEWBIE, allowlisted: $n_recv of its $OVERRIDE_N datagrams reached the sink."
+	if ((n_recv != OVERRIDE_N)); then
+		fail_phase 3 "the allowlisted $NEWBIE got $n_recv of $OVERRIDE_N datagrams through"
+		result=FAILED
+	fi
+	LOSS=$shed_loss # the summary's: the client's while shedding
+	[ "$result" = FAILED ] || result="ok: tripped in $(fmt_s "$trip_us") s, client served by standing"
 	record 3 "random sources" "$result"
 }
 
@@ -524,7 +640,7 @@ phase4_recovery() {
 		record 4 "flood stopped" skipped
 		return 0
 	fi
-	start_client # (while the flood still runs: the client is allowlisted)
+	start_client # (while the flood still runs: the client has standing)
 	stop_flood
 	sample; a=$(snap) # first, to catch the breaker still shedding
 	flood_figures
@@ -538,7 +654,7 @@ phase4_recovery() {
 		# fraction rises.
 		if [ "$S_STATE" != "$state" ] || { [ "$S_STATE" = recovering ] && ((S_PPM != ppm && now - printed >= 900000)); }; then
 			case $S_STATE in
-			shedding) line="allowlist only" ;;
+			shedding) line="standing, newcomer budget, allowlist" ;;
 			recovering) line="admission $(fmt_ppm "$S_PPM")" saw_recovering=1 ;;
 			*) line="admission $(fmt_ppm "$S_PPM")" ;;
 			esac
@@ -593,8 +709,10 @@ cleanup() {
 	trap - EXIT INT TERM ERR
 	progress_clear
 	stop FLOOD_PID
+	stop NEWBIE_PID
 	stop PROBE_PID
 	stop SINK_PID
+	stop HTTPD_PID
 	if [ -n "$DAEMON_PID" ]; then
 		# Detach first: enforcement is fail-static, stopping the daemon
 		# alone would leave the program attached.
