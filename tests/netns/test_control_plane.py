@@ -21,8 +21,9 @@ class ControlPlane(unittest.TestCase):
         require_root(self)
 
     def test_every_subcommand(self):
+        # --newcomer-pps 0: while shedding, a source without standing or an allowlist entry is dropped
         with Testbed("cp") as tb, Daemon(tb, "--rate", "100", "--burst", "50", "--period", "0.2",
-                                          "--table-size", "4096") as d:
+                                          "--table-size", "4096", "--newcomer-pps", "0") as d:
             # status: human and JSON, and what the kernel says
             st = ctl_json(tb, "status")
             (i,) = st["interfaces"]
@@ -157,7 +158,8 @@ class ControlPlane(unittest.TestCase):
 
     def test_sigkill_is_fail_static_and_restart_adopts(self):
         with Testbed("adopt") as tb:
-            d = Daemon(tb, "--rate", "1", "--burst", "10", "--period", "0.2").start()
+            # --newcomer-pps 0: shedding drops every source without standing or an allowlist entry
+            d = Daemon(tb, "--rate", "1", "--burst", "10", "--period", "0.2", "--newcomer-pps", "0").start()
             try:
                 ctl(tb, "bucket", tb.host_if, SRC, "--set", "4", check=True)
                 slots = ctl_json(tb, "bucket", tb.host_if, SRC)["slots"]

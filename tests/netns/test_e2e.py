@@ -236,9 +236,11 @@ class EndToEnd(unittest.TestCase):
         dropped; after the flood, recovering with a visible ramp; a flood
         during recovery sends it back to shedding; then serving again."""
         HOLD, RECOVERY, PERIOD = 3, 4, 0.2
+        # --newcomer-pps 0: no newcomer budget, so shedding drops every source
+        # without standing or an allowlist entry (test_standing.py has the budget)
         with Testbed("e2e4") as tb, Daemon(tb, "--period", str(PERIOD), "--trip-pps", "10000", "--trip-periods", "2",
                                             "--hold", str(HOLD), "--recovery", str(RECOVERY),
-                                            "--recovery-start", "10") as d:
+                                            "--recovery-start", "10", "--newcomer-pps", "0") as d:
             flood_args = ("--dst", tb.host_ip4, "--sources", 1000, "--src-base", "198.18.100.0", "--pps", 50000)
             ctl(tb, "allow", "add", tb.host_if, f"{tb.client_ip4}/32", check=True)
             settle(tb)

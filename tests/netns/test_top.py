@@ -152,7 +152,8 @@ class Top(unittest.TestCase):
         # capacity. Its size is capacity, the daemon's RSS does not move.
         capacity = 512
         with Testbed("topmem") as tb, Daemon(tb, "--ipv6-prefix", "128", "--period", "0.2", "--sample-every", "4",
-                                              "--top-window", "1", "--top-capacity", str(capacity)) as d:
+                                              "--top-window", "1", "--top-capacity", str(capacity),
+                                              "--newcomer-pps", "0") as d:
             pid = daemon_pid(d)
             ctl(tb, "breaker", "trip", tb.host_if, check=True)
 
