@@ -374,6 +374,14 @@ def now_s():
     return time.monotonic()
 
 
+def possible_cpus():
+    """libbpf_num_possible_cpus(): the per-CPU maps' width (the newcomer
+    budget's burst is at least one token on each)."""
+    with open("/sys/devices/system/cpu/possible") as f:
+        return sum(int(b) - int(a) + 1 for a, _, b in (r.partition("-") if "-" in r else (r, "", r)
+                                                       for r in f.read().strip().split(",")))
+
+
 DAEMON_ARGS = ("--period", "0.2", "--trip-pps", "5000", "--trip-periods", "2", "--hold", "120",
                "--standing-sets", str(SETS))
 NEWCOMER_PPS = 200  # measurable against a 40,000 pps flood: its burst is 0.1 s of it, 20
@@ -431,9 +439,8 @@ class Standing(unittest.TestCase):
                     flood.stop()
                     fr = flood.result()
                 got = stop_sink(sink)["by_source"].get(NEWCOMER_SRC, 0)
-                st = iface_status(tb)
                 window = t2 - t1
-                burst_total = max(int(NEWCOMER_PPS * 0.1), os.cpu_count())
+                burst_total = max(int(NEWCOMER_PPS * 0.1), possible_cpus())
                 budget = NEWCOMER_PPS * window + burst_total
                 newcomers = c2["newcomer"] - c1["newcomer"]
                 report("1 regular client", requests=200, ok=during["ok"], fail=during["fail"],
@@ -450,8 +457,6 @@ class Standing(unittest.TestCase):
                 self.assertEqual(hc["fail"], 0, f"the host's own connection kept working: {hc}")
                 self.assertTrue(hc["fresh"], "a connection the host opened while shedding worked")
                 self.assertIn("serving -> shedding", d.output())
-                self.assertEqual(st.get("newcomer_pps", st.get("config", {}).get("newcomer_pps", NEWCOMER_PPS)),
-                                 NEWCOMER_PPS, st)
                 self.assertLessEqual(newcomers, budget, "the sources without standing got at most the newcomer budget")
                 self.assertGreater(newcomers, 0, "a budget > 0 admits some")
                 self.assertLessEqual(got, budget, "the never-seen source got no more than the whole budget")
