@@ -175,8 +175,10 @@ def answer(mode, args, doc):
     if mode == "config":  # a status reply
         e, d = interface(doc, args[0]), doc["daemon"]
         p = d["policy"]
+        s = e["standing"]
         return [e["rate_pps"], e["burst"], e["attach_mode"], d["period_s"], p["trip_pps"], p["trip_periods"],
-                p["hold_s"], p["recovery_s"], p["recovery_start_ppm"], e["table_slots"]]
+                p["hold_s"], p["recovery_s"], p["recovery_start_ppm"], e["table_slots"],
+                s["rate_pps"], s["burst"], s["newcomer"]["pps"], s["newcomer"]["burst"]]
     if mode == "get":  # top-level fields of a tool's result; "-" if missing ("" for error)
         return [doc.get(k, "" if k == "error" else "-") for k in args]
     if mode == "from":  # the sink's count for one source, and its total
@@ -581,15 +583,16 @@ phase3_spoofed() {
 	table_row "shedding ($(fmt_s "$W_US") s)" "$LOSS"
 	daemon_said serving shedding
 	# The newcomer budget's bound over the window: its rate, plus its burst
-	# (0.1 s of it, at least one token per possible CPU).
+	# (as the status says it; the data plane keeps at least one token on
+	# each possible CPU).
 	ncpu=$(($(cut -d- -f2 /sys/devices/system/cpu/possible) + 1))
-	burst=$((NEWCOMER_PPS / 10 > ncpu ? NEWCOMER_PPS / 10 : ncpu))
-	budget=$((NEWCOMER_PPS * W_US / 1000000 + burst))
+	burst=$((NEWCOMER_BURST > ncpu ? NEWCOMER_BURST : ncpu))
+	budget=$((NEWCOMER_ASKED * W_US / 1000000 + burst))
 	say "  The breaker tripped $(fmt_s "$trip_us") s after the generator started. While shedding, with no allowlist entry:"
 	say "    the client: $H_OK of $((H_OK + H_FAIL)) page requests answered, $LOSS of its datagrams lost; sluice"
 	say "      admitted $W_STAND_N of its frames as \`standing\`;"
 	say "    $NEWBIE (never seen): $n_recv of its $n_sent datagrams reached the sink. Every source without standing,"
-	say "      the flood's included, shares the newcomer budget ($NEWCOMER_PPS pps, burst $burst): it admitted $W_NEWC_N"
+	say "      the flood's included, shares the newcomer budget ($NEWCOMER_ASKED pps, burst $burst): it admitted $W_NEWC_N"
 	say "      frames in $(fmt_s "$W_US") s (at most $budget), and the buckets passed $W_PASSED_N."
 	result=ok
 	if [ "$W_STATE" != shedding ] || ((manual)); then
@@ -803,15 +806,18 @@ main() {
 	start_daemon
 	t_ready=${EPOCHREALTIME/./}
 
-	local rate burst mode period trip periods hold recovery start_ppm slots
+	local rate burst mode period trip periods hold recovery start_ppm slots st_rate st_burst
 	json config "$IFACE" <<<"$(ctl -j status "$IFACE")"
-	IFS=$'\t' read -r rate burst mode period trip periods hold recovery start_ppm slots <<<"$REPLY"
+	IFS=$'\t' read -r rate burst mode period trip periods hold recovery start_ppm slots st_rate st_burst \
+		NEWCOMER_ASKED NEWCOMER_BURST <<<"$REPLY"
 	say ""
 	say "testbed $TB_NAME: a client ($TB_CLIENT_IP4) and an attacker ($TB_ATTACKER_IP4) reach"
 	say "the protected host ($TB_HOST_IP4) through a router. sluiced protects $IFACE ($mode XDP):"
-	say "  $rate pps per source, burst $burst, $slots slots; control period $period s;"
+	say "  $rate pps per source, burst $burst, $slots slots; control period $period s; a source with"
+	say "  standing has a second bucket of its own ($st_rate pps, burst $st_burst);"
 	say "  breaker: trips above $trip admitted pps for $periods periods, sheds at least $hold s, then"
-	say "  ramps admission from $(fmt_ppm "$start_ppm") to 100% over $recovery s."
+	say "  ramps admission from $(fmt_ppm "$start_ppm") to 100% over $recovery s. While it sheds, the"
+	say "  sources without standing share a newcomer budget of $NEWCOMER_ASKED pps (burst $NEWCOMER_BURST)."
 
 	phase1_client_alone
 	phase2_single_source

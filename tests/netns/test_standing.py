@@ -40,7 +40,7 @@ import time
 import unittest
 
 from sluice_netns import (Daemon, Testbed, Traffic, bpftool_json, counters, counters_after, ctl, ctl_json, main,
-                          pinned_settings_fields, require_root, run, send, settle, sluice_abi, start_sink, stop_sink,
+                          pinned_config, pinned_settings_fields, require_root, run, send, settle, sluice_abi, start_sink, stop_sink,
                           wait_until)
 
 HTTP_PORT = 8080
@@ -344,18 +344,20 @@ def iface_status(tb):
 
 
 def valve_closed(st):
-    """Whether `sluicectl -j status` shows the standing valve closed."""
-    v = st.get("valve", st.get("breaker", {}).get("valve"))
-    if isinstance(v, dict):
-        return bool(v.get("closed", v.get("state") == "closed"))
-    if isinstance(v, str):
-        return v == "closed"
-    raise AssertionError(f"no valve in the status: {st}")
+    """Whether an interface's status shows the standing valve closed."""
+    return st["standing"]["valve"]["closed"]
 
 
 def standing_of(tb, addr):
-    """`sluicectl -j standing IFACE ADDR`: {"standing": bool, "reason", "since", ...}."""
-    return ctl_json(tb, "standing", tb.host_if, addr)
+    """`sluicectl -j standing IFACE ADDR`: {"has_standing", "reason", "since",
+    "last_seen", "tokens", ...}; its exit code answers too (0 yes, 1 no)."""
+    p = ctl(tb, "-j", "standing", tb.host_if, addr)
+    if p.returncode not in (0, 1):
+        raise AssertionError(f"sluicectl standing {addr} exited {p.returncode}: {p.stderr}")
+    reply = json.loads(p.stdout)
+    if reply["has_standing"] != (p.returncode == 0):
+        raise AssertionError(f"sluicectl standing {addr}: exit {p.returncode} but {reply}")
+    return reply
 
 
 def since_epoch(since):
@@ -440,8 +442,10 @@ class Standing(unittest.TestCase):
                     fr = flood.result()
                 got = stop_sink(sink)["by_source"].get(NEWCOMER_SRC, 0)
                 window = t2 - t1
-                burst_total = max(int(NEWCOMER_PPS * 0.1), possible_cpus())
-                budget = NEWCOMER_PPS * window + burst_total
+                asked = iface_status(tb)["standing"]["newcomer"]
+                # the data plane's budget: one bucket per possible CPU, as the config map holds it
+                cfg, cpus = pinned_config(tb), possible_cpus()
+                budget = cpus * (1e9 / cfg["newcomer_cost_ns"] * window + cfg["newcomer_burst"])
                 newcomers = c2["newcomer"] - c1["newcomer"]
                 report("1 regular client", requests=200, ok=during["ok"], fail=during["fail"],
                        seconds=round(during["seconds"], 2), flood_sent=fr["sent"], flood_pps=fr["pps"],
@@ -457,6 +461,8 @@ class Standing(unittest.TestCase):
                 self.assertEqual(hc["fail"], 0, f"the host's own connection kept working: {hc}")
                 self.assertTrue(hc["fresh"], "a connection the host opened while shedding worked")
                 self.assertIn("serving -> shedding", d.output())
+                self.assertEqual(asked["pps"], NEWCOMER_PPS, asked)
+                self.assertLessEqual(cpus * 1e9 / cfg["newcomer_cost_ns"], NEWCOMER_PPS, cfg)
                 self.assertLessEqual(newcomers, budget, "the sources without standing got at most the newcomer budget")
                 self.assertGreater(newcomers, 0, "a budget > 0 admits some")
                 self.assertLessEqual(got, budget, "the never-seen source got no more than the whole budget")
@@ -509,18 +515,18 @@ class Standing(unittest.TestCase):
                 c = counters(tb)
                 report("2 spoofed", syns=2 * N, udp_queries=N, tcp_out_segs=out1 - out0, tcp_out_rsts=rst1 - rst0,
                        live_entries_before=before, live_entries_after=after, spoofed_with_standing=len(granted),
-                       sluicectl_sample=len(sample), sluicectl_with_standing=sum(v["standing"] for v in said.values()),
+                       sluicectl_sample=len(sample), sluicectl_with_standing=sum(v["has_standing"] for v in said.values()),
                        udp_client_port=port, udp_client_peer_granted=udp_client_granted, passed=c["passed"])
                 self.assertGreaterEqual(out1 - out0, 2 * N, "the host answered every spoofed SYN")
                 self.assertGreaterEqual(rst1 - rst0, N, "... the ones to the closed port with a RST")
                 self.assertEqual(granted, [], "no spoofed source has standing")
-                self.assertEqual([a for a, v in said.items() if v["standing"]], [],
+                self.assertEqual([a for a, v in said.items() if v["has_standing"]], [],
                                  f"sluicectl standing says so too: {said}")
                 self.assertLess(after - before, 10,
                                 "the spoofed sources added no entries (a few may be other testbeds' real peers)")
                 self.assertTrue(view.eph_lo <= port <= view.eph_hi)
                 self.assertTrue(udp_client_granted, "a UDP client's peer has standing")
-                self.assertTrue(udp_said["standing"], udp_said)
+                self.assertTrue(udp_said["has_standing"], udp_said)
                 self.assertEqual(udp_said["reason"], "udp", udp_said)
             finally:
                 udp.stop()
@@ -576,11 +582,11 @@ class Standing(unittest.TestCase):
                 self.assertGreater(c2["standing"] - c1["standing"], 0, "as standing")
                 self.assertGreater(c2["drop_shed"] - c1["drop_shed"], 1000, "and the flood still shed")
                 self.assertEqual(state_after, "shedding", "the new daemon adopted the breaker's state")
-                self.assertTrue(client["standing"], client)
+                self.assertTrue(client["has_standing"], client)
                 self.assertEqual(client["reason"], "accepted", client)
                 # the record's tick is 2^30 ns: "since" is within a couple of ticks of the first request
                 self.assertLess(abs(since_epoch(client["since"]) - t_warm), 5, client)
-                self.assertTrue(peer["standing"], peer)
+                self.assertTrue(peer["has_standing"], peer)
                 self.assertEqual(peer["reason"], "existing", peer)
 
                 # the feeders' cgroup links are pinned beside the XDP link, and detach removes them
@@ -699,7 +705,7 @@ class Standing(unittest.TestCase):
                    client_standing_while_shedding=c1["standing"] - c0["standing"],
                    prewarm_standing_while_shedding=c2["standing"] - c1["standing"],
                    random_shed=c3["drop_shed"] - c2["drop_shed"])
-            self.assertTrue(said["standing"], said)
+            self.assertTrue(said["has_standing"], said)
             self.assertEqual(said["reason"], "observed", said)
             self.assertEqual(c1["standing"] - c0["standing"], 200, "the observed client is served while shedding")
             self.assertEqual(len(prewarm_granted), PREWARM, "the pre-warm attack: every spoofed address earned it")
