@@ -156,16 +156,8 @@ class StandingView:
         return n
 
 
-def _reasons():
-    """{value: name} of SLUICE_STANDING_REASON_TABLE, read from the header."""
-    import re
-    rows = re.findall(r'X\((SLUICE_BY_\w+),\s*(\d+),\s*"(\w+)"\)', open(sluice_abi.HEADER).read())
-    if not rows:
-        raise AssertionError("no SLUICE_STANDING_REASON_TABLE rows in sluice_abi.h")
-    return {int(v): name for _, v, name in rows}
-
-
-REASONS = _reasons()
+# Why a source has standing, by the record's value: sluice_abi.h's table.
+REASONS = dict(enumerate(sluice_abi.standing_reason_names()))
 
 
 # ---------------------------------------------------------------- real sockets in the namespaces
