@@ -660,8 +660,9 @@ class Standing(unittest.TestCase):
         """--observe-periods 2: a UDP-only client admitted in 2 distinct
         ticks while serving earns standing (reason observed) and is served
         while shedding; 2,500 spoofed sources, each seen once, do not (and
-        never-seen sources are shed while shedding). The pre-warm attack: a fixed set of spoofed addresses sent from
-        in the same periods DOES earn standing, and passes while shedding.
+        never-seen sources are shed while shedding). The pre-warm attack: a
+        fixed set of spoofed addresses sent from in the same periods DOES
+        earn standing, and passes while shedding.
         docs/security.md cites this test: that is why observed standing is
         off by default."""
         PREWARM, ONCE = 50, 2500
