@@ -230,18 +230,18 @@ sample() {
 	t1=${EPOCHREALTIME/./}
 	json sample "$IFACE" <<<"$out"
 	IFS=$'\t' read -r S_IN S_ADM S_PASS S_ALLOW S_DROP S_STATE S_PPM S_MANUAL R_IN R_ADM R_DROP S_STAND S_NEWC <<<"$REPLY"
-	S_T=$(((t0 + t1) / 2))
+	S_T=$(((t0 + t1) / 2)) S_DUR=$((t1 - t0))
 }
 
 # snap: the last sample as one word list, to keep and hand to window().
 snap() {
-	echo "$S_T $S_IN $S_ADM $S_PASS $S_ALLOW $S_DROP $S_STATE $S_STAND $S_NEWC"
+	echo "$S_T $S_IN $S_ADM $S_PASS $S_ALLOW $S_DROP $S_STATE $S_STAND $S_NEWC $S_DUR"
 }
 
 # window A B: rates between two snaps. Sets W_US W_OFFERED W_ADMITTED
 # W_DROPPED (pps); W_IN_N W_ADM_N W_PASSED_N
 # W_STAND_N W_NEWC_N (frames offered, admitted, passed by the buckets, by
-# standing, by the newcomer budget); W_STATE (at B).
+# standing, by the newcomer budget); W_SLACK_US; W_STATE (at B).
 window() {
 	local -a a b
 	read -r -a a <<<"$1"
@@ -256,6 +256,7 @@ window() {
 	W_ADM_N=$((b[2] - a[2]))
 	W_STAND_N=$((b[7] - a[7]))
 	W_NEWC_N=$((b[8] - a[8]))
+	W_SLACK_US=$(((a[9] + b[9]) / 2)) # the counters were read within their calls, not at the midpoints
 	W_STATE=${b[6]}
 }
 
@@ -587,7 +588,7 @@ phase3_spoofed() {
 	# each possible CPU).
 	ncpu=$(($(cut -d- -f2 /sys/devices/system/cpu/possible) + 1))
 	burst=$((NEWCOMER_BURST > ncpu ? NEWCOMER_BURST : ncpu))
-	budget=$((NEWCOMER_ASKED * W_US / 1000000 + burst))
+	budget=$((NEWCOMER_ASKED * (W_US + W_SLACK_US) / 1000000 + burst))
 	say "  The breaker tripped $(fmt_s "$trip_us") s after the generator started. While shedding, with no allowlist entry:"
 	say "    the client: $H_OK of $((H_OK + H_FAIL)) page requests answered, $LOSS of its datagrams lost; sluice"
 	say "      admitted $W_STAND_N of its frames as \`standing\`;"
