@@ -4,7 +4,7 @@
 #
 #   scripts/bench.sh [--quick] [--json FILE] [--update-docs] [--only LIST]
 #
-#   --quick        every figure, shorter and fewer repeats (under 3 minutes on
+#   --quick        every figure, shorter and fewer repeats (under 4 minutes on
 #                  a 2-CPU machine; the smoke test of this script)
 #   --json FILE    also write the results there (they always go to
 #                  bench/results/<time>/results.json)
