@@ -17,7 +17,7 @@ import time
 from . import baselines
 from .procs import finish, last_json, log, run, spawn, stop
 from .rows import Rows, median
-from .system import OTHER_CPU
+from .system import NCPU, OTHER_CPU
 
 HTTP_PORT = 8080
 IPERF_PORT = 5201
@@ -42,6 +42,11 @@ FILLS = (1000, 10000, 100000, 1000000)
 # defaults.
 TRIP = ("--trip-pps", 50000, "--trip-periods", 2, "--period", 0.2)
 FLOOD_PPS = 200000
+# The flood from every CPU, a sending thread on each: on veth a frame's XDP
+# runs on the CPU that sent it, and a NIC spreads a random-source flood over
+# every queue the same way. (From one CPU it would leave the other CPU's
+# share of the per-CPU newcomer budget to the client alone.)
+FLOOD_CPUS = ",".join(str(c) for c in range(NCPU))
 # Each of the per-source limiters keys a source as sluice does by default
 # (an IPv6 host owns a /64) and allows what sluice allows a source by default.
 LIMIT_RATE, LIMIT_BURST, LIMIT_TABLE = 10000, 20000, 262144
@@ -234,8 +239,8 @@ def served_run(lab, filt, client_rate, seconds):
         # The client uses the host before the flood: standing, where there is.
         warm = last_json(finish(http_client(lab, client_rate, count=5), 60)[1])
         c0 = lab.counters(d) if d else None
-        fl = lab.flood("--dst", tb.host_ip6, "--random-src", "--v6", "--pps", FLOOD_PPS,
-                       "--duration", seconds + 30, background=True)
+        fl = lab.flood("--dst", tb.host_ip6, "--random-src", "--v6", "--pps", FLOOD_PPS, "--threads", NCPU,
+                       "--duration", seconds + 30, cpus=FLOOD_CPUS, background=True)
         try:
             states = []
             if d:
@@ -257,11 +262,13 @@ def served_run(lab, filt, client_rate, seconds):
             rc, fout, _ = stop(fl, signal.SIGINT, 30)
     fj = last_json(fout)
     delta = {k: sum(c2[k]) - sum(c1[k]) for k in c2} if d else None
+    # Where the program ran the frames of the client's window, CPU by CPU.
+    per_cpu = [sum(c2[k][i] - c1[k][i] for k in c2) for i in range(len(c2["passed"]))] if d else None
     r = {"warm_ok": warm["ok"], "warm_attempted": warm["attempted"],
          "breaker_before": states[-1] if states else None, "breaker_after": after,
          "ok": cl["ok"], "attempted": cl["attempted"], "seconds": cl["seconds"],
          "latency_ms_median": cl["latency_ms_median"], "flood_sent": fj["sent"], "flood_pps": fj["pps"],
-         "client_window_s": t2 - t1, "outcomes_during": delta,
+         "client_window_s": t2 - t1, "outcomes_during": delta, "frames_per_cpu_during": per_cpu,
          "outcomes_before_flood": {k: sum(c0[k]) for k in c0} if d else None,
          "standing_off": getattr(d, "standing_off", None) if d else None}
     return r
@@ -302,8 +309,15 @@ def measure_served(lab, rows, detail):
         if key.startswith("c"):
             states = sorted({f"{r['breaker_before']} -> {r['breaker_after']}" for r in rs})
             outs = lambda name: median([(r["outcomes_during"] or {}).get(name, 0) for r in rs])
+            spread = median([100.0 * min(r["frames_per_cpu_during"]) / sum(r["frames_per_cpu_during"])
+                             for r in rs if sum(r["frames_per_cpu_during"])])
+            budget = median([100.0 * r["outcomes_during"].get("newcomer", 0) /
+                             (r["outcomes_during"].get("newcomer", 0) + r["outcomes_during"]["drop_shed"])
+                             for r in rs if r["outcomes_during"] and r["outcomes_during"]["drop_shed"]])
             note += (f"; breaker {' / '.join(states)} around the client; frames meanwhile: standing "
-                     f"{outs('standing'):.0f}, newcomer {outs('newcomer'):.0f}, shed {outs('drop_shed'):.0f}")
+                     f"{outs('standing'):.0f}, newcomer {outs('newcomer'):.0f}, shed {outs('drop_shed'):.0f} "
+                     f"(the newcomer budget admitted {budget or 0:.2g}% of the frames without standing), "
+                     f"{spread:.0f}% of them on the less busy CPU")
             if key == "c2_sluice_no_standing":
                 note += f"; standing off by {rs[0]['standing_off']}"
         row = rows.add(f"standing_served_share_{key}", "% of requests", share[key], share["a_none"], "no filter",
@@ -357,7 +371,9 @@ def measure_bulk(lab, rows, detail):
     res = {(k, dr): [] for k, _ in BULK for dr, _ in DIRECTIONS}
     outcomes = {}
     for rep in range(repeats):
-        for key, _ in BULK:
+        # Each repeat in another order: a change of load moves no one
+        # filter's figure alone.
+        for key, _ in BULK[rep % len(BULK):] + BULK[:rep % len(BULK)]:
             with filters[key]() as d:
                 time.sleep(0.3)
                 for dr, _ in DIRECTIONS:
