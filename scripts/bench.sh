@@ -80,8 +80,10 @@ if [ ${#extra[@]} -gt 0 ]; then
 fi
 
 echo "bench.sh: building in $build"
-# (An existing build directory reconfigures itself when a CMakeLists changed.)
-[ -f "$build/CMakeCache.txt" ] || cmake -S "$root" -B "$build" >/dev/null
+# Configured every time (quick when nothing changed): a build directory only
+# reconfigures itself inside the build, too late for a target that a changed
+# CMakeLists added ("No rule to make target").
+cmake -S "$root" -B "$build" >/dev/null
 targets=(sluiced sluicectl sluice-traffic sluice-bench sluice-standing-matches netrx_clock_bpf_skel_gen
 	xdp_drop_bpf_skel_gen xdp_pass_bpf_skel_gen sluice_bpf_skel_gen sluice_fineclock_bpf_skel_gen sluice_sip24_bpf_skel_gen
 	lru_limiter_bpf_skel_gen lru_limiter_fineclock_bpf_skel_gen new_source_bpf_skel_gen)
