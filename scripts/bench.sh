@@ -4,20 +4,21 @@
 #
 #   scripts/bench.sh [--quick] [--json FILE] [--update-docs] [--only LIST]
 #
-#   --quick        every figure, shorter and fewer repeats (under 3 minutes on
+#   --quick        every figure, shorter and fewer repeats (under 4 minutes on
 #                  a 2-CPU machine; the smoke test of this script)
 #   --json FILE    also write the results there (they always go to
 #                  bench/results/<time>/results.json)
 #   --update-docs  rewrite the generated part of docs/benchmarks.md and
 #                  docs/benchmarks.png from this run (only if it completed)
-#   --only LIST    only these figures (e.g. --only 2 or --only 1,6), for
-#                  working on one; not with --update-docs
+#   --only LIST    only these figures, by number or name (e.g. --only 2,
+#                  --only 1,6, --only standing), for working on one; not
+#                  with --update-docs
 #
 # As root: installs what it needs from Debian's packages (scripts/setup.sh,
-# plus gnuplot-nox for the chart), builds into ${BUILD_DIR:-build}, brings up a
-# testbed of namespaces (scripts/testbed.sh) and runs the driver in it, the
-# Python package scripts/bench/ (python3 -m bench; it shares the netns tests'
-# harness, tests/netns/sluice_netns.py).
+# plus gnuplot-nox for the chart, nginx and iperf3 for figure 8), builds into
+# ${BUILD_DIR:-build}, brings up a testbed of namespaces (scripts/testbed.sh)
+# and runs the driver in it, the Python package scripts/bench/ (python3 -m
+# bench; it shares the netns tests' harness, tests/netns/sluice_netns.py).
 # Prints a table, writes bench/results/<time>/{results.json,results.md,
 # benchmarks.png}. Everything it makes (namespaces, veths, XDP programs,
 # daemons, nftables/iptables rules, which live only inside the testbed's
@@ -65,17 +66,26 @@ fi
 
 start=$(date +%s)
 "$root/scripts/setup.sh"
-if ! command -v gnuplot >/dev/null; then
-	echo "bench.sh: installing gnuplot-nox (the chart)"
-	DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends gnuplot-nox >/dev/null ||
-		{ apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends gnuplot-nox >/dev/null; }
+# gnuplot-nox: the chart; nginx and iperf3: figure 8's server and bulk TCP.
+# (Debian's nginx package starts no daemon where there is no init system to
+# start it with; the figure runs its own, in the testbed's host namespace.)
+extra=()
+command -v gnuplot >/dev/null || extra+=(gnuplot-nox)
+command -v nginx >/dev/null || extra+=(nginx)
+command -v iperf3 >/dev/null || extra+=(iperf3)
+if [ ${#extra[@]} -gt 0 ]; then
+	echo "bench.sh: installing ${extra[*]}"
+	DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${extra[@]}" >/dev/null ||
+		{ apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${extra[@]}" >/dev/null; }
 fi
 
 echo "bench.sh: building in $build"
-# (An existing build directory reconfigures itself when a CMakeLists changed.)
-[ -f "$build/CMakeCache.txt" ] || cmake -S "$root" -B "$build" >/dev/null
-targets=(sluiced sluicectl sluice-traffic sluice-bench netrx_clock_bpf_skel_gen xdp_drop_bpf_skel_gen sluice_bpf_skel_gen
-	sluice_fineclock_bpf_skel_gen sluice_sip24_bpf_skel_gen
+# Configured every time (quick when nothing changed): a build directory only
+# reconfigures itself inside the build, too late for a target that a changed
+# CMakeLists added ("No rule to make target").
+cmake -S "$root" -B "$build" >/dev/null
+targets=(sluiced sluicectl sluice-traffic sluice-bench sluice-standing-matches netrx_clock_bpf_skel_gen
+	xdp_drop_bpf_skel_gen xdp_pass_bpf_skel_gen sluice_bpf_skel_gen sluice_fineclock_bpf_skel_gen sluice_sip24_bpf_skel_gen
 	lru_limiter_bpf_skel_gen lru_limiter_fineclock_bpf_skel_gen new_source_bpf_skel_gen)
 for s in parse hash lookup clock bucket; do
 	targets+=("sluice_cut_${s}_bpf_skel_gen")

@@ -12,14 +12,29 @@ import traceback
 
 from . import ROOT, __doc__ as package_doc
 from . import (fig1_cost, fig2_flood, fig3_full_table, fig4_accuracy, fig5_memory, fig6_collateral,
-               fig7_control, report)
+               fig7_control, fig8_standing, report)
 from .lab import Lab
 from .procs import kill_all, log
 from .rows import Row
 
 # Figure number: its module (measure(lab) returns its typed result).
 FIGURES = {1: fig1_cost, 2: fig2_flood, 3: fig3_full_table, 4: fig4_accuracy, 5: fig5_memory,
-           6: fig6_collateral, 7: fig7_control}
+           6: fig6_collateral, 7: fig7_control, 8: fig8_standing}
+# A figure's name, for --only: its module's, less "figN_" (standing: 8).
+NAMES = {m.__name__.rsplit(".", 1)[-1].split("_", 1)[1]: n for n, m in FIGURES.items()}
+
+
+def figures_asked(text):
+    """--only's list: numbers or names (--only 8, --only standing, --only 1,standing)."""
+    asked = set()
+    for x in (t.strip() for t in text.split(",")):
+        if not x:
+            continue
+        n = int(x) if x.isdigit() else NAMES.get(x)
+        if n not in FIGURES:
+            raise SystemExit(f"bench: --only: no figure '{x}' (1-{max(FIGURES)} or {', '.join(NAMES)})")
+        asked.add(n)
+    return asked
 # The figures the chart draws, in its order, each as its typed result.
 CHARTED = {1: fig1_cost.Cost, 2: fig2_flood.FloodAbsorption, 3: fig3_full_table.FullTable,
            6: fig6_collateral.Collateral}
@@ -42,7 +57,8 @@ def main():
     ap.add_argument("--out", required=True, help="results directory (bench/results/<stamp>)")
     ap.add_argument("--update-docs", action="store_true")
     ap.add_argument("--command", default="scripts/bench.sh")
-    ap.add_argument("--only", default="1,2,3,4,5,6,7", help="figures to run (debugging)")
+    ap.add_argument("--only", default=",".join(str(n) for n in FIGURES),
+                    help="figures to run, by number or name (debugging)")
     a = ap.parse_args()
 
     def on_term(signum, frame):
@@ -55,7 +71,7 @@ def main():
     lab = Lab(a.build, a.quick)
     t0 = time.monotonic()
     load0 = open("/proc/loadavg").read().split()[:3]
-    only = {int(x) for x in a.only.split(",") if x}
+    only = figures_asked(a.only)
     results, timing = {}, {}
     rc = 0
     try:

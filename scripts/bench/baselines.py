@@ -1,8 +1,8 @@
 """What sluice is compared with, each a context manager on the host's
-interface that removes itself on the way out: XDP_DROP and xdp-filter's
-deny-ip object attached by iproute2, a sluice object (or a cut-point build)
-attached without the daemon, the hand-written LRU-hash limiter
-(tests/tools/bench/lru_limiter.bpf.c), an nftables netdev meter, an
+interface that removes itself on the way out: XDP_DROP, XDP_PASS and
+xdp-filter's deny-ip object attached by iproute2, a sluice object (or a
+cut-point build) attached without the daemon, the hand-written LRU-hash
+limiter (tests/tools/bench/lru_limiter.bpf.c), an nftables netdev meter, an
 ip6tables hashlimit rule; and the entries the last two hold."""
 
 import contextlib
@@ -27,6 +27,10 @@ def xdp_attach(lab, obj):
 
 def xdp_drop(lab):
     return xdp_attach(lab, lab.obj("xdp_drop_bpf"))
+
+
+def xdp_pass(lab):
+    return xdp_attach(lab, lab.xdp_pass_obj)
 
 
 def xdp_filter(lab):

@@ -26,6 +26,8 @@ class Lab:
         self.traffic = env("SLUICE_TRAFFIC") or os.path.join(build, "tests", "tools", "sluice-traffic")
         self.bench_tool = env("SLUICE_BENCH") or os.path.join(build, "tests", "tools", "sluice-bench")
         self.netrx_obj = os.path.join(build, "tests", "tools", "netrx_clock_bpf.bpf.o")
+        self.xdp_pass_obj = os.path.join(build, "tests", "tools", "xdp_pass_bpf.bpf.o")
+        self.standing_matches = os.path.join(build, "tests", "tools", "sluice-standing-matches")
         self._build = build
         sluice_netns.use_tools(self.sluiced, self.sluicectl, self.traffic)
         self.xdpfilt = "/usr/lib/x86_64-linux-gnu/bpf/xdpfilt_dny_ip.o"

@@ -61,8 +61,9 @@ def markdown(rows, meta):
     out.append("|---|---|---|---|---|")
     for r in rows:
         if r.floor is not None:
-            out.append(f"| {r.figure} | `{r.name}` | {r.ratio:.3g} | {r.floor} | "
-                       f"{'yes' if r.floor_met else '**no**'} |")
+            ratio = "-" if r.ratio is None else f"{r.ratio:.3g}"
+            met = {True: "yes", False: "**no**", None: "not measured"}[r.floor_met]
+            out.append(f"| {r.figure} | `{r.name}` | {ratio} | {r.floor} | {met} |")
     out.append("")
     out.append("### Results\n")
     out.append("| fig | name | value | unit | baseline | ratio | what |")

@@ -15,12 +15,14 @@ def median(xs):
 
 @dataclasses.dataclass(frozen=True)
 class Floor:
-    op: str        # "<=", "<", or "within" (|ratio - 1| <= limit)
+    op: str        # "<=", "<", ">=", or "within" (|ratio - 1| <= limit)
     limit: float
 
     def met(self, ratio):
         if self.op == "within":
             return abs(ratio - 1) <= self.limit
+        if self.op == ">=":
+            return ratio >= self.limit
         return ratio <= self.limit if self.op == "<=" else ratio < self.limit
 
     def __str__(self):
