@@ -25,7 +25,8 @@ IPERF_PORT = 5201
 # (a): (key, what it is), in the order they are reported; the baseline of
 # every row is the last, no filter.
 SERVED = (("c_sluice_standing", "sluice, standing on (its defaults)"),
-          ("c2_sluice_no_standing", "sluice, standing off"),
+          ("c2_sluice_no_standing", "sluice, standing off (newcomer budget at its default)"),
+          ("c3_sluice_before_standing", "sluice, standing off and no newcomer budget (sluice before standing)"),
           ("d_nft", "nftables meter per source (/64)"),
           ("e_hashlimit", "iptables hashlimit per source (/64)"),
           ("a_none", "no filter"))
@@ -198,35 +199,12 @@ def http_client(lab, rate, seconds=0, count=0, timeout=2.0):
 
 # ---------------------------------------------------------------- sluiced's standing switch
 
-def no_standing_flag(lab):
-    """Whether this sluiced has --no-standing (helper ctl's, landing on s11)."""
-    if not hasattr(lab, "_no_standing"):
-        p = run([lab.sluiced, "--help"], check=False)
-        lab._no_standing = "--no-standing" in (p.stdout + p.stderr)
-    return lab._no_standing
-
-
-FEEDER_PINS = ("sockops_link", "connect4_link", "connect6_link", "sendmsg4_link", "sendmsg6_link")
-
-
 @contextlib.contextmanager
-def sluice_standing_off(lab):
-    """sluiced with standing off: --no-standing where the daemon has it; else
-    its feeders' cgroup links detached (BPF_LINK_DETACH on the pins) and a
-    1 s lapse, so that what sock_diag granted at start (earlier runs'
-    connections in TIME_WAIT) lapses before the client's first request."""
-    if no_standing_flag(lab):
-        with lab.daemon(*TRIP, "--no-standing") as d:
-            d.standing_off = "--no-standing"
-            yield d
-        return
-    with lab.daemon(*TRIP, "--standing-lapse", 1) as d:
-        for name in FEEDER_PINS:
-            path = os.path.join(d.pins, name)
-            if os.path.exists(path):
-                run(["bpftool", "link", "detach", "pinned", path])
-        time.sleep(2.5)
-        d.standing_off = "feeders detached, --standing-lapse 1"
+def sluice_standing_off(lab, *extra):
+    """sluiced with standing off (--no-standing: no feeders, no sock_diag
+    grants, so the table stays empty)."""
+    with lab.daemon(*TRIP, "--no-standing", *extra) as d:
+        d.standing_off = " ".join(["--no-standing", *[str(e) for e in extra]])
         yield d
 
 
@@ -281,6 +259,7 @@ def measure_served(lab, rows, detail):
     filters = {
         "c_sluice_standing": lambda: lab.daemon(*TRIP),
         "c2_sluice_no_standing": lambda: sluice_standing_off(lab),
+        "c3_sluice_before_standing": lambda: sluice_standing_off(lab, "--newcomer-pps", 0),
         "d_nft": lambda: none_on_exit(baselines.nft(lab, True, LIMIT_RATE, LIMIT_BURST, LIMIT_TABLE)),
         "e_hashlimit": lambda: none_on_exit(baselines.hashlimit(lab, 64, LIMIT_RATE, LIMIT_BURST, LIMIT_TABLE)),
         "a_none": lambda: none_on_exit(contextlib.nullcontext()),
@@ -318,7 +297,7 @@ def measure_served(lab, rows, detail):
                      f"{outs('standing'):.0f}, newcomer {outs('newcomer'):.0f}, shed {outs('drop_shed'):.0f} "
                      f"(the newcomer budget admitted {budget or 0:.2g}% of the frames without standing), "
                      f"{spread:.0f}% of them on the less busy CPU")
-            if key == "c2_sluice_no_standing":
+            if key in ("c2_sluice_no_standing", "c3_sluice_before_standing"):
                 note += f"; standing off by {rs[0]['standing_off']}"
         row = rows.add(f"standing_served_share_{key}", "% of requests", share[key], share["a_none"], "no filter",
                        note=note, samples=[round(100.0 * r["ok"] / r["attempted"], 2) if r["attempted"] else None
