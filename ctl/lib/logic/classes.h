@@ -149,9 +149,11 @@ struct LosingRule {
 
 struct Explanation {
 	Decided decided = Decided::fallback;
+	// The class (for the deny list: the frame is dropped before any class
+	// applies; class_index is then 0 and action deny).
 	size_t class_index = 0;
 	std::string class_name;
-	ClassAction action = ClassAction::limit; // deny for the deny list
+	ClassAction action = ClassAction::limit;
 	std::optional<size_t> rule;              // the rule that matched (Decided::rule)
 	std::string rule_text;
 	std::optional<Cidr> deny_entry;          // the deny list's matching prefix
