@@ -78,7 +78,7 @@ TEST(Classes, LongestSourcePrefixWinsWhateverTheOrder)
 	EXPECT_EQ(e.losers[0].lost_on, LostOn::source_prefix);
 	EXPECT_EQ(e.losers[0].why, "its source (/8) is less specific than rule 2's (/16)");
 	// Outside the /16, the /8 holds.
-	EXPECT_EQ(explain(p, frame("10.2.0.1")).class_name, "wide");
+	EXPECT_EQ(explain(p, addr("10.2.0.1"), Protocol::udp, 9).class_name, "wide");
 	// The same with the rules swapped: order does not decide.
 	std::swap(p.rules[0], p.rules[1]);
 	EXPECT_EQ(explain(p, frame("10.1.2.3")).class_name, "narrow");

@@ -171,6 +171,10 @@ std::string describe_rule(const Policy &p, size_t rule);
 
 // The class a frame gets and why. `p` must pass check_policy.
 Explanation explain(const Policy &p, const Frame &frame);
+inline Explanation explain(const Policy &p, const Address &source, Protocol protocol, uint16_t port)
+{
+	return explain(p, Frame{source, protocol, port});
+}
 
 // The explanation as lines an operator reads (sluicectl explain prints this).
 std::string describe(const Explanation &e);
