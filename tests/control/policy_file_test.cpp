@@ -271,6 +271,22 @@ TEST_F(Files, TooManyNodesInOneDocument)
 	expect_refused(text, PolicyError::too_many_nodes, 2);
 }
 
+TEST_F(Files, AMillionInlineEntriesAreRefusedQuickly)
+{
+	std::string text = "version: 1\ndeny:\n";
+	char line[32];
+	for (uint32_t i = 0; i < 1000000; i++) {
+		std::snprintf(line, sizeof(line), "- ::%x:%x\n", i >> 16, i & 0xffff);
+		text += line;
+	}
+	ASSERT_LT(text.size(), kPolicyFileBytesMax); // so it is the node bound that refuses it
+	auto start = std::chrono::steady_clock::now();
+	// Nodes: the map, "version", "1", "deny", the list: the list's
+	// 262,140th entry is the 262,145th node, on line 2 + 262,140.
+	expect_refused(text, PolicyError::too_many_nodes, 2 + uint32_t(kPolicyNodesMax) - 4);
+	EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(5)); // sanitized builds too
+}
+
 // --- Netset files ---
 
 TEST_F(Files, ANetsetThatIsADirectoryOrAFifo)
