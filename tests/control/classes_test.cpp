@@ -37,7 +37,7 @@ Policy with_classes(std::initializer_list<const char *> names)
 }
 
 ClassRule rule(size_t cls, std::vector<Cidr> sources, Protocol proto = Protocol::any,
-	       std::optional<PortRange> ports = std::nullopt)
+	       std::optional<PortSpan> ports = std::nullopt)
 {
 	return ClassRule{std::move(sources), proto, ports, cls, 0};
 }
@@ -97,7 +97,7 @@ TEST(Classes, TheLongestOfOneRulesSourcesCounts)
 TEST(Classes, ARuleWithSourcesBeatsAPortRule)
 {
 	Policy p = with_classes({"dns", "nat"});
-	p.rules.push_back(rule(1, {}, Protocol::udp, PortRange{53, 53}));
+	p.rules.push_back(rule(1, {}, Protocol::udp, PortSpan{53, 53}));
 	p.rules.push_back(rule(2, {cidr("0.0.0.0/0")}));
 	ASSERT_TRUE(check_policy(p));
 	auto e = explain(p, frame("198.51.100.1", Protocol::udp, 53));
@@ -113,8 +113,8 @@ TEST(Classes, NarrowerPortRangeWins)
 {
 	Policy p = with_classes({"all_udp", "high", "dns"});
 	p.rules.push_back(rule(1, {}, Protocol::udp));
-	p.rules.push_back(rule(2, {}, Protocol::udp, PortRange{0, 1023}));
-	p.rules.push_back(rule(3, {}, Protocol::udp, PortRange{53, 53}));
+	p.rules.push_back(rule(2, {}, Protocol::udp, PortSpan{0, 1023}));
+	p.rules.push_back(rule(3, {}, Protocol::udp, PortSpan{53, 53}));
 	ASSERT_TRUE(check_policy(p));
 	auto e = explain(p, frame("192.0.2.1", Protocol::udp, 53));
 	EXPECT_EQ(e.class_name, "dns");
@@ -146,7 +146,7 @@ TEST(Classes, TcpSynIsNarrowerThanTcp)
 	// A frame that is not a SYN (or a SYN-ACK) is only tcp.
 	EXPECT_EQ(explain(p, frame("192.0.2.1", Protocol::tcp, 80)).class_name, "tcp");
 	// But a port beats the protocol: tcp/80 is narrower than all SYNs.
-	p.rules.push_back(rule(1, {}, Protocol::tcp, PortRange{80, 80}));
+	p.rules.push_back(rule(1, {}, Protocol::tcp, PortSpan{80, 80}));
 	auto web = explain(p, frame("192.0.2.1", Protocol::tcp_syn, 80));
 	EXPECT_EQ(web.rule, 2u);
 	EXPECT_EQ(web.class_name, "tcp");
@@ -167,8 +167,8 @@ TEST(Classes, IcmpRulesMatchTheirFamilyProtocolOnly)
 TEST(Classes, ATieGoesToTheRuleWrittenFirst)
 {
 	Policy p = with_classes({"first", "second"});
-	p.rules.push_back(rule(1, {cidr("10.0.0.0/8")}, Protocol::udp, PortRange{53, 53}));
-	p.rules.push_back(rule(2, {cidr("10.0.0.0/8")}, Protocol::udp, PortRange{53, 53}));
+	p.rules.push_back(rule(1, {cidr("10.0.0.0/8")}, Protocol::udp, PortSpan{53, 53}));
+	p.rules.push_back(rule(2, {cidr("10.0.0.0/8")}, Protocol::udp, PortSpan{53, 53}));
 	ASSERT_TRUE(check_policy(p));
 	auto e = explain(p, frame("10.9.9.9", Protocol::udp, 53));
 	EXPECT_EQ(e.class_name, "first");
@@ -217,7 +217,7 @@ TEST(Classes, BucketsAggregateIPv6ToTheClassPrefix)
 {
 	Policy p = with_classes({"dns"});
 	p.classes[1].v6_prefix = 48;
-	p.rules.push_back(rule(1, {}, Protocol::udp, PortRange{53, 53}));
+	p.rules.push_back(rule(1, {}, Protocol::udp, PortSpan{53, 53}));
 	EXPECT_EQ(explain(p, frame("2001:db8:1:2:3::4", Protocol::udp, 53)).bucket, cidr("2001:db8:1::/48"));
 	EXPECT_EQ(explain(p, frame("2001:db8:1:2:3::4", Protocol::udp, 54)).bucket, cidr("2001:db8:1:2::/64"));
 }
@@ -228,12 +228,12 @@ TEST(Classes, DescribeRuleSaysEveryPartAndShortensLongSourceLists)
 	p.rules.push_back(ClassRule{{cidr("10.0.0.0/8"), cidr("10.1.0.0/16"), cidr("2001:db8::/32"), cidr("192.0.2.0/24"),
 				     cidr("198.51.100.0/24")},
 				    Protocol::tcp,
-				    PortRange{1024, 2047},
+				    PortSpan{1024, 2047},
 				    1,
 				    31});
 	EXPECT_EQ(describe_rule(p, 0), "rule 1 (line 31): sources 10.0.0.0/8, 10.1.0.0/16, 2001:db8::/32 and 2 more tcp "
 				       "ports 1024-2047 -> x");
-	p.rules.push_back(rule(1, {}, Protocol::udp, PortRange{53, 53}));
+	p.rules.push_back(rule(1, {}, Protocol::udp, PortSpan{53, 53}));
 	EXPECT_EQ(describe_rule(p, 1), "rule 2: udp port 53 -> x");
 }
 
@@ -316,9 +316,9 @@ TEST(CheckPolicy, Rules)
 	expect_refused(p, "rule 1 names class 2 of 2");
 	p.rules = {rule(1, {})};
 	expect_refused(p, "rule 1 matches every frame: name sources or a protocol (or change the default class)");
-	p.rules = {rule(1, {}, Protocol::icmp, PortRange{1, 2})};
+	p.rules = {rule(1, {}, Protocol::icmp, PortSpan{1, 2})};
 	expect_refused(p, "rule 1 names ports, which only tcp, tcp-syn and udp have");
-	p.rules = {rule(1, {}, Protocol::udp, PortRange{10, 9})};
+	p.rules = {rule(1, {}, Protocol::udp, PortSpan{10, 9})};
 	expect_refused(p, "rule 1 port range 10-9 is empty: the first port must be at most the last");
 	Cidr host_bits = cidr("10.0.0.0/8");
 	host_bits.addr.bytes[3] = 1;
@@ -326,7 +326,7 @@ TEST(CheckPolicy, Rules)
 	expect_refused(p, "rule 1 holds 10.0.0.1/8, which is not a prefix (host bits set or too long)");
 	p.rules.clear();
 	for (size_t i = 0; i < kMaxRules; i++)
-		p.rules.push_back(rule(1, {}, Protocol::udp, PortRange{uint16_t(i), uint16_t(i)}));
+		p.rules.push_back(rule(1, {}, Protocol::udp, PortSpan{uint16_t(i), uint16_t(i)}));
 	EXPECT_TRUE(check_policy(p));
 	p.rules.push_back(rule(1, {}, Protocol::tcp));
 	expect_refused(p, "257 is outside 0..256");

@@ -64,7 +64,7 @@ TEST(PolicyFile, TheExamplePolicyLoads)
 	ASSERT_EQ(p.rules.size(), 6u);
 	EXPECT_EQ(p.rules[0].sources, (std::vector<Cidr>{cidr("198.51.100.0/26"), cidr("2001:db8:100::/48")}));
 	EXPECT_EQ(p.rules[2].protocol, Protocol::udp);
-	EXPECT_EQ(p.rules[2].ports, (PortRange{53, 53}));
+	EXPECT_EQ(p.rules[2].ports, (PortSpan{53, 53}));
 	EXPECT_EQ(p.rules[3].protocol, Protocol::tcp_syn);
 	EXPECT_EQ(p.allow, (std::vector<Cidr>{cidr("203.0.113.0/24")}));
 	// The deny netset, relative to the policy file's directory.
@@ -206,7 +206,7 @@ TEST_F(Files, Rules)
 
 	auto ok = load(head + "  - protocol: tcp\n    ports: 1024-2047\n    class: x\n");
 	ASSERT_TRUE(ok) << ok.error().str();
-	EXPECT_EQ(ok->rules[0].ports, (PortRange{1024, 2047}));
+	EXPECT_EQ(ok->rules[0].ports, (PortSpan{1024, 2047}));
 	EXPECT_EQ(ok->rules[0].line, 5u);
 
 	std::string many = head;

@@ -455,7 +455,7 @@ private:
 	}
 
 	// "53" or "1024-2047".
-	PortRange port_range(const Node &n, const std::string &what) const
+	PortSpan port_range(const Node &n, const std::string &what) const
 	{
 		const std::string &text = scalar(n, what);
 		if (text.starts_with('-'))
@@ -467,7 +467,7 @@ private:
 		uint64_t lo = integer(lo_node, what), hi = integer(hi_node, what);
 		if (auto ok = named(what, check_port_range(lo, hi)); !ok)
 			refuse(n, PolicyError::bad_port, ok.error().message);
-		return PortRange{uint16_t(lo), uint16_t(hi)};
+		return PortSpan{uint16_t(lo), uint16_t(hi)};
 	}
 
 	std::vector<Cidr> read_list(const Node &n, const std::string &what, Room &room)
