@@ -317,7 +317,7 @@ TEST_F(Files, ANetsetThatIsMissingALoopOrUnreadable)
 	EXPECT_EQ(r.error().line, 3u);
 	EXPECT_EQ(r.error().code, ENOENT);
 	EXPECT_EQ(r.error().as_error().kind, ErrorKind::system);
-	EXPECT_EQ(r.error().reason, "netset " + dir.path() + "/nowhere.netset cannot open it");
+	EXPECT_EQ(r.error().reason, "netset " + dir.path() + "/nowhere.netset: cannot open it");
 
 	ASSERT_EQ(symlink("b", (dir.path() + "/a").c_str()), 0);
 	ASSERT_EQ(symlink("a", (dir.path() + "/b").c_str()), 0);

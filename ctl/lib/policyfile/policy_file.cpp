@@ -309,7 +309,7 @@ private:
 	}
 
 	// Two keys that come together (rate and burst): both, or neither.
-	std::optional<Budget> pair(const Node &cls, const Fields &f, const std::string &what, const char *rate_key,
+	std::optional<Budget> pair(const Fields &f, const std::string &what, const char *rate_key,
 				   const char *burst_key, Status (*rate_check)(Given, Voice),
 				   Status (*burst_check)(Given, Voice)) const
 	{
@@ -320,7 +320,6 @@ private:
 			refuse(rate ? *rate : *burst, PolicyError::missing_key,
 			       what + " gives '" + (rate ? rate_key : burst_key) + "' without '" +
 				       (rate ? burst_key : rate_key) + "': they come together");
-		(void)cls;
 		return Budget{bounded(*rate, what + " " + rate_key, rate_check, PolicyError::bad_value),
 			      bounded(*burst, what + " " + burst_key, burst_check, PolicyError::bad_value)};
 	}
@@ -386,12 +385,12 @@ private:
 					       ": it holds every source no rule names");
 			return c;
 		}
-		auto packets = pair(n, f, what, "rate", "burst", check_rate, check_burst);
+		auto packets = pair(f, what, "rate", "burst", check_rate, check_burst);
 		if (!packets)
 			refuse(n, PolicyError::missing_key, what + " needs 'rate' and 'burst' (packets per second and packets)");
 		c.packets = *packets;
-		c.bytes = pair(n, f, what, "byte-rate", "byte-burst", byte_rate, byte_burst);
-		c.standing = pair(n, f, what, "standing-rate", "standing-burst", check_rate, check_burst);
+		c.bytes = pair(f, what, "byte-rate", "byte-burst", byte_rate, byte_burst);
+		c.standing = pair(f, what, "standing-rate", "standing-burst", check_rate, check_burst);
 		if (const Node *v = f["ipv4-prefix"])
 			c.v4_prefix = uint32_t(bounded(*v, what + " ipv4-prefix", v4_prefix, PolicyError::bad_value));
 		if (const Node *v = f["ipv6-prefix"])
@@ -502,7 +501,7 @@ private:
 					// names the netset.
 					PolicyFileError e = std::move(entries.error());
 					if (e.line == 0) {
-						e.reason = "netset " + e.file + " " + e.reason;
+						e.reason = "netset " + e.file + ": " + e.reason;
 						e.file = file_;
 						e.line = file->line;
 						e.column = file->column;
