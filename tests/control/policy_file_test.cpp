@@ -323,10 +323,11 @@ TEST_F(Files, ANetsetThatIsMissingALoopOrUnreadable)
 	ASSERT_EQ(symlink("a", (dir.path() + "/b").c_str()), 0);
 	expect_refused("version: 1\ndeny:\n  - file: a\n", PolicyError::symlink_loop, 3);
 
-	// Unreadable: root reads any file, so a child without privileges tries.
+	// Unreadable: mode 0 (its owner cannot read it either); and root reads
+	// any file, so as root a child without privileges tries.
 	std::string secret = dir.file("secret.netset", "192.0.2.0/24\n");
 	std::string policy = dir.file("p.yaml", "version: 1\ndeny:\n  - file: secret.netset\n");
-	ASSERT_EQ(chmod(secret.c_str(), 0600), 0);
+	ASSERT_EQ(chmod(secret.c_str(), 0), 0);
 	ASSERT_EQ(chmod(dir.path().c_str(), 0755), 0);
 	ASSERT_EQ(chmod(policy.c_str(), 0644), 0);
 	pid_t child = fork();
