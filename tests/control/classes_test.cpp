@@ -271,8 +271,8 @@ TEST(CheckPolicy, ClassCountAndNames)
 		p.classes.emplace_back().name = "c" + std::to_string(i);
 	EXPECT_TRUE(check_policy(p));
 	p.classes.emplace_back().name = "one-too-many";
-	expect_refused(p, "65 is outside 1..64");
-	expect_refused(Policy{}, "0 is outside 1..64");
+	expect_refused(p, "classes: 65 is outside 1..64");
+	expect_refused(Policy{}, "classes: 0 is outside 1..64");
 
 	Policy q = with_classes({"x"});
 	q.classes[0].name = "first";
@@ -303,10 +303,10 @@ TEST(CheckPolicy, BudgetsAndPrefixes)
 	expect_refused(p, "class x standing burst 0 is outside 1..1000000");
 	p = with_classes({"x"});
 	p.classes[1].v4_prefix = 33;
-	expect_refused(p, "class x 33 is outside 0..32");
+	expect_refused(p, "class x ipv4-prefix 33 is outside 0..32");
 	p = with_classes({"x"});
 	p.classes[1].v6_prefix = 129;
-	expect_refused(p, "class x 129 is outside 0..128");
+	expect_refused(p, "class x ipv6-prefix 129 is outside 0..128");
 }
 
 TEST(CheckPolicy, Rules)
@@ -329,7 +329,7 @@ TEST(CheckPolicy, Rules)
 		p.rules.push_back(rule(1, {}, Protocol::udp, PortSpan{uint16_t(i), uint16_t(i)}));
 	EXPECT_TRUE(check_policy(p));
 	p.rules.push_back(rule(1, {}, Protocol::tcp));
-	expect_refused(p, "257 is outside 0..256");
+	expect_refused(p, "rules: 257 is outside 0..256");
 }
 
 TEST(CheckPolicy, ListEntriesPerFamily)

@@ -104,7 +104,7 @@ Status check_prefixes(const std::vector<Cidr> &list, const std::string &what)
 
 Status check_policy(const Policy &p)
 {
-	if (auto ok = check_class_count(p.classes.size()); !ok)
+	if (auto ok = named("classes:", check_class_count(p.classes.size())); !ok)
 		return ok;
 	if (p.classes[0].name != "default")
 		return invalid("the first class must be 'default', not '" + p.classes[0].name + "'");
@@ -126,12 +126,12 @@ Status check_policy(const Policy &p)
 		if (c.standing)
 			if (auto ok = check_budget(*c.standing, what + " standing"); !ok)
 				return ok;
-		if (auto ok = named(what, check_v4_prefix(c.v4_prefix)); !ok)
+		if (auto ok = named(what + " ipv4-prefix", check_v4_prefix(c.v4_prefix)); !ok)
 			return ok;
-		if (auto ok = named(what, check_v6_prefix(c.v6_prefix)); !ok)
+		if (auto ok = named(what + " ipv6-prefix", check_v6_prefix(c.v6_prefix)); !ok)
 			return ok;
 	}
-	if (auto ok = check_rule_count(p.rules.size()); !ok)
+	if (auto ok = named("rules:", check_rule_count(p.rules.size())); !ok)
 		return ok;
 	std::vector<Cidr> all_sources;
 	for (size_t i = 0; i < p.rules.size(); i++) {
