@@ -132,6 +132,13 @@ TEST_F(Files, AMinimalPolicyIsTheDaemonsDefault)
 	r = load("version: 1\nclasses:\nrules:\nallow:\ndeny:\n  # - 192.0.2.0/24\n");
 	ASSERT_TRUE(r) << r.error().str();
 	EXPECT_EQ(*r, default_policy());
+	// JSON is YAML: a JSON policy is a policy file.
+	r = load("{\"version\": 1, \"classes\": {\"dns\": {\"rate\": 5, \"burst\": 10}},\n"
+		 " \"rules\": [{\"protocol\": \"udp\", \"ports\": 53, \"class\": \"dns\"}], \"deny\": [\"192.0.2.0/24\"]}\n");
+	ASSERT_TRUE(r) << r.error().str();
+	EXPECT_EQ(r->classes[1].packets, (Budget{5, 10}));
+	EXPECT_EQ(r->rules[0].ports, (PortSpan{53, 53}));
+	EXPECT_EQ(r->deny, (std::vector<Cidr>{cidr("192.0.2.0/24")}));
 }
 
 TEST_F(Files, IPv6AddressesNeedNoQuotes)
