@@ -11,7 +11,7 @@ packages=(
   # std::expected works with libstdc++ 12 (CMakeLists.txt)
   clang-16 libclang-rt-16-dev
   libbpf-dev libxdp-dev bpftool libelf-dev zlib1g-dev
-  libboost-program-options-dev nlohmann-json3-dev libcpp-httplib-dev libsystemd-dev
+  libboost-program-options-dev nlohmann-json3-dev libcpp-httplib-dev libsystemd-dev libyaml-cpp-dev
   libgtest-dev libgmock-dev
   # run and test: namespaces, veth, traffic, lists
   iproute2 procps iputils-ping netsniff-ng xdp-tools nftables iptables curl python3 iperf3

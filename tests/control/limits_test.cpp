@@ -286,6 +286,67 @@ TEST(Limits, InterfaceNames)
 		       "interface name 'abcdefghijklmnop' is longer than 15 characters");
 }
 
+TEST(Limits, PolicyClassesAndRules)
+{
+	expect_ok(check_class_count(1), "the default class alone");
+	expect_ok(check_class_count(kMaxClasses), "64");
+	expect_invalid(check_class_count(0), "0 is outside 1..64");
+	expect_invalid(check_class_count(kMaxClasses + 1), "65 is outside 1..64");
+	expect_ok(check_rule_count(0), "no rules");
+	expect_ok(check_rule_count(kMaxRules), "256");
+	expect_invalid(check_rule_count(kMaxRules + 1), "257 is outside 0..256");
+	for (const char *good : {"default", "a", "nat-gw", "dns_53", "0"})
+		expect_ok(check_class_name(good), good);
+	expect_ok(check_class_name(std::string(kClassNameMax, 'z')), "32 characters");
+	expect_invalid(check_class_name(""), "class name '' must be 1 to 32 characters long");
+	expect_invalid(check_class_name(std::string(kClassNameMax + 1, 'z')),
+		       "class name '" + std::string(kClassNameMax + 1, 'z') + "' must be 1 to 32 characters long");
+	for (const char *bad : {"DNS", "a b", "a.b", "caf\xc3\xa9", "a/b", "a\n"})
+		expect_invalid(check_class_name(bad),
+			       "class name '" + std::string(bad) + "' may hold only a-z, 0-9, '_' and '-'");
+}
+
+TEST(Limits, Ports)
+{
+	expect_ok(check_port(0), "0");
+	expect_ok(check_port(65535), "65535");
+	expect_invalid(check_port(65536), "65536 is outside 0..65535");
+	expect_invalid(check_port(-1), "-1 is outside 0..65535");
+	expect_ok(check_port_range(53, 53), "one port");
+	expect_ok(check_port_range(0, 65535), "every port");
+	expect_invalid(check_port_range(10, 9), "port range 10-9 is empty: the first port must be at most the last");
+	expect_invalid(check_port_range(1, 70000), "70000 is outside 0..65535");
+	expect_invalid(named("rule 3 ports", check_port_range(-2, 5)), "rule 3 ports -2 is outside 0..65535");
+}
+
+TEST(Limits, ByteBudgets)
+{
+	expect_ok(check_byte_rate(1), "1 byte/s");
+	expect_ok(check_byte_rate(kByteRateMax), "100 Gbit/s");
+	expect_invalid(check_byte_rate(0), "0 is outside 1..12500000000");
+	expect_invalid(check_byte_rate(kByteRateMax + 1), "12500000001 is outside 1..12500000000");
+	expect_ok(check_byte_burst(kByteBurstMin), "one full-size frame");
+	expect_ok(check_byte_burst(kByteBurstMax), "1 GB");
+	expect_invalid(check_byte_burst(kByteBurstMin - 1), "1513 is outside 1514..1000000000");
+	expect_invalid(check_byte_burst(kByteBurstMax + 1), "1000000001 is outside 1514..1000000000");
+}
+
+TEST(Limits, PolicyFileBounds)
+{
+	expect_ok(check_list_entries(0), "empty");
+	expect_ok(check_list_entries(SLUICE_LIST_MAX_ENTRIES), "full");
+	expect_invalid(check_list_entries(SLUICE_LIST_MAX_ENTRIES + 1),
+		       "65537 prefixes are more than one list of one family holds (65536)");
+	expect_ok(check_file_bytes(kPolicyFileBytesMax), "16 MiB");
+	expect_invalid(check_file_bytes(kPolicyFileBytesMax + 1),
+		       "16777217 bytes are more than a policy or netset file may hold (16777216)");
+	expect_ok(check_nesting_depth(kPolicyDepthMax), "8 levels");
+	expect_invalid(check_nesting_depth(kPolicyDepthMax + 1), "nesting depth 9 is deeper than 8");
+	expect_ok(check_node_count(kPolicyNodesMax), "the most nodes");
+	expect_invalid(check_node_count(kPolicyNodesMax + 1),
+		       "262145 nodes are more than a policy document may hold (262144; long lists belong in netset files)");
+}
+
 TEST(Limits, SocketPath)
 {
 	expect_ok(check_socket_path("/run/sluice/sluiced.sock"), "the default");

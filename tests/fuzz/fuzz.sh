@@ -4,7 +4,7 @@
 #   tests/fuzz/fuzz.sh [--build DIR | --bin PATH] [--runs N | --time SECONDS]
 #                      [--max-len BYTES] [--jobs N] NAME [libFuzzer flags...]
 #
-#   NAME      xdp | protocol | control_server | options
+#   NAME      xdp | protocol | control_server | options | policy_file
 #   --build   the build directory with -DSLUICE_FUZZ=ON (default: build-fuzz
 #             beside this checkout's build/); the binary is
 #             DIR/tests/fuzz/fuzz_NAME
@@ -35,7 +35,7 @@ while [ $# -gt 0 ]; do
 	*) break ;;
 	esac
 done
-name=${1:?fuzz.sh: which harness? xdp, protocol, control_server or options}
+name=${1:?fuzz.sh: which harness? xdp, protocol, control_server, options or policy_file}
 shift
 bin=${bin:-$build/tests/fuzz/fuzz_$name}
 [ -x "$bin" ] || { echo "fuzz.sh: no $bin (configure with CC=clang-16 CXX=clang++-16 -DSLUICE_FUZZ=ON -DSLUICE_SANITIZE=ON and build)" >&2; exit 2; }

@@ -289,6 +289,84 @@ Status check_interval_s(double seconds)
 	return invalid("must be seconds (0 < SEC <= " + text_of(kIntervalMaxS) + "), got " + text_of(seconds));
 }
 
+Status check_class_count(Given classes)
+{
+	return within(classes, 1, kMaxClasses, "classes", Voice::input);
+}
+
+Status check_rule_count(Given rules)
+{
+	return within(rules, 0, kMaxRules, "rules", Voice::input);
+}
+
+Status check_class_name(std::string_view name)
+{
+	std::string quoted = "class name '" + std::string(name) + "'";
+	if (name.empty() || name.size() > kClassNameMax)
+		return invalid(quoted + " must be 1 to " + std::to_string(kClassNameMax) + " characters long");
+	for (char c : name)
+		if (!((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_' || c == '-'))
+			return invalid(quoted + " may hold only a-z, 0-9, '_' and '-'");
+	return {};
+}
+
+Status check_port(Given port)
+{
+	return within(port, 0, 65535, "port", Voice::input);
+}
+
+Status check_port_range(Given lo, Given hi)
+{
+	if (auto ok = check_port(lo); !ok)
+		return ok;
+	if (auto ok = check_port(hi); !ok)
+		return ok;
+	if (lo.magnitude() > hi.magnitude())
+		return invalid("port range " + lo.str() + "-" + hi.str() + " is empty: the first port must be at most the last");
+	return {};
+}
+
+Status check_byte_rate(Given bytes_per_s)
+{
+	return within(bytes_per_s, 1, kByteRateMax, "byte rate", Voice::input);
+}
+
+Status check_byte_burst(Given bytes)
+{
+	return within(bytes, kByteBurstMin, kByteBurstMax, "byte burst", Voice::input);
+}
+
+Status check_list_entries(Given entries)
+{
+	if (entries.within(0, SLUICE_LIST_MAX_ENTRIES))
+		return {};
+	return invalid(entries.str() + " prefixes are more than one list of one family holds (" +
+		       text_of(SLUICE_LIST_MAX_ENTRIES) + ")");
+}
+
+Status check_file_bytes(Given bytes)
+{
+	if (bytes.within(0, kPolicyFileBytesMax))
+		return {};
+	return invalid(bytes.str() + " bytes are more than a policy or netset file may hold (" +
+		       text_of(kPolicyFileBytesMax) + ")");
+}
+
+Status check_nesting_depth(Given depth)
+{
+	if (depth.within(0, kPolicyDepthMax))
+		return {};
+	return invalid("nesting depth " + depth.str() + " is deeper than " + text_of(kPolicyDepthMax));
+}
+
+Status check_node_count(Given nodes)
+{
+	if (nodes.within(0, kPolicyNodesMax))
+		return {};
+	return invalid(nodes.str() + " nodes are more than a policy document may hold (" + text_of(kPolicyNodesMax) +
+		       "; long lists belong in netset files)");
+}
+
 Status check_interface_name(std::string_view name)
 {
 	std::string quoted = "interface name '" + std::string(name) + "'";

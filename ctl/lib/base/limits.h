@@ -132,6 +132,43 @@ Status check_top_window_s(double seconds);       // kTopWindowMinS..kTopWindowMa
 Status check_top_count(Given n);                 // 1..kTopCountMax
 Status check_interval_s(double seconds);         // (0, kIntervalMaxS]
 
+// --- The policy file (docs/policy.md) ---
+// Classes, the default class included: a class is a small index the data
+// plane will carry per frame, and 64 is plenty for the cases operators name
+// (NAT, partners, DNS, SYN, ICMP, health checkers).
+inline constexpr size_t kMaxClasses = 64;
+// Rules: each frame's class is chosen among the rules that match it; the
+// bound keeps that choice (and the table the data plane will compile from
+// it) small.
+inline constexpr size_t kMaxRules = 256;
+inline constexpr size_t kClassNameMax = 32;
+// A byte budget, bytes per second and bytes: up to 100 Gbit/s; a burst of at
+// least one full-size Ethernet frame (1514 bytes without the FCS), or the
+// class could never pass one.
+inline constexpr uint64_t kByteRateMax = 12'500'000'000;
+inline constexpr uint64_t kByteBurstMin = 1514, kByteBurstMax = 1'000'000'000;
+// A policy or netset file is read whole, at most this many bytes.
+inline constexpr uint64_t kPolicyFileBytesMax = 16u << 20;
+// Nesting in the policy document (the format needs 6 levels), and its nodes
+// (the netset files hold the long lists; they are bounded by entries).
+inline constexpr uint64_t kPolicyDepthMax = 8;
+inline constexpr uint64_t kPolicyNodesMax = 1u << 18;
+
+Status check_class_count(Given classes);           // 1..kMaxClasses
+Status check_rule_count(Given rules);              // 0..kMaxRules
+// [a-z0-9_-]{1,32}: a class name goes into metrics labels and log lines.
+Status check_class_name(std::string_view name);
+Status check_port(Given port);                     // 0..65535
+Status check_port_range(Given lo, Given hi);       // both ports, lo <= hi
+Status check_byte_rate(Given bytes_per_s);         // 1..kByteRateMax
+Status check_byte_burst(Given bytes);              // kByteBurstMin..kByteBurstMax
+// prefixes in one list of one family (an allow or deny list, or the sources
+// of all rules): the LPM map's size, 0..SLUICE_LIST_MAX_ENTRIES
+Status check_list_entries(Given entries);
+Status check_file_bytes(Given bytes);              // 0..kPolicyFileBytesMax
+Status check_nesting_depth(Given depth);           // 0..kPolicyDepthMax
+Status check_node_count(Given nodes);              // 0..kPolicyNodesMax
+
 // --- Names and paths ---
 // The longest interface name (IFNAMSIZ - 1) and the longest UNIX socket path
 // (sizeof(sockaddr_un::sun_path) - 1), in bytes.
