@@ -211,7 +211,13 @@ class EndToEnd(unittest.TestCase):
                 report(f"3 spoofed {name}", sent=fr["sent"], distinct_sources=distinct, pps=fr["pps"],
                        seconds=fr["seconds"], admitted=dd["passed"], bound=round(bound),
                        admitted_pct_of_bound=round(100 * dd["passed"] / bound, 1))
-                self.assertEqual(dd["passed"] + dd["drop_rate"], fr["sent"], f"{name}: every frame counted once")
+                # Random sources over the /15 also draw the testbeds' real
+                # addresses, which may have standing (the feeders sit on the
+                # cgroup root and see every namespace's sockets, a test running
+                # beside this one included): such a frame the slots refuse is
+                # admitted by that address's standing bucket, as `standing`.
+                self.assertEqual(dd["passed"] + dd["drop_rate"] + dd["standing"], fr["sent"],
+                                 f"{name}: every frame counted once")
                 self.assertLessEqual(dd["passed"], bound,
                                      f"{name}: admitted {dd['passed']} > table {SLOTS} x (burst {B} + rate {R} x "
                                      f"({fr['seconds']} s + 0.02 s clock slack))")
