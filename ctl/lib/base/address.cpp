@@ -60,23 +60,30 @@ Result<Cidr> parse_cidr(std::string_view text)
 	return c;
 }
 
-Result<std::vector<Cidr>> parse_cidr_lines(std::string_view text, const std::string &name)
+std::optional<ContentLine> ContentLines::next()
 {
-	std::vector<Cidr> out;
-	size_t number = 0;
-	while (!text.empty()) {
-		number++;
-		size_t eol = text.find('\n');
-		std::string_view line = text.substr(0, eol);
-		text = eol == std::string_view::npos ? std::string_view{} : text.substr(eol + 1);
+	while (!rest_.empty()) {
+		number_++;
+		size_t eol = rest_.find('\n');
+		std::string_view line = rest_.substr(0, eol);
+		rest_ = eol == std::string_view::npos ? std::string_view{} : rest_.substr(eol + 1);
 		line = line.substr(0, line.find('#'));
 		size_t first = line.find_first_not_of(" \t\r");
 		if (first == std::string_view::npos)
 			continue;
-		line = line.substr(first, line.find_last_not_of(" \t\r") - first + 1);
-		auto c = parse_cidr(line);
+		return ContentLine{number_, first + 1, line.substr(first, line.find_last_not_of(" \t\r") - first + 1)};
+	}
+	return std::nullopt;
+}
+
+Result<std::vector<Cidr>> parse_cidr_lines(std::string_view text, const std::string &name)
+{
+	std::vector<Cidr> out;
+	ContentLines lines(text);
+	while (auto line = lines.next()) {
+		auto c = parse_cidr(line->text);
 		if (!c)
-			return invalid(name + ":" + std::to_string(number) + ": " + c.error().message);
+			return invalid(name + ":" + std::to_string(line->number) + ": " + c.error().message);
 		out.push_back(*c);
 	}
 	return out;

@@ -5,6 +5,7 @@
 
 #include <array>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -38,6 +39,25 @@ Result<Cidr> parse_cidr(std::string_view text);
 
 // A list file: one CIDR a line, '#' comments and blank lines ignored. The first
 // bad line fails the whole file, named as "<name>:<line>: <why>".
+// The lines of a text holding one item a line (netset files, lists read
+// from a file): each line's `#` comment and surrounding blanks cut, lines
+// left empty skipped. The one reader of that format.
+struct ContentLine {
+	size_t number; // 1-based line number
+	size_t column; // 1-based column of the item
+	std::string_view text;
+};
+
+class ContentLines {
+public:
+	explicit ContentLines(std::string_view text) : rest_(text) {}
+	std::optional<ContentLine> next();
+
+private:
+	std::string_view rest_;
+	size_t number_ = 0;
+};
+
 Result<std::vector<Cidr>> parse_cidr_lines(std::string_view text, const std::string &name);
 
 } // namespace sluice

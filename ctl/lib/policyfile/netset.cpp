@@ -2,6 +2,7 @@
 // running lists back (write_netset).
 #include "policyfile/policy_file.h"
 
+#include "base/address.h"
 #include "base/fd.h"
 #include "base/limits.h"
 #include "bpf/sluice_abi.h"
@@ -115,18 +116,10 @@ PolicyResult<std::vector<NetsetEntry>> parse_netset(std::string_view text, const
 {
 	std::vector<NetsetEntry> out;
 	size_t v4 = 0, v6 = 0;
-	uint32_t number = 0;
-	while (!text.empty()) {
-		number++;
-		size_t eol = text.find('\n');
-		std::string_view line = text.substr(0, eol);
-		text = eol == std::string_view::npos ? std::string_view{} : text.substr(eol + 1);
-		line = line.substr(0, line.find('#'));
-		size_t first = line.find_first_not_of(" \t\r");
-		if (first == std::string_view::npos)
-			continue;
-		std::string_view word = line.substr(first, line.find_last_not_of(" \t\r") - first + 1);
-		uint32_t column = uint32_t(first) + 1;
+	ContentLines lines(text);
+	while (auto line = lines.next()) {
+		uint32_t number = uint32_t(line->number), column = uint32_t(line->column);
+		std::string_view word = line->text;
 		auto at = [&](PolicyError e, std::string reason) {
 			return std::unexpected(PolicyFileError{e, name, number, column, std::move(reason), 0});
 		};
