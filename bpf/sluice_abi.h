@@ -17,8 +17,12 @@
  *    the "standing" outcome.
  * 4: the standing bucket and record (struct sluice_standing_set), the
  *    newcomers and observed maps, config's standing/newcomer/valve fields,
- *    the "newcomer" and "drop_valve" outcomes, settings.observe_periods. */
-#define SLUICE_LAYOUT_VERSION 4
+ *    the "newcomer" and "drop_valve" outcomes, settings.observe_periods.
+ * 5: policy classes: the classes, class_v4, class_v6, port_classes and
+ *    class_counters maps; config.list_flags became policy_flags (the class
+ *    flags and the policy set); the lists' keys carry the policy set; the
+ *    "exempt", "drop_class" and "drop_bytes" outcomes. */
+#define SLUICE_LAYOUT_VERSION 5
 
 /* Table size bounds. The slot table is a BPF_MAP_TYPE_ARRAY whose size is a
  * power of two fixed at load: the index is (hash & (slots - 1)). */
@@ -26,7 +30,8 @@
 #define SLUICE_SLOTS_MAX (1u << 26)
 #define SLUICE_SLOTS_DEFAULT (1u << 18)
 
-/* Bounded allow/deny lists (LPM tries, one per family). */
+/* Bounded allow/deny lists and class prefixes (LPM tries, one per family
+ * each; per policy set). */
 #define SLUICE_LIST_MAX_ENTRIES 65536
 
 #define SLUICE_NSEC_PER_SEC 1000000000ull
@@ -69,7 +74,10 @@ enum sluice_breaker_state {
 	X(SLUICE_WOULD_DROP,  7, "would_drop",  none)     /* dry run: a drop verdict, but the frame passed */ \
 	X(SLUICE_STANDING,    8, "standing",    admitted) /* IP, passed because it has standing: while shedding, or by its standing bucket */ \
 	X(SLUICE_NEWCOMER,    9, "newcomer",    admitted) /* IP, passed while shedding without standing: the newcomer budget */ \
-	X(SLUICE_DROP_VALVE, 10, "drop_valve",  dropped)  /* IP, has standing, shed: the standing valve is closed */
+	X(SLUICE_DROP_VALVE, 10, "drop_valve",  dropped)  /* IP, has standing, shed: the standing valve is closed */ \
+	X(SLUICE_EXEMPT,     11, "exempt",      admitted) /* IP, its class is exempt: counted, never limited (every state) */ \
+	X(SLUICE_DROP_CLASS, 12, "drop_class",  dropped)  /* IP, its class's action is deny (every state) */ \
+	X(SLUICE_DROP_BYTES, 13, "drop_bytes",  dropped)  /* IP, its packet budget admitted it, its class's byte budget did not */
 
 #define SLUICE_OUTCOME_ENUMERATOR(sym, value, name, verdict) sym = value,
 #define SLUICE_OUTCOME_ONE(sym, value, name, verdict) +1
@@ -127,7 +135,7 @@ struct sluice_config {
 	__u64 newcomer_burst;   /* per CPU, >= 1 */
 	__u32 breaker_state;    /* enum sluice_breaker_state */
 	__u32 admission_ppm;    /* recovering: refill rate x ppm / 1e6 (never a standing bucket's) */
-	__u32 list_flags;       /* SLUICE_LIST_*: which lists hold entries */
+	__u32 policy_flags;     /* SLUICE_LIST_*, SLUICE_CLASS_*, SLUICE_POLICY_SET: one word, read once a frame */
 	__u32 valve_closed;     /* 1: shedding is allowlist-only (standing admitted over trip-pps) */
 	/* control-plane bookkeeping, not read by the program */
 	__u64 rate_pps;          /* the rate cost_ns was derived from, as asked */
@@ -141,21 +149,148 @@ struct sluice_config {
 	__u64 generation;        /* bumped on every write */
 };
 
-#define SLUICE_LIST_ALLOW_V4 (1u << 0)
+/*
+ * config.policy_flags: one word the program reads once a frame, so that it
+ * sees one policy set and that set's flags together. The daemon writes a new
+ * policy (lists, classes, rules) into the set the program does not read, then
+ * flips SLUICE_POLICY_SET and the flags in this one word: no frame sees half
+ * of the old policy and half of the new.
+ */
+#define SLUICE_LIST_ALLOW_V4 (1u << 0) /* the set's allow list has IPv4 entries */
 #define SLUICE_LIST_ALLOW_V6 (1u << 1)
 #define SLUICE_LIST_DENY_V4 (1u << 2)
 #define SLUICE_LIST_DENY_V6 (1u << 3)
+#define SLUICE_CLASS_PORTS (1u << 4)     /* the set has rules without sources: port_classes is read */
+#define SLUICE_CLASS_PREFIX_V4 (1u << 5) /* the set has rules with IPv4 sources: class_v4 is read */
+#define SLUICE_CLASS_PREFIX_V6 (1u << 6)
+#define SLUICE_CLASS_DEFAULT_BYTES (1u << 7) /* the default class has a byte budget (classes[set][0]) */
+#define SLUICE_CLASS_ANY (SLUICE_CLASS_PORTS | SLUICE_CLASS_PREFIX_V4 | SLUICE_CLASS_PREFIX_V6 | SLUICE_CLASS_DEFAULT_BYTES)
+#define SLUICE_POLICY_SET (1u << 31)     /* which of the two policy sets is in force */
+#define SLUICE_POLICY_SETS 2
+#define SLUICE_POLICY_SET_OF(flags) ((flags) >> 31)
 
-/* LPM trie keys for the allow/deny lists, in network byte order. */
+/* LPM trie keys for the allow/deny lists and the class prefixes, in network
+ * byte order. The first data byte is the policy set (0 or 1), so one trie
+ * holds both sets: prefixlen is 8 + the source prefix length, a lookup asks
+ * 8 + 32 (or 8 + 128) bits. Each list and class trie holds up to
+ * SLUICE_LIST_MAX_ENTRIES prefixes per set (max_entries is twice that). */
 struct sluice_lpm_v4 {
 	__u32 prefixlen;
+	__u8 set;
 	__u8 addr[4];
+	__u8 _pad[3];
 };
 
 struct sluice_lpm_v6 {
 	__u32 prefixlen;
+	__u8 set;
 	__u8 addr[16];
+	__u8 _pad[3];
 };
+#define SLUICE_LPM_SET_BITS 8
+
+/*
+ * Policy classes (docs/policy.md; ctl/lib/logic/class_tables compiles a
+ * policy into these). A class has an id, 0..SLUICE_CLASSES_MAX-1, kept by name
+ * across reloads so that its buckets keep their tokens; id 0 is the default
+ * class. A frame's class decides its budgets and the key of its buckets: the
+ * source masked to the class's prefixes, hashed with the class folded into
+ * the SipHash key (source_key.h), so buckets are keyed by (class, aggregated
+ * source) in the one slot table.
+ *
+ * The default class (id 0) always takes its packet and standing budgets from
+ * config and its prefixes from settings, so that a host without a policy runs
+ * the code it ran before classes; its record is read only for a byte budget
+ * (SLUICE_CLASS_DEFAULT_BYTES).
+ */
+#define SLUICE_CLASSES_MAX 64
+#define SLUICE_CLASS_DEFAULT 0
+#define SLUICE_CLASS_NAME_MAX 32 /* [a-z0-9_-]{1,32} (base/limits check_class_name) */
+#define SLUICE_CLASS_NAME_BYTES 40
+
+enum sluice_class_action {
+	SLUICE_CLASS_LIMIT = 0,  /* held to its budgets */
+	SLUICE_CLASS_EXEMPT = 1, /* counted (exempt), never limited */
+	SLUICE_CLASS_DENY = 2,   /* dropped (drop_class) */
+};
+
+/* Byte budgets: a frame of L bytes costs (L x byte_cost_fp) >> 16 ns of the
+ * byte bucket's refill, byte_cost_fp = round((1e9 << 16) / byte rate). The
+ * byte bucket is a slot pair of its own in the slot table (source_key.h's
+ * sluice_byte_slots_of); it is never ramped while recovering. */
+#define SLUICE_BYTE_COST_SHIFT 16
+#define SLUICE_BYTE_RATE_MAX 12500000000ull /* bytes/s: 100 Gbit/s */
+#define SLUICE_BYTE_BURST_MIN 1514ull       /* one full-size Ethernet frame */
+#define SLUICE_BYTE_BURST_MAX 1000000000ull
+
+/* One class: an element of the "classes" array, index set x SLUICE_CLASSES_MAX + id. */
+struct sluice_class {
+	__u64 cost_ns;          /* packets: 1e9 / rate */
+	__u64 burst;            /* packets */
+	__u64 byte_cost_fp;     /* 0: no byte budget */
+	__u64 byte_burst_ns;    /* byte burst x 1e9 / byte rate: the byte bucket's capacity in ns */
+	__u64 standing_cost_ns; /* the standing bucket of a source with standing; 0: config's */
+	__u64 standing_burst;
+	__u32 action;           /* enum sluice_class_action */
+	__u32 v4_prefix;        /* 0..32: sources of the class share a bucket per prefix */
+	__u32 v6_prefix;        /* 0..128 */
+	__u32 _pad;
+	/* control-plane bookkeeping, not read by the program */
+	__u64 rate_pps;
+	__u64 byte_rate;        /* bytes/s as asked (0: none) */
+	__u64 byte_burst;       /* bytes as asked */
+	__u64 standing_rate_pps;
+	char name[SLUICE_CLASS_NAME_BYTES]; /* NUL-padded; "" for a free id: a restarted daemon, sluicectl
+	                                     * class list and stats read the names from here */
+};
+
+/*
+ * What a rule can match besides the source: a frame's kind and, per kind,
+ * its "port" (the destination port; for SLUICE_L4_IP the IP protocol number).
+ * A non-first fragment carries no L4 header: it is SLUICE_L4_IP with its
+ * protocol (6, 17), so it matches a tcp or udp rule without ports and never a
+ * port rule. parse.h's sluice_parse_l4 gives both.
+ */
+#define SLUICE_L4_TCP 0     /* TCP, not a SYN without ACK; by destination port */
+#define SLUICE_L4_TCP_SYN 1 /* TCP SYN without ACK: a connection's first frame */
+#define SLUICE_L4_UDP 2     /* by destination port */
+#define SLUICE_L4_IP 3      /* anything else (ICMP 1, ICMPv6 58, ...), and fragments: by IP protocol */
+#define SLUICE_L4_KINDS 4
+
+/* Rules without sources, compiled: every (kind, port) to its class id (0:
+ * no rule, the default class). An element of "port_classes" holds 64 ports;
+ * index (set x SLUICE_L4_KINDS + kind) x SLUICE_PORT_BLOCKS + (port >> 6). */
+#define SLUICE_PORTS_PER_BLOCK 64
+#define SLUICE_PORT_BLOCKS (65536 / SLUICE_PORTS_PER_BLOCK)
+struct sluice_port_block {
+	__u8 class_of[SLUICE_PORTS_PER_BLOCK];
+};
+
+/* Rules with sources, compiled: the value of a class_v4/class_v6 entry. The
+ * entry of the longest rule prefix containing a source carries every rule
+ * whose sources contain that prefix, in precedence order, as matches; the
+ * first whose kinds and range hold the frame gives its class. None matching:
+ * the port_classes answer. (class_match.h) */
+#define SLUICE_CLASS_MATCHES 8
+struct sluice_class_match {
+	__u16 lo, hi;   /* inclusive: destination ports, or IP protocols for SLUICE_L4_IP */
+	__u8 kinds;     /* bit (1 << SLUICE_L4_*) per kind matched */
+	__u8 class_id;
+	__u8 _pad[2];
+};
+
+struct sluice_class_matches {
+	__u32 count; /* 1..SLUICE_CLASS_MATCHES */
+	__u32 _pad;
+	struct sluice_class_match m[SLUICE_CLASS_MATCHES];
+};
+
+/* Per-class counters ("class_counters", per CPU, struct sluice_counter),
+ * key class id x SLUICE_OUTCOMES + outcome: written for every IP frame while
+ * the set in force has any SLUICE_CLASS_* flag (then the default class's row
+ * counts its frames too), never without a policy. Ids are stable by name, so
+ * a reload keeps a class's counts. */
+#define SLUICE_CLASS_COUNTER_KEYS (SLUICE_CLASSES_MAX * SLUICE_OUTCOMES)
 
 /*
  * Load-time settings, fixed for the life of a loaded program. They live in the
@@ -306,6 +441,11 @@ struct sluice_observed_set {
 #define SLUICE_PIN_STANDING "standing"
 #define SLUICE_PIN_NEWCOMERS "newcomers"
 #define SLUICE_PIN_OBSERVED "observed"
+#define SLUICE_PIN_CLASSES "classes"
+#define SLUICE_PIN_CLASS_V4 "class_v4"
+#define SLUICE_PIN_CLASS_V6 "class_v6"
+#define SLUICE_PIN_PORT_CLASSES "port_classes"
+#define SLUICE_PIN_CLASS_COUNTERS "class_counters"
 /* The standing feeders' bpf_links on the cgroup v2 root. */
 #define SLUICE_PIN_SOCKOPS_LINK "sockops_link"
 #define SLUICE_PIN_CONNECT4_LINK "connect4_link"

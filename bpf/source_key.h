@@ -72,6 +72,38 @@ static inline __u64 sluice_source_hash(const __u64 key[2], const struct sluice_s
 	return sluice_siphash_4(key, (__u32)src->w[0], SLUICE_SIPHASH_C, SLUICE_SIPHASH_D);
 }
 
+/* The mask of a class (prefixes as asked; the default class uses settings'). */
+static inline void sluice_mask_prefixes(struct sluice_source *src, int is_v6, __u32 v4_prefix, __u32 v6_prefix)
+{
+	if (is_v6)
+		sluice_mask_v6(src, v6_prefix);
+	else
+		src->w[0] = sluice_mask_v4((__u32)src->w[0], v4_prefix);
+}
+
+/* A class's buckets: the class id is folded into the key's first word, so
+ * each class hashes with a key of its own (one SipHash a frame, as before)
+ * and the default class (id 0) with the key itself: without a policy every
+ * slot is where it was. A source's standing is keyed by the plain key and
+ * settings' prefixes, whatever its class (the feeders know no class). */
+static inline void sluice_class_key(const __u64 key[2], __u32 class_id, __u64 out[2])
+{
+	out[0] = key[0] ^ ((__u64)class_id << 56);
+	out[1] = key[1];
+}
+
+/* The byte budget's slot pair: the packet hash remixed (splitmix64's
+ * finaliser), so it is a second, independent-looking pair of the same
+ * table at no second SipHash. */
+static inline __u64 sluice_byte_hash(__u64 hash)
+{
+	hash ^= hash >> 30;
+	hash *= 0xbf58476d1ce4e5b9ull;
+	hash ^= hash >> 27;
+	hash *= 0x94d049bb133111ebull;
+	return hash ^ (hash >> 31);
+}
+
 struct sluice_slot_pair {
 	__u32 a, b;
 };
