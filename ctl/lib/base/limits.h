@@ -17,6 +17,7 @@
 #pragma once
 
 #include "base/result.h"
+#include "bpf/sluice_abi.h"
 
 #include <concepts>
 #include <cstdint>
@@ -134,19 +135,23 @@ Status check_interval_s(double seconds);         // (0, kIntervalMaxS]
 
 // --- The policy file (docs/policy.md) ---
 // Classes, the default class included: a class is a small index the data
-// plane will carry per frame, and 64 is plenty for the cases operators name
-// (NAT, partners, DNS, SYN, ICMP, health checkers).
-inline constexpr size_t kMaxClasses = 64;
+// plane carries per frame (a class record per id, a u8 in the port table),
+// and 64 is plenty for the cases operators name (NAT, partners, DNS, SYN,
+// ICMP, health checkers). The ABI's number: the maps are sized by it.
+inline constexpr size_t kMaxClasses = SLUICE_CLASSES_MAX;
 // Rules: each frame's class is chosen among the rules that match it; the
-// bound keeps that choice (and the table the data plane will compile from
+// bound keeps that choice (and the tables logic/class_tables compiles from
 // it) small.
 inline constexpr size_t kMaxRules = 256;
-inline constexpr size_t kClassNameMax = 32;
+// A class name, NUL-padded into the class record (so shorter than its field).
+inline constexpr size_t kClassNameMax = SLUICE_CLASS_NAME_MAX;
+static_assert(kClassNameMax < SLUICE_CLASS_NAME_BYTES, "a class record's name keeps a NUL");
 // A byte budget, bytes per second and bytes: up to 100 Gbit/s; a burst of at
 // least one full-size Ethernet frame (1514 bytes without the FCS), or the
-// class could never pass one.
-inline constexpr uint64_t kByteRateMax = 12'500'000'000;
-inline constexpr uint64_t kByteBurstMin = 1514, kByteBurstMax = 1'000'000'000;
+// class could never pass one. The ABI's numbers: the program's byte bucket
+// arithmetic is bounded by them (logic/class_tables).
+inline constexpr uint64_t kByteRateMax = SLUICE_BYTE_RATE_MAX;
+inline constexpr uint64_t kByteBurstMin = SLUICE_BYTE_BURST_MIN, kByteBurstMax = SLUICE_BYTE_BURST_MAX;
 // A policy or netset file is read whole, at most this many bytes.
 inline constexpr uint64_t kPolicyFileBytesMax = 16u << 20;
 // Nesting in the policy document (the format needs 6 levels), and its nodes
