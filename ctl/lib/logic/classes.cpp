@@ -198,13 +198,9 @@ int protocol_rank(Protocol p)
 	return p == Protocol::any ? 0 : p == Protocol::tcp_syn ? 2 : 1;
 }
 
-// A matching rule's place in the precedence.
-struct Candidate {
-	size_t rule;
-	int source_len;            // the longest matching source prefix; -1: the rule names none
+// A matching rule, its place in the precedence and the source it matched by.
+struct Candidate : RuleSpecificity {
 	std::optional<Cidr> source;
-	uint32_t width;            // ports covered
-	int rank;                  // protocol_rank
 };
 
 std::optional<Candidate> match(const Policy &p, size_t i, const Frame &f)
@@ -214,7 +210,7 @@ std::optional<Candidate> match(const Policy &p, size_t i, const Frame &f)
 		return std::nullopt;
 	if (r.ports && (f.port < r.ports->lo || f.port > r.ports->hi))
 		return std::nullopt;
-	Candidate c{i, -1, std::nullopt, r.ports ? r.ports->width() : 65536u, protocol_rank(r.protocol)};
+	Candidate c{specificity(p, i, -1), std::nullopt};
 	if (!r.sources.empty()) {
 		for (const auto &s : r.sources)
 			if (contains(s, f.source) && int(s.prefix) > c.source_len) {
@@ -247,22 +243,11 @@ std::pair<LostOn, std::string> compare(const Policy &p, const Candidate &winner,
 	if (winner.width != loser.width)
 		return {LostOn::port_range, "its ports (" + ports_text(loser.width) + ") are wider than " + w + "(" +
 						    ports_text(winner.width) + ")"};
-	if (winner.rank != loser.rank)
+	if (winner.protocol_rank != loser.protocol_rank)
 		return {LostOn::protocol, std::string("its protocol (") + protocol_name(p.rules[loser.rule].protocol) +
 						  ") is wider than " + w + "(" +
 						  protocol_name(p.rules[winner.rule].protocol) + ")"};
 	return {LostOn::order, "it is as specific as rule " + std::to_string(winner.rule + 1) + " and written after it"};
-}
-
-bool better(const Candidate &a, const Candidate &b)
-{
-	if (a.source_len != b.source_len)
-		return a.source_len > b.source_len;
-	if (a.width != b.width)
-		return a.width < b.width;
-	if (a.rank != b.rank)
-		return a.rank > b.rank;
-	return a.rule < b.rule;
 }
 
 std::optional<Cidr> longest_in(const std::vector<Cidr> &list, const Address &a)
@@ -275,6 +260,23 @@ std::optional<Cidr> longest_in(const std::vector<Cidr> &list, const Address &a)
 }
 
 } // namespace
+
+RuleSpecificity specificity(const Policy &p, size_t rule, int source_len)
+{
+	const ClassRule &r = p.rules[rule];
+	return {rule, source_len, r.ports ? r.ports->width() : 65536u, protocol_rank(r.protocol)};
+}
+
+bool more_specific(const RuleSpecificity &a, const RuleSpecificity &b)
+{
+	if (a.source_len != b.source_len)
+		return a.source_len > b.source_len;
+	if (a.width != b.width)
+		return a.width < b.width;
+	if (a.protocol_rank != b.protocol_rank)
+		return a.protocol_rank > b.protocol_rank;
+	return a.rule < b.rule;
+}
 
 std::string describe_rule(const Policy &p, size_t i)
 {
@@ -314,7 +316,7 @@ Explanation explain(const Policy &p, const Frame &f)
 
 	std::optional<Candidate> best;
 	for (const auto &c : matching)
-		if (!best || better(c, *best))
+		if (!best || more_specific(c, *best))
 			best = c;
 
 	if (e.deny_entry) {

@@ -107,6 +107,20 @@ struct Policy {
 	bool operator==(const Policy &) const = default;
 };
 
+// A rule's place in the precedence (steps 2a-2d above) for the frames it
+// matches: the one order explain picks the winner by and logic/class_tables
+// compiles the tables in.
+struct RuleSpecificity {
+	size_t rule = 0;        // index into Policy::rules
+	int source_len = -1;    // the longest matching source prefix; -1: the rule names no sources
+	uint32_t width = 65536; // destination ports covered (65,536 without ports)
+	int protocol_rank = 0;  // tcp-syn 2; tcp, udp, icmp, icmpv6 1; any 0
+};
+// Of rules[rule] matching with a source prefix of `source_len` (-1: none).
+RuleSpecificity specificity(const Policy &p, size_t rule, int source_len);
+// a wins over b: more specific at the first step that differs, or written first.
+bool more_specific(const RuleSpecificity &a, const RuleSpecificity &b);
+
 // The default class alone: what sluiced enforces without a policy file.
 Policy default_policy();
 
