@@ -40,15 +40,21 @@ struct CompiledPolicy {
 	// part of port_classes); all zero (every frame the default class) when
 	// the policy has no rule without sources.
 	std::vector<sluice_port_block> ports;
-	// One entry per distinct rule source prefix of each family.
+	// One entry per distinct rule source prefix of each family, sorted by
+	// address, then length (a prefix after every prefix containing it).
 	std::vector<std::pair<Cidr, sluice_class_matches>> prefixes_v4, prefixes_v6;
 	// SLUICE_CLASS_* (not the list bits, not the set bit).
 	uint32_t class_flags = 0;
 };
 
-// Compile p (which passed check_policy) with ids kept from `previous`.
-// Refused (named, with the rule and the prefix) when one prefix is covered
-// by more than SLUICE_CLASS_MATCHES matches.
+// Compile p with ids kept from `previous`. check_policy's error when p
+// breaks an invariant; refused, "too_many_matches: ..." naming the prefix and
+// its rules, when one prefix entry would need more than SLUICE_CLASS_MATCHES
+// matches (after leaving out matches an earlier one covers and merging
+// neighbours of one class). Exempt and deny classes' records carry their
+// action and no budget; a class without a standing budget has 0 there
+// (config's applies). The byte bucket's capacity is rounded up, so a frame of
+// byte-burst bytes always fits a full bucket.
 Result<CompiledPolicy> compile_policy(const Policy &p, const ClassIds &previous);
 
 // The class id the data plane gives a frame under these tables: the prefix
@@ -56,6 +62,10 @@ Result<CompiledPolicy> compile_policy(const Policy &p, const ClassIds &previous)
 // table. (The deny list is not part of the tables.) Tests check it against
 // explain(); sluicectl explain shows both.
 uint32_t classify(const CompiledPolicy &c, const Frame &frame);
+// The same, by the (kind, port) the program parses (sluice_abi.h SLUICE_L4_*):
+// what a Frame cannot say, such as a non-first fragment (SLUICE_L4_IP with
+// protocol 6 or 17).
+uint32_t classify_l4(const CompiledPolicy &c, const Address &source, uint32_t kind, uint32_t port);
 
 // A frame's (kind, port) as class_match.h takes them (sluice_abi.h SLUICE_L4_*):
 // tcp -> TCP by port, tcp_syn -> TCP_SYN by port, udp -> UDP by port,
