@@ -33,7 +33,7 @@ Address peer_of(const inet_diag_msg &m)
 }
 
 // One dump: every socket of (family, protocol) in ESTABLISHED.
-Status dump(int family, int protocol, PortRange ephemeral, std::vector<Address> &out)
+Status dump(int family, int protocol, PortSpan ephemeral, std::vector<Address> &out)
 {
 	UniqueFd fd(::socket(AF_NETLINK, SOCK_DGRAM | SOCK_CLOEXEC, NETLINK_SOCK_DIAG));
 	if (!fd)
@@ -86,7 +86,7 @@ Status dump(int family, int protocol, PortRange ephemeral, std::vector<Address> 
 
 } // namespace
 
-Result<std::vector<Address>> established_peers(PortRange ephemeral)
+Result<std::vector<Address>> established_peers(PortSpan ephemeral)
 {
 	std::vector<Address> out;
 	for (int family : {AF_INET, AF_INET6})

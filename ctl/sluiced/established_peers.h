@@ -11,6 +11,7 @@
 #pragma once
 
 #include "base/address.h"
+#include "base/port_span.h"
 #include "base/result.h"
 
 #include <cstdint>
@@ -18,11 +19,7 @@
 
 namespace sluice {
 
-struct PortRange {
-	uint32_t lo, hi;
-};
-
 // Each peer once, v4-mapped IPv6 peers as IPv4.
-Result<std::vector<Address>> established_peers(PortRange ephemeral);
+Result<std::vector<Address>> established_peers(PortSpan ephemeral);
 
 } // namespace sluice

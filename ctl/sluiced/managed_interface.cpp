@@ -190,7 +190,7 @@ Result<std::unique_ptr<ManagedInterface>> ManagedInterface::start(const DaemonOp
 	// (None with --no-standing: the table stays empty.)
 	if (!opts.no_standing) {
 		const auto &settings = m->dp_->settings();
-		auto peers = established_peers({settings.ephemeral_lo, settings.ephemeral_hi});
+		auto peers = established_peers(PortSpan{uint16_t(settings.ephemeral_lo), uint16_t(settings.ephemeral_hi)});
 		if (!peers)
 			return std::unexpected(peers.error());
 		if (auto ok = m->dp_->standing().grant(*peers, SLUICE_BY_EXISTING); !ok)

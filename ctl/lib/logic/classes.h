@@ -30,6 +30,7 @@
 #include "base/address.h"
 #include "base/defaults.h"
 #include "base/limits.h"
+#include "base/port_span.h"
 #include "base/result.h"
 
 #include <cstddef>
@@ -75,21 +76,13 @@ const char *protocol_name(Protocol p); // "any", "tcp", "tcp-syn", "udp", "icmp"
 // Whether the protocol has destination ports a rule may name.
 bool has_ports(Protocol p);
 
-// A rule's destination ports, inclusive. (Not sluiced's PortRange, the
-// ephemeral range: a different fact, and one name a program may hold once.)
-struct PortSpan {
-	uint16_t lo = 0, hi = 65535; // check_port_range
-	uint32_t width() const { return uint32_t(hi) - lo + 1; }
-	bool operator==(const PortSpan &) const = default;
-};
-
 // A rule: the frames it matches get its class. It matches a frame when every
 // part it names matches: a source in one of `sources` (either family; none =
 // any source), the protocol, and the destination port in `ports`.
 struct ClassRule {
 	std::vector<Cidr> sources;
 	Protocol protocol = Protocol::any;
-	std::optional<PortSpan> ports; // only with tcp, tcp_syn, udp
+	std::optional<PortSpan> ports; // destination ports; only with tcp, tcp_syn, udp
 	size_t class_index = 0;         // into Policy::classes
 	uint32_t line = 0;              // where the file wrote it (0: not from a file)
 	bool operator==(const ClassRule &) const = default;
