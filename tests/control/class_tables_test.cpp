@@ -499,6 +499,16 @@ TEST(PrefixEntries, ARuleWithoutAProtocolEndsTheEntry)
 	EXPECT_EQ(class_of(c, frame("198.18.2.1", Protocol::udp, 20)), "default");
 }
 
+TEST(Compile, APolicyThatBreaksAnInvariantIsRefusedAsCheckPolicyRefusesIt)
+{
+	Policy p = with_classes({"a"});
+	p.rules.push_back(rule(2, {cidr("198.18.0.0/16")}));
+	auto r = compile_policy(p, {});
+	ASSERT_FALSE(r);
+	EXPECT_EQ(r.error().message, check_policy(p).error().message);
+	EXPECT_EQ(r.error().kind, ErrorKind::invalid);
+}
+
 // --- The example policy (packaging/policy.yaml, docs/policy.md) ---
 
 TEST(ExamplePolicy, EveryClassAsExplainSaysIt)
