@@ -32,7 +32,7 @@
  *                  frame under exactly one (would_drop overlays, see sluice_xdp)
  *
  * Work the configuration does not need costs nothing: the lists are looked up
- * only when the daemon has marked them non-empty in config.list_flags (one LPM
+ * only when the daemon has marked them non-empty in config.policy_flags (one LPM
  * lookup costs more than the whole bucket update), the allowlist only while
  * shedding, the standing table only while shedding or for a frame its slot
  * pair refused, the observed map only when observed standing is on (the
@@ -55,6 +55,7 @@
 
 #include "sluice_abi.h"
 #include "bucket.h"
+#include "class_match.h"
 #include "parse.h"
 #include "source_key.h"
 #include "standing.h"
@@ -134,19 +135,50 @@ struct {
 	__type(value, struct sluice_counter);
 } counters SEC(".maps");
 
-#define SLUICE_LPM_MAP(name, keytype)                                          \
-	struct {                                                               \
-		__uint(type, BPF_MAP_TYPE_LPM_TRIE);                           \
-		__uint(max_entries, SLUICE_LIST_MAX_ENTRIES);                  \
-		__uint(map_flags, BPF_F_NO_PREALLOC);                          \
-		__type(key, keytype);                                          \
-		__type(value, __u8);                                           \
+/* The lists and the class prefixes: one trie per family each, holding both
+ * policy sets (the key's first data byte is the set). */
+#define SLUICE_LPM_MAP(name, keytype, valuetype)                                   \
+	struct {                                                                   \
+		__uint(type, BPF_MAP_TYPE_LPM_TRIE);                               \
+		__uint(max_entries, SLUICE_POLICY_SETS * SLUICE_LIST_MAX_ENTRIES); \
+		__uint(map_flags, BPF_F_NO_PREALLOC);                              \
+		__type(key, keytype);                                              \
+		__type(value, valuetype);                                          \
 	} name SEC(".maps")
 
-SLUICE_LPM_MAP(allow_v4, struct sluice_lpm_v4);
-SLUICE_LPM_MAP(allow_v6, struct sluice_lpm_v6);
-SLUICE_LPM_MAP(deny_v4, struct sluice_lpm_v4);
-SLUICE_LPM_MAP(deny_v6, struct sluice_lpm_v6);
+SLUICE_LPM_MAP(allow_v4, struct sluice_lpm_v4, __u8);
+SLUICE_LPM_MAP(allow_v6, struct sluice_lpm_v6, __u8);
+SLUICE_LPM_MAP(deny_v4, struct sluice_lpm_v4, __u8);
+SLUICE_LPM_MAP(deny_v6, struct sluice_lpm_v6, __u8);
+SLUICE_LPM_MAP(class_v4, struct sluice_lpm_v4, struct sluice_class_matches);
+SLUICE_LPM_MAP(class_v6, struct sluice_lpm_v6, struct sluice_class_matches);
+
+/* The policy classes (sluice_abi.h, struct sluice_class): index
+ * set x SLUICE_CLASSES_MAX + id (class_match.h's sluice_class_index). */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, SLUICE_POLICY_SETS * SLUICE_CLASSES_MAX);
+	__type(key, __u32);
+	__type(value, struct sluice_class);
+} classes SEC(".maps");
+
+/* Rules without sources, compiled: (set, kind, port) -> class id
+ * (class_match.h's sluice_port_block_index). */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, SLUICE_POLICY_SETS * SLUICE_L4_KINDS * SLUICE_PORT_BLOCKS);
+	__type(key, __u32);
+	__type(value, struct sluice_port_block);
+} port_classes SEC(".maps");
+
+/* Per-class counters: class id x SLUICE_OUTCOMES + outcome, written only
+ * while the set in force has a SLUICE_CLASS_* flag. */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, SLUICE_CLASS_COUNTER_KEYS);
+	__type(key, __u32);
+	__type(value, struct sluice_counter);
+} class_counters SEC(".maps");
 
 /* The standing table (sluice_abi.h, standing.h); max_entries is replaced at
  * load by the configured number of sets. */
@@ -213,20 +245,29 @@ static __always_inline __u32 sampled_drop(const struct sluice_source *src, int i
 	return outcome;
 }
 
-/* Is the source in the v4 or v6 LPM list? */
-static __always_inline int listed(void *v4_map, void *v6_map, const struct sluice_source *src,
-				  int is_v6)
+/* The source's entry in policy set `set` of the v4 or v6 LPM trie (a list,
+ * or the class prefixes), NULL if none: the whole key, set byte and address,
+ * is asked. */
+static __always_inline void *lpm_lookup(void *v4_map, void *v6_map, const struct sluice_source *src,
+					int is_v6, __u32 set)
 {
 	if (is_v6) {
-		struct sluice_lpm_v6 k = { .prefixlen = 128 };
+		struct sluice_lpm_v6 k = { .prefixlen = SLUICE_LPM_SET_BITS + 128, .set = set };
 
 		__builtin_memcpy(k.addr, src->w, 16);
-		return bpf_map_lookup_elem(v6_map, &k) != NULL;
+		return bpf_map_lookup_elem(v6_map, &k);
 	}
-	struct sluice_lpm_v4 k4 = { .prefixlen = 32 };
+	struct sluice_lpm_v4 k4 = { .prefixlen = SLUICE_LPM_SET_BITS + 32, .set = set };
 
 	__builtin_memcpy(k4.addr, src->w, 4);
-	return bpf_map_lookup_elem(v4_map, &k4) != NULL;
+	return bpf_map_lookup_elem(v4_map, &k4);
+}
+
+/* Is the source in the v4 or v6 list of policy set `set`? */
+static __always_inline int listed(void *v4_map, void *v6_map, const struct sluice_source *src,
+				  int is_v6, __u32 set)
+{
+	return lpm_lookup(v4_map, v6_map, src, is_v6, set) != NULL;
 }
 
 /* The masked source's keyed hash: the one SipHash a frame (or a grant) pays,
@@ -389,12 +430,15 @@ static __always_inline __u32 judge(const struct sluice_config *cfg, struct sluic
 	__u32 deny_bit = is_v6 ? SLUICE_LIST_DENY_V6 : SLUICE_LIST_DENY_V4;
 	__u32 allow_bit = is_v6 ? SLUICE_LIST_ALLOW_V6 : SLUICE_LIST_ALLOW_V4;
 	__u32 state = cfg->breaker_state;
+	/* Read once: the set and its flags together (see policy_flags). */
+	__u32 flags = *(volatile __u32 *)&cfg->policy_flags;
+	__u32 pset = SLUICE_POLICY_SET_OF(flags);
 
-	if ((cfg->list_flags & deny_bit) && listed(&deny_v4, &deny_v6, src, is_v6))
+	if ((flags & deny_bit) && listed(&deny_v4, &deny_v6, src, is_v6, pset))
 		return sampled_drop(src, is_v6, SLUICE_DROP_DENY);
 
 	if (state == SLUICE_SHEDDING) {
-		if ((cfg->list_flags & allow_bit) && listed(&allow_v4, &allow_v6, src, is_v6))
+		if ((flags & allow_bit) && listed(&allow_v4, &allow_v6, src, is_v6, pset))
 			return SLUICE_ALLOWLISTED;
 		if (cfg->cost_ns == 0)
 			return sampled_drop(src, is_v6, SLUICE_DROP_SHED); /* never configured */

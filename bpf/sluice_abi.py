@@ -76,8 +76,8 @@ def outcome_names_by_verdict(verdict, header=HEADER):
 # ---------------------------------------------------------------- struct layouts
 
 _DEFINE = re.compile(r"^#define\s+(\w+)\s+\(?(\d+)u?(?:ll|ull|u)?\)?\s*(?:/\*.*)?$")
-_FIELD = re.compile(r"^(__u8|__u16|__u32|__u64)\s+(\w+)(?:\[(\w+)\])?$")
-_CODE = {"__u8": "B", "__u16": "H", "__u32": "I", "__u64": "Q"}
+_FIELD = re.compile(r"^(__u8|__u16|__u32|__u64|char)\s+(\w+)(?:\[(\w+)\])?$")
+_CODE = {"__u8": "B", "__u16": "H", "__u32": "I", "__u64": "Q", "char": "s"}
 
 
 def _header_text(header):
@@ -110,13 +110,16 @@ def struct_fields(name, header=HEADER):
         decl = " ".join(decl.split())
         if not decl:
             continue
-        f = _FIELD.match(decl)
-        if not f:
-            raise ValueError(f"{header}: struct {name}: cannot read the field {decl!r}")
-        count = f.group(3)
-        if count is not None:
-            count = int(count) if count.isdigit() else consts[count]
-        fields.append((f.group(2), f.group(1), count))
+        # "__u16 lo, hi": one type, several declarators.
+        ctype, _, names = decl.partition(" ")
+        for one in names.split(","):
+            f = _FIELD.match(f"{ctype} {one.strip()}")
+            if not f:
+                raise ValueError(f"{header}: struct {name}: cannot read the field {decl!r}")
+            count = f.group(3)
+            if count is not None:
+                count = int(count) if count.isdigit() else consts[count]
+            fields.append((f.group(2), f.group(1), count))
     return fields
 
 
@@ -126,7 +129,7 @@ def struct_format(name, header=HEADER):
     at a multiple of its largest field's)."""
     fmt, offset, align = "<", 0, 1
     for _, ctype, count in struct_fields(name, header):
-        size = struct.calcsize(_CODE[ctype])
+        size = struct.calcsize(_CODE[ctype])  # a char array: one "Ns" of N bytes, aligned as a byte
         align = max(align, size)
         if offset % size:
             fmt += "x" * (size - offset % size)
@@ -144,12 +147,15 @@ def struct_size(name, header=HEADER):
 
 
 def unpack(name, raw, header=HEADER):
-    """A map value's bytes as {field: int, or [int] for an array}, by the
-    header's declaration of `struct NAME`; raw must be exactly its size."""
+    """A map value's bytes as {field: int, or [int] for an array, or str
+    for a char array (NUL-padded, as the class names)}, by the header's
+    declaration of `struct NAME`; raw must be exactly its size."""
     values = list(struct.unpack(struct_format(name, header), bytes(raw)))
     out = {}
-    for field, _, count in struct_fields(name, header):
-        if count:
+    for field, ctype, count in struct_fields(name, header):
+        if ctype == "char":
+            out[field] = values.pop(0).split(b"\0", 1)[0].decode("utf-8", "replace")
+        elif count:
             out[field], values = values[:count], values[count:]
         else:
             out[field] = values.pop(0)
@@ -161,5 +167,6 @@ if __name__ == "__main__":
         print(value, name, verdict)
     for value, name in standing_reasons():
         print("reason", value, name)
-    for name in ("sluice_config", "sluice_settings", "sluice_standing_set", "sluice_observed_set"):
+    for name in ("sluice_config", "sluice_settings", "sluice_standing_set", "sluice_observed_set", "sluice_class",
+                 "sluice_class_match", "sluice_lpm_v4", "sluice_lpm_v6"):
         print(f"struct {name}: {struct_size(name)} bytes, {struct_format(name)}")

@@ -215,19 +215,18 @@ TEST(DataplaneStanding, OccupancyCountsLiveEntriesCapacityAndFullSets)
 	EXPECT_EQ(*dp.standing().live_entries(), o->live);
 }
 
-TEST(DataplaneStanding, AdoptingPinsOfLayout3IsRefusedWithThePathAndTheFix)
+// Pins whose settings say `version`, `settings_size` bytes long (the layout
+// version where it has always been): adopt refuses them, naming the path,
+// both layouts and the fix.
+void expect_old_layout_refused(uint32_t version, uint32_t settings_size)
 {
-	SLUICE_REQUIRE_ROOT();
 	std::string dir = "/sys/fs/bpf/sluice-dp-test-" + std::to_string(getpid());
 	ASSERT_EQ(mkdir(dir.c_str(), 0700), 0) << std::strerror(errno);
-	// Layout 3's settings: 8 bytes shorter (no observe_periods/observe_set_mask),
-	// layout_version where it has always been.
-	const uint32_t old_size = sizeof(sluice_settings) - 8;
-	int fd = bpf_map_create(BPF_MAP_TYPE_ARRAY, "settings", 4, old_size, 1, nullptr);
+	int fd = bpf_map_create(BPF_MAP_TYPE_ARRAY, "settings", 4, settings_size, 1, nullptr);
 	ASSERT_GE(fd, 0);
-	std::vector<unsigned char> value(old_size);
-	uint32_t three = 3, zero = 0;
-	std::memcpy(value.data() + offsetof(sluice_settings, layout_version), &three, sizeof(three));
+	std::vector<unsigned char> value(settings_size);
+	uint32_t zero = 0;
+	std::memcpy(value.data() + offsetof(sluice_settings, layout_version), &version, sizeof(version));
 	ASSERT_EQ(bpf_map_update_elem(fd, &zero, value.data(), BPF_ANY), 0);
 	std::string pin = dir + "/" SLUICE_PIN_SETTINGS;
 	ASSERT_EQ(bpf_obj_pin(fd, pin.c_str()), 0);
@@ -240,7 +239,24 @@ TEST(DataplaneStanding, AdoptingPinsOfLayout3IsRefusedWithThePathAndTheFix)
 	const std::string &m = dp.error().message;
 	EXPECT_EQ(dp.error().kind, ErrorKind::refused) << m;
 	EXPECT_NE(m.find(dir), std::string::npos) << m;
-	EXPECT_NE(m.find("layout 3"), std::string::npos) << m;
+	EXPECT_NE(m.find("layout " + std::to_string(version)), std::string::npos) << m;
 	EXPECT_NE(m.find("layout " + std::to_string(SLUICE_LAYOUT_VERSION)), std::string::npos) << m;
 	EXPECT_NE(m.find("sluicectl detach"), std::string::npos) << m;
+}
+
+TEST(DataplaneStanding, AdoptingPinsOfLayout3IsRefusedWithThePathAndTheFix)
+{
+	SLUICE_REQUIRE_ROOT();
+	// Layout 3's settings: 8 bytes shorter (no observe_periods/observe_set_mask).
+	expect_old_layout_refused(3, sizeof(sluice_settings) - 8);
+}
+
+TEST(DataplaneStanding, AdoptingPinsOfLayout4IsRefusedWithThePathAndTheFix)
+{
+	SLUICE_REQUIRE_ROOT();
+	// Layout 4's settings are layout 5's (the policy classes changed maps,
+	// not settings): the version alone tells them apart, before any map
+	// (the lists' keys grew a set byte) is compared.
+	static_assert(SLUICE_LAYOUT_VERSION == 5);
+	expect_old_layout_refused(4, sizeof(sluice_settings));
 }

@@ -104,7 +104,7 @@ inline sluice_config make_config(std::uint64_t rate_pps, std::uint64_t burst)
 	c.burst = burst;
 	c.breaker_state = SLUICE_SERVING;
 	c.admission_ppm = SLUICE_PPM_FULL;
-	c.list_flags = 0;
+	c.policy_flags = 0;
 	c.rate_pps = rate_pps;
 	return c;
 }
@@ -305,22 +305,36 @@ public:
 		return sluice_slots_of(sluice_source_hash(opt_.key, &s, 1), opt_.slots - 1, opt_.one_choice);
 	}
 
-	// LPM list entries (value 1) in allow_v4 / deny_v4 / allow_v6 / deny_v6.
-	int list_add(bpf_map *m, const frames::Ip4 &a, std::uint32_t prefixlen)
+	// LPM list entries (value 1) in allow_v4 / deny_v4 / allow_v6 / deny_v6,
+	// of policy set `set`: prefixlen is the address's (the set byte's 8
+	// bits are added here).
+	int list_add(bpf_map *m, const frames::Ip4 &a, std::uint32_t prefixlen, std::uint32_t set = 0)
 	{
-		sluice_lpm_v4 k{};
+		sluice_lpm_v4 k = lpm_key(a, prefixlen, set);
 		std::uint8_t one = 1;
-		k.prefixlen = prefixlen;
-		std::memcpy(k.addr, a.data(), 4);
 		return bpf_map_update_elem(map_fd(m), &k, &one, BPF_ANY) ? -errno : 0;
 	}
-	int list_add(bpf_map *m, const frames::Ip6 &a, std::uint32_t prefixlen)
+	int list_add(bpf_map *m, const frames::Ip6 &a, std::uint32_t prefixlen, std::uint32_t set = 0)
+	{
+		sluice_lpm_v6 k = lpm_key(a, prefixlen, set);
+		std::uint8_t one = 1;
+		return bpf_map_update_elem(map_fd(m), &k, &one, BPF_ANY) ? -errno : 0;
+	}
+	static sluice_lpm_v4 lpm_key(const frames::Ip4 &a, std::uint32_t prefixlen, std::uint32_t set)
+	{
+		sluice_lpm_v4 k{};
+		k.prefixlen = SLUICE_LPM_SET_BITS + prefixlen;
+		k.set = std::uint8_t(set);
+		std::memcpy(k.addr, a.data(), 4);
+		return k;
+	}
+	static sluice_lpm_v6 lpm_key(const frames::Ip6 &a, std::uint32_t prefixlen, std::uint32_t set)
 	{
 		sluice_lpm_v6 k{};
-		std::uint8_t one = 1;
-		k.prefixlen = prefixlen;
+		k.prefixlen = SLUICE_LPM_SET_BITS + prefixlen;
+		k.set = std::uint8_t(set);
 		std::memcpy(k.addr, a.data(), 16);
-		return bpf_map_update_elem(map_fd(m), &k, &one, BPF_ANY) ? -errno : 0;
+		return k;
 	}
 
 private:

@@ -1,4 +1,4 @@
-// The breaker states, the allow/deny lists and their list_flags, and dry run,
+// The breaker states, the allow/deny lists and their policy_flags, and dry run,
 // on the real program.
 #include "fixture.h"
 #include "require.h"
@@ -62,7 +62,7 @@ TEST(Breaker, SheddingPassesAllowlistedSources)
 {
 	SLUICE_REQUIRE_ROOT();
 	Options o = limits(1, 2, SLUICE_SHEDDING);
-	o.config.list_flags = SLUICE_LIST_ALLOW_V4 | SLUICE_LIST_ALLOW_V6;
+	o.config.policy_flags = SLUICE_LIST_ALLOW_V4 | SLUICE_LIST_ALLOW_V6;
 	SLUICE_LOAD_OR_FAIL(s, o);
 	ASSERT_EQ(s.list_add(s.skel()->maps.allow_v4, ip4("10.30.7.0"), 24), 0);
 	ASSERT_EQ(s.list_add(s.skel()->maps.allow_v6, ip6("2001:db8:30::"), 48), 0);
@@ -92,7 +92,7 @@ TEST(Breaker, SheddingPassesAllowlistedSources)
 
 	// The same entries with the family's bit clear are not looked up.
 	sluice_config cfg = s.config();
-	cfg.list_flags = SLUICE_LIST_ALLOW_V6;
+	cfg.policy_flags = SLUICE_LIST_ALLOW_V6;
 	ASSERT_EQ(s.set_config(cfg), 0);
 	EXPECT_VERDICT(s, in1, XDP_DROP);
 	EXPECT_VERDICT(s, in6, XDP_PASS);
@@ -107,7 +107,7 @@ TEST(Breaker, AllowlistIsNotConsultedWhileServing)
 {
 	SLUICE_REQUIRE_ROOT();
 	Options o = limits(1, 2, SLUICE_SERVING);
-	o.config.list_flags = SLUICE_LIST_ALLOW_V4;
+	o.config.policy_flags = SLUICE_LIST_ALLOW_V4;
 	SLUICE_LOAD_OR_FAIL(s, o);
 	ASSERT_EQ(s.list_add(s.skel()->maps.allow_v4, ip4("10.31.0.0"), 16), 0);
 	Bytes f = udp4({}, {.src = ip4("10.31.2.3")});
@@ -134,7 +134,7 @@ TEST(Lists, DenylistDropsInEveryState)
 {
 	SLUICE_REQUIRE_ROOT();
 	Options o = limits(1000, 1000);
-	o.config.list_flags = SLUICE_LIST_DENY_V4 | SLUICE_LIST_DENY_V6 | SLUICE_LIST_ALLOW_V4;
+	o.config.policy_flags = SLUICE_LIST_DENY_V4 | SLUICE_LIST_DENY_V6 | SLUICE_LIST_ALLOW_V4;
 	o.config.admission_ppm = 100000;
 	SLUICE_LOAD_OR_FAIL(s, o);
 	ASSERT_EQ(s.list_add(s.skel()->maps.deny_v4, ip4("192.0.2.0"), 24), 0);
@@ -178,7 +178,7 @@ TEST(Lists, DenylistDropsInEveryState)
 		EXPECT_EQ(v[i] != 0, expect_written.count(i) == 1) << "slot " << i;
 }
 
-// list_flags is the program's only way to know a list is empty: with the
+// policy_flags is the program's only way to know a list is empty: with the
 // family's bit clear, the list is not looked up at all, so an entry in it has
 // no effect. The daemon keeps the bits in sync with the lists' contents
 // (setting the bit when it inserts the first entry, clearing it when it
@@ -187,7 +187,7 @@ TEST(Lists, ClearListFlagsMeanNoLookup)
 {
 	SLUICE_REQUIRE_ROOT();
 	Options o = limits(1000, 1000);
-	o.config.list_flags = 0;
+	o.config.policy_flags = 0;
 	SLUICE_LOAD_OR_FAIL(s, o);
 	ASSERT_EQ(s.list_add(s.skel()->maps.deny_v4, ip4("198.51.100.0"), 24), 0);
 	ASSERT_EQ(s.list_add(s.skel()->maps.deny_v6, ip6("2001:db8:dead::"), 48), 0);
@@ -198,17 +198,17 @@ TEST(Lists, ClearListFlagsMeanNoLookup)
 	EXPECT_VERDICT(s, d6, XDP_PASS);
 
 	sluice_config cfg = s.config();
-	cfg.list_flags = SLUICE_LIST_DENY_V4; // v4 only
+	cfg.policy_flags = SLUICE_LIST_DENY_V4; // v4 only
 	ASSERT_EQ(s.set_config(cfg), 0);
 	EXPECT_VERDICT(s, d4, XDP_DROP);
 	EXPECT_VERDICT(s, d6, XDP_PASS);
 
-	cfg.list_flags = SLUICE_LIST_DENY_V4 | SLUICE_LIST_DENY_V6;
+	cfg.policy_flags = SLUICE_LIST_DENY_V4 | SLUICE_LIST_DENY_V6;
 	ASSERT_EQ(s.set_config(cfg), 0);
 	EXPECT_VERDICT(s, d4, XDP_DROP);
 	EXPECT_VERDICT(s, d6, XDP_DROP);
 
-	cfg.list_flags = 0;
+	cfg.policy_flags = 0;
 	ASSERT_EQ(s.set_config(cfg), 0);
 	EXPECT_VERDICT(s, d4, XDP_PASS);
 	EXPECT_VERDICT(s, d6, XDP_PASS);
@@ -269,7 +269,7 @@ TEST(DryRun, EveryFramePassesAndDropsAreCountedTwice)
 	SLUICE_REQUIRE_ROOT();
 	Options o = limits(1, 2);
 	o.dry_run = 1;
-	o.config.list_flags = SLUICE_LIST_DENY_V4 | SLUICE_LIST_ALLOW_V4;
+	o.config.policy_flags = SLUICE_LIST_DENY_V4 | SLUICE_LIST_ALLOW_V4;
 	SLUICE_LOAD_OR_FAIL(s, o);
 	ASSERT_EQ(s.list_add(s.skel()->maps.deny_v4, ip4("203.0.113.0"), 24), 0);
 	ASSERT_EQ(s.list_add(s.skel()->maps.allow_v4, ip4("10.50.9.0"), 24), 0);

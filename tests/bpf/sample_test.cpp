@@ -100,12 +100,12 @@ TEST(DropSampling, ShedAndDenyDropsAreSampledWithTheirReason)
 	}
 
 	// Serving, the source's /48 in the denylist: deny drops, sampled as such
-	sluice_lpm_v6 key{48, {0x20, 0x01, 0x0d, 0xb8, 0x00, 0x30}};
+	sluice_lpm_v6 key{SLUICE_LPM_SET_BITS + 48, 0, {0x20, 0x01, 0x0d, 0xb8, 0x00, 0x30}, {}};
 	std::uint8_t one = 1;
 	ASSERT_EQ(bpf_map_update_elem(s.map_fd(s.skel()->maps.deny_v6), &key, &one, BPF_ANY), 0);
 	sluice_config cfg = s.config();
 	cfg.breaker_state = SLUICE_SERVING;
-	cfg.list_flags = SLUICE_LIST_DENY_V6;
+	cfg.policy_flags = SLUICE_LIST_DENY_V6;
 	ASSERT_EQ(s.set_config(cfg), 0);
 	r = s.run(v6, 100'000);
 	ASSERT_EQ(r.err, 0);

@@ -309,7 +309,7 @@ TEST(StandingBudget, TheValveClosedSheddingIsAllowlistOnly)
 	st.grant(hash_of(s, allowed), stamp_now(), 1);
 	ASSERT_EQ(s.list_add(s.skel()->maps.allow_v4, allowed, 32), 0);
 	sluice_config c = s.config();
-	c.list_flags = SLUICE_LIST_ALLOW_V4;
+	c.policy_flags = SLUICE_LIST_ALLOW_V4;
 	ASSERT_EQ(s.set_config(c), 0);
 
 	auto ds = run_counted(s, udp4({}, {.src = standing}), 4);

@@ -85,7 +85,7 @@ TEST(Standing, TheAllowlistStillPassesWhileShedding)
 	Ip4 a = ip4("10.40.0.4");
 	ASSERT_EQ(s.list_add(s.skel()->maps.allow_v4, a, 32), 0);
 	sluice_config cfg = s.config();
-	cfg.list_flags = SLUICE_LIST_ALLOW_V4;
+	cfg.policy_flags = SLUICE_LIST_ALLOW_V4;
 	ASSERT_EQ(s.set_config(cfg), 0);
 	Standing{s}.grant(hash_of(s, a), stamp_now());
 	Bytes f = udp4({}, {.src = a});

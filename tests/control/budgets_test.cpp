@@ -67,7 +67,7 @@ TEST(Budgets, ConfigWithBudgetsSetsEveryBudgetAndItsBookkeeping)
 	before.breaker_state = SLUICE_SHEDDING;
 	before.admission_ppm = SLUICE_PPM_FULL;
 	before.generation = 41;
-	before.list_flags = SLUICE_LIST_DENY_V4;
+	before.policy_flags = SLUICE_LIST_DENY_V4;
 	BudgetAsk ask{10000, 20000, 1000000, 100000, 100000};
 	auto c = config_with_budgets(before, ask, 8);
 	ASSERT_TRUE(c.has_value()) << c.error().message;
@@ -84,7 +84,7 @@ TEST(Budgets, ConfigWithBudgetsSetsEveryBudgetAndItsBookkeeping)
 	// The rest is the config's.
 	EXPECT_EQ(c->breaker_state, uint32_t(SLUICE_SHEDDING));
 	EXPECT_EQ(c->generation, 41u);
-	EXPECT_EQ(c->list_flags, uint32_t(SLUICE_LIST_DENY_V4));
+	EXPECT_EQ(c->policy_flags, uint32_t(SLUICE_LIST_DENY_V4));
 	// What it asks for reads back.
 	BudgetAsk again = budgets_of(*c);
 	EXPECT_EQ(again.rate_pps, ask.rate_pps);

@@ -18,7 +18,7 @@ sluice_config good_config()
 	c.burst = 20000;
 	c.breaker_state = SLUICE_SERVING;
 	c.admission_ppm = SLUICE_PPM_FULL;
-	c.list_flags = 0;
+	c.policy_flags = 0;
 	c.rate_pps = 10000;
 	c.standing_cost_ns = 1000; // 1e6 pps
 	c.standing_burst = 100000;
@@ -93,9 +93,9 @@ TEST(ValidateConfig, AcceptsGoodAndBoundaryValues)
 	}
 	c = good_config(), c.admission_ppm = SLUICE_PPM_MIN;
 	EXPECT_TRUE(validate_config(c).has_value());
-	c = good_config(), c.list_flags = SLUICE_LIST_ALLOW_V4 | SLUICE_LIST_ALLOW_V6 | SLUICE_LIST_DENY_V4 |
+	c = good_config(), c.policy_flags = SLUICE_LIST_ALLOW_V4 | SLUICE_LIST_ALLOW_V6 | SLUICE_LIST_DENY_V4 |
 					  SLUICE_LIST_DENY_V6;
-	EXPECT_EQ(c.list_flags, 0xfu);
+	EXPECT_EQ(c.policy_flags, 0xfu);
 	EXPECT_TRUE(validate_config(c).has_value());
 	// Bookkeeping fields are not the program's business.
 	c = good_config(), c.generation = UINT64_MAX, c.breaker_manual = 1, c.breaker_since_ns = 1;
@@ -152,15 +152,17 @@ TEST(ValidateConfig, RefusesAdmissionOutOfRange)
 	expect_refused(c, "invariant 1000 <= admission_ppm <= 1000000 violated: rejected admission_ppm 500");
 }
 
-TEST(ValidateConfig, RefusesUnknownListFlags)
+TEST(ValidateConfig, RefusesUnknownPolicyFlags)
 {
 	auto c = good_config();
-	c.list_flags = 0x10;
-	expect_refused(c, "invariant list_flags within 0xf violated: rejected 16");
-	c.list_flags = 0x1f;
-	expect_refused(c, "invariant list_flags within 0xf violated: rejected 31");
-	c.list_flags = 0x80000000u;
-	expect_refused(c, "invariant list_flags within 0xf violated: rejected 2147483648");
+	c.policy_flags = 0x100;
+	expect_refused(c, "invariant policy_flags within 0x800000ff violated: rejected 256");
+	c.policy_flags = 0x1ff;
+	expect_refused(c, "invariant policy_flags within 0x800000ff violated: rejected 511");
+	c.policy_flags = 0x40000000u;
+	expect_refused(c, "invariant policy_flags within 0x800000ff violated: rejected 1073741824");
+	c.policy_flags = SLUICE_POLICY_SET | SLUICE_CLASS_ANY | 0xfu; // every known bit
+	EXPECT_TRUE(validate_config(c));
 }
 
 TEST(ValidateConfig, RefusesABadStandingBucketNamingTheField)

@@ -245,13 +245,13 @@ void add_prefix(int fd, const Prefix &p)
 	std::uint8_t one = 1;
 	if (p.v6) {
 		sluice_lpm_v6 k{};
-		k.prefixlen = p.len;
+		k.prefixlen = SLUICE_LPM_SET_BITS + p.len;
 		std::memcpy(k.addr, p.addr.data(), 16);
 		if (bpf_map_update_elem(fd, &k, &one, BPF_ANY))
 			die("list update: %s", std::strerror(errno));
 	} else {
 		sluice_lpm_v4 k{};
-		k.prefixlen = p.len;
+		k.prefixlen = SLUICE_LPM_SET_BITS + p.len;
 		std::memcpy(k.addr, p.addr.data(), 4);
 		if (bpf_map_update_elem(fd, &k, &one, BPF_ANY))
 			die("list update: %s", std::strerror(errno));
@@ -338,9 +338,9 @@ sluice_config config_for(std::uint8_t scenario, std::uint8_t tuning, std::uint8_
 				  ? SLUICE_PPM_MIN + (tuning >> 3) * ((SLUICE_PPM_FULL - SLUICE_PPM_MIN) / 31)
 				  : SLUICE_PPM_FULL;
 	if (scenario & 0x10)
-		c.list_flags |= SLUICE_LIST_DENY_V4 | SLUICE_LIST_DENY_V6;
+		c.policy_flags |= SLUICE_LIST_DENY_V4 | SLUICE_LIST_DENY_V6;
 	if (scenario & 0x20)
-		c.list_flags |= SLUICE_LIST_ALLOW_V4 | SLUICE_LIST_ALLOW_V6;
+		c.policy_flags |= SLUICE_LIST_ALLOW_V4 | SLUICE_LIST_ALLOW_V6;
 	c.valve_closed = c.breaker_state == SLUICE_SHEDDING && (standing & 2);
 	if (std::uint32_t nb = (standing >> 2) & 3) {
 		c.newcomer_cost_ns = SLUICE_NSEC_PER_SEC / kRate;
@@ -362,10 +362,10 @@ std::uint32_t expected_outcome(const sluice_config &c, int kind, const sluice_so
 	if (kind == SLUICE_PARSE_MALFORMED)
 		return SLUICE_MALFORMED;
 	bool v6 = kind == SLUICE_PARSE_IPV6;
-	if ((c.list_flags & (v6 ? SLUICE_LIST_DENY_V6 : SLUICE_LIST_DENY_V4)) && in_list(kDeny, src, v6))
+	if ((c.policy_flags & (v6 ? SLUICE_LIST_DENY_V6 : SLUICE_LIST_DENY_V4)) && in_list(kDeny, src, v6))
 		return SLUICE_DROP_DENY;
 	if (c.breaker_state == SLUICE_SHEDDING) {
-		if ((c.list_flags & (v6 ? SLUICE_LIST_ALLOW_V6 : SLUICE_LIST_ALLOW_V4)) && in_list(kAllow, src, v6))
+		if ((c.policy_flags & (v6 ? SLUICE_LIST_ALLOW_V6 : SLUICE_LIST_ALLOW_V4)) && in_list(kAllow, src, v6))
 			return SLUICE_ALLOWLISTED;
 		if (c.valve_closed)
 			return has_standing ? SLUICE_DROP_VALVE : SLUICE_DROP_SHED;

@@ -80,7 +80,7 @@ class ControlPlane(unittest.TestCase):
             # deny list: add, list, frames from it drop in serving, del
             ctl(tb, "deny", "add", tb.host_if, "198.18.7.0/24", check=True)
             self.assertEqual(ctl_json(tb, "deny", "list", tb.host_if)["cidrs"], ["198.18.7.0/24"])
-            self.assertTrue(pinned_config(tb)["list_flags"] & 4)
+            self.assertTrue(pinned_config(tb)["policy_flags"] & 4)
             before = counters(tb)
             send(tb, 4, "198.18.7.9")
             self.assertEqual(counters_after(tb, before, 4)["drop_deny"] - before["drop_deny"], 4)
@@ -88,7 +88,7 @@ class ControlPlane(unittest.TestCase):
             self.assertEqual(p.returncode, 2)
             self.assertIn("did you mean 198.18.7.0/24", p.stderr)
             ctl(tb, "deny", "del", tb.host_if, "198.18.7.0/24", check=True)
-            self.assertEqual(pinned_config(tb)["list_flags"], 0)
+            self.assertEqual(pinned_config(tb)["policy_flags"], 0)
 
             # allow list from a file, all or nothing
             good = os.path.join(tb.rundir, "allow.txt")

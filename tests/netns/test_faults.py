@@ -187,10 +187,11 @@ class Faults(unittest.TestCase):
             d = Daemon(tb, "--rate", "1000", "--burst", "1000", "--period", "0.2").start()
             try:
                 d.kill(signal.SIGKILL)
-                self.assertEqual(pinned_config(tb)["list_flags"], 0)
+                self.assertEqual(pinned_config(tb)["policy_flags"], 0)
                 deny_v4 = os.path.join(tb.pin_dir, tb.host_if, "deny_v4")
-                run(["bpftool", "map", "update", "pinned", deny_v4, "key", "24", "0", "0", "0", "198", "18", "44", "0",
-                     "value", "1"])
+                # sluice_lpm_v4: prefixlen 8 + 24, set 0, the address, padding.
+                run(["bpftool", "map", "update", "pinned", deny_v4, "key", "32", "0", "0", "0", "0", "198", "18", "44",
+                     "0", "0", "0", "0", "value", "1"])
                 settle(tb)
                 before = counters(tb)
                 send(tb, 5, "198.18.44.9")
@@ -198,11 +199,11 @@ class Faults(unittest.TestCase):
                                  "the crash window: listed, not enforced")
                 d = Daemon(tb, "--period", "0.2").start()
                 self.assertEqual(ctl_json(tb, "deny", "list", tb.host_if)["cidrs"], ["198.18.44.0/24"])
-                flags = pinned_config(tb)["list_flags"]
+                flags = pinned_config(tb)["policy_flags"]
                 before = counters(tb)
                 send(tb, 5, "198.18.44.9")
                 after = counters_after(tb, before, 5)
-                report("list flag repaired on adoption", list_flags=flags,
+                report("list flag repaired on adoption", policy_flags=flags,
                        dropped_deny=after["drop_deny"] - before["drop_deny"])
                 self.assertEqual(flags & 4, 4, "the adopting daemon set the deny-v4 flag")
                 self.assertEqual(after["drop_deny"] - before["drop_deny"], 5)

@@ -118,6 +118,16 @@ public:
 		return PrefixLists({maps_.allow_v4.get(), maps_.allow_v6.get(), maps_.deny_v4.get(), maps_.deny_v6.get()},
 				   config());
 	}
+	// The policy classes' maps (sluice_abi.h), both sets: bpf/policy_tables
+	// writes them, bpf/class_maps reads them. Plain fds, owned by this Dataplane.
+	struct PolicyMapFds {
+		int classes, class_v4, class_v6, port_classes, class_counters;
+	};
+	PolicyMapFds policy_maps() const
+	{
+		return {maps_.classes.get(), maps_.class_v4.get(), maps_.class_v6.get(), maps_.port_classes.get(),
+			maps_.class_counters.get()};
+	}
 
 private:
 	Dataplane();

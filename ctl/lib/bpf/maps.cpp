@@ -9,10 +9,20 @@
 #include <bpf/libbpf.h>
 
 #include <algorithm>
+#include <cstddef>
 #include <cstring>
 #include <string>
 
 namespace sluice {
+
+namespace {
+
+// The bits config.policy_flags may carry (sluice_abi.h).
+constexpr uint32_t kPolicyFlags = SLUICE_LIST_ALLOW_V4 | SLUICE_LIST_ALLOW_V6 | SLUICE_LIST_DENY_V4 |
+				  SLUICE_LIST_DENY_V6 | SLUICE_CLASS_ANY | SLUICE_POLICY_SET;
+static_assert(kPolicyFlags == 0x800000ffu);
+
+} // namespace
 
 Result<uint64_t> cost_for_rate(uint64_t rate)
 {
@@ -32,8 +42,9 @@ Status validate_config(const sluice_config &c)
 			       std::to_string(c.breaker_state));
 	if (auto ok = check_admission_ppm(c.admission_ppm, Voice::invariant); !ok)
 		return ok;
-	if (c.list_flags & ~0xfu)
-		return refused("invariant list_flags within 0xf violated: rejected " + std::to_string(c.list_flags));
+	if (c.policy_flags & ~kPolicyFlags)
+		return refused("invariant policy_flags within 0x800000ff violated: rejected " +
+			       std::to_string(c.policy_flags));
 	if (auto ok = check_cost_ns(c.standing_cost_ns, "standing_cost_ns"); !ok)
 		return ok;
 	if (auto ok = check_standing_burst(c.standing_burst, Voice::invariant); !ok)
@@ -220,54 +231,108 @@ int PrefixLists::fd_for(ListKind list, Family f) const
 
 namespace {
 
+// sluice_lpm_v6's layout; a v4 key is its first sizeof(sluice_lpm_v4) bytes
+// (the same prefixlen and set, the address's first four bytes, zeros).
 struct LpmKey {
 	uint32_t prefixlen;
+	uint8_t set;
 	uint8_t addr[16];
+	uint8_t pad[3];
 };
+static_assert(sizeof(LpmKey) == sizeof(sluice_lpm_v6) && offsetof(LpmKey, addr) == offsetof(sluice_lpm_v6, addr) &&
+	      offsetof(LpmKey, addr) == offsetof(sluice_lpm_v4, addr));
 
-LpmKey key_of(const Cidr &c)
+LpmKey key_of(const Cidr &c, uint32_t set)
 {
 	LpmKey k{};
-	k.prefixlen = c.prefix;
+	k.prefixlen = SLUICE_LPM_SET_BITS + c.prefix;
+	k.set = static_cast<uint8_t>(set);
 	std::memcpy(k.addr, c.addr.bytes.data(), c.addr.family == Family::v4 ? 4 : 16);
 	return k;
 }
 
-bool map_empty(int fd, size_t key_size)
+size_t key_size(Family f)
 {
-	std::vector<uint8_t> next(key_size);
-	return bpf_map_get_next_key(fd, nullptr, next.data()) != 0;
+	return f == Family::v4 ? sizeof(sluice_lpm_v4) : sizeof(sluice_lpm_v6);
 }
 
+// Every key of policy set `set` in the trie fd (both sets share it).
+std::vector<LpmKey> keys_of_set(int fd, uint32_t set)
+{
+	std::vector<LpmKey> out;
+	LpmKey cur{}, next{};
+	void *prev = nullptr;
+	while (bpf_map_get_next_key(fd, prev, &next) == 0) {
+		if (next.set == set)
+			out.push_back(next);
+		cur = next;
+		prev = &cur;
+	}
+	return out;
+}
+
+// Has the trie an entry of `set`? Stops at the first (after a reload the
+// other set is empty, so that is the first key).
+bool set_has_entries(int fd, uint32_t set)
+{
+	LpmKey cur{}, next{};
+	void *prev = nullptr;
+	while (bpf_map_get_next_key(fd, prev, &next) == 0) {
+		if (next.set == set)
+			return true;
+		cur = next;
+		prev = &cur;
+	}
+	return false;
+}
+
+constexpr uint32_t kListBits = SLUICE_LIST_ALLOW_V4 | SLUICE_LIST_ALLOW_V6 | SLUICE_LIST_DENY_V4 | SLUICE_LIST_DENY_V6;
+
 } // namespace
+
+Result<uint32_t> PrefixLists::set_in_force() const
+{
+	auto cfg = config_.read();
+	if (!cfg)
+		return std::unexpected(cfg.error());
+	return SLUICE_POLICY_SET_OF(cfg->policy_flags);
+}
+
+uint32_t PrefixLists::list_flags(uint32_t set) const
+{
+	uint32_t flags = 0;
+	if (set_has_entries(fds_.allow_v4, set))
+		flags |= SLUICE_LIST_ALLOW_V4;
+	if (set_has_entries(fds_.allow_v6, set))
+		flags |= SLUICE_LIST_ALLOW_V6;
+	if (set_has_entries(fds_.deny_v4, set))
+		flags |= SLUICE_LIST_DENY_V4;
+	if (set_has_entries(fds_.deny_v6, set))
+		flags |= SLUICE_LIST_DENY_V6;
+	return flags;
+}
 
 Status PrefixLists::sync_flags() const
 {
 	auto cfg = config_.read();
 	if (!cfg)
 		return std::unexpected(cfg.error());
-	uint32_t flags = 0;
-	if (!map_empty(fds_.allow_v4, sizeof(sluice_lpm_v4)))
-		flags |= SLUICE_LIST_ALLOW_V4;
-	if (!map_empty(fds_.allow_v6, sizeof(sluice_lpm_v6)))
-		flags |= SLUICE_LIST_ALLOW_V6;
-	if (!map_empty(fds_.deny_v4, sizeof(sluice_lpm_v4)))
-		flags |= SLUICE_LIST_DENY_V4;
-	if (!map_empty(fds_.deny_v6, sizeof(sluice_lpm_v6)))
-		flags |= SLUICE_LIST_DENY_V6;
-	if (flags == cfg->list_flags)
+	uint32_t flags = (cfg->policy_flags & ~kListBits) | list_flags(SLUICE_POLICY_SET_OF(cfg->policy_flags));
+	if (flags == cfg->policy_flags)
 		return {};
-	cfg->list_flags = flags;
+	cfg->policy_flags = flags;
 	return config_.write(*cfg);
 }
 
-Status PrefixLists::add(ListKind list, std::span<const Cidr> cidrs) const
+Status PrefixLists::insert(ListKind list, uint32_t set, std::span<const Cidr> cidrs) const
 {
+	if (set >= SLUICE_POLICY_SETS)
+		return invalid("policy set " + std::to_string(set) + " does not exist (0 or 1)");
 	// Only the prefixes not yet present are inserted (and would be rolled
 	// back), so a failed add never removes one that was there before.
 	std::vector<LpmKey> fresh[2];
 	for (const auto &c : cidrs) {
-		LpmKey k = key_of(c);
+		LpmKey k = key_of(c, set);
 		uint8_t v;
 		int fam = c.addr.family == Family::v4 ? 0 : 1;
 		if (bpf_map_lookup_elem(fd_for(list, c.addr.family), &k, &v) != 0)
@@ -279,6 +344,18 @@ Status PrefixLists::add(ListKind list, std::span<const Cidr> cidrs) const
 		std::sort(keys.begin(), keys.end(), less);
 		keys.erase(std::unique(keys.begin(), keys.end(), same), keys.end());
 	}
+	// Each set holds at most SLUICE_LIST_MAX_ENTRIES a family (the trie
+	// twice that): so a reload always has room to write the other set.
+	for (int fam = 0; fam < 2; fam++) {
+		if (fresh[fam].empty())
+			continue;
+		size_t held = keys_of_set(fd_for(list, fam ? Family::v6 : Family::v4), set).size();
+		if (held + fresh[fam].size() > SLUICE_LIST_MAX_ENTRIES)
+			return refused("invariant a list holds at most " + std::to_string(SLUICE_LIST_MAX_ENTRIES) +
+				       " prefixes per family violated: rejected " + std::to_string(fresh[fam].size()) +
+				       " new IPv" + (fam ? "6" : "4") + " prefixes beside the " + std::to_string(held) +
+				       " of the " + to_string(list) + " list; nothing was added");
+	}
 	size_t done[2] = {0, 0};
 	auto rollback = [&] {
 		for (int fam = 0; fam < 2; fam++)
@@ -289,11 +366,11 @@ Status PrefixLists::add(ListKind list, std::span<const Cidr> cidrs) const
 		if (fresh[fam].empty())
 			continue;
 		int fd = fd_for(list, fam ? Family::v6 : Family::v4);
-		size_t key_size = fam ? sizeof(sluice_lpm_v6) : sizeof(sluice_lpm_v4);
+		size_t ksize = key_size(fam ? Family::v6 : Family::v4);
 		// The kernel's batch takes packed keys of the map's own key size.
-		std::vector<uint8_t> keys(fresh[fam].size() * key_size);
+		std::vector<uint8_t> keys(fresh[fam].size() * ksize);
 		for (size_t i = 0; i < fresh[fam].size(); i++)
-			std::memcpy(keys.data() + i * key_size, &fresh[fam][i], key_size);
+			std::memcpy(keys.data() + i * ksize, &fresh[fam][i], ksize);
 		std::vector<uint8_t> values(fresh[fam].size(), 1);
 		uint32_t count = static_cast<uint32_t>(fresh[fam].size());
 		LIBBPF_OPTS(bpf_map_batch_opts, opts);
@@ -309,51 +386,76 @@ Status PrefixLists::add(ListKind list, std::span<const Cidr> cidrs) const
 		done[fam] = count;
 		if (err) {
 			rollback();
-			std::string why = err == -ENOSPC || err == -E2BIG
-						  ? " (a list holds at most " + std::to_string(SLUICE_LIST_MAX_ENTRIES) +
-							    " prefixes per family)"
-						  : "";
 			return fail_bpf(err, std::string("adding ") + std::to_string(cidrs.size()) + " prefixes to the " +
-						     to_string(list) + " list" + why + "; nothing was added");
+						     to_string(list) + " list; nothing was added");
 		}
 	}
+	return {};
+}
+
+Status PrefixLists::add(ListKind list, std::span<const Cidr> cidrs) const
+{
+	auto set = set_in_force();
+	if (!set)
+		return std::unexpected(set.error());
+	if (auto ok = insert(list, *set, cidrs); !ok)
+		return ok;
 	return sync_flags();
 }
 
 Status PrefixLists::remove(ListKind list, std::span<const Cidr> cidrs) const
 {
+	auto set = set_in_force();
+	if (!set)
+		return std::unexpected(set.error());
 	for (const auto &c : cidrs) {
-		LpmKey k = key_of(c);
+		LpmKey k = key_of(c, *set);
 		uint8_t v;
 		if (bpf_map_lookup_elem(fd_for(list, c.addr.family), &k, &v) != 0)
 			return invalid(c.str() + " is not in the " + std::string(to_string(list)) + " list; nothing was removed");
 	}
 	for (const auto &c : cidrs) {
-		LpmKey k = key_of(c);
+		LpmKey k = key_of(c, *set);
 		if (int err = bpf_map_delete_elem(fd_for(list, c.addr.family), &k); err)
 			return fail_bpf(err, "removing " + c.str() + " from the " + to_string(list) + " list");
 	}
 	return sync_flags();
 }
 
-Result<std::vector<Cidr>> PrefixLists::entries(ListKind list) const
+Result<std::vector<Cidr>> PrefixLists::entries(ListKind list, uint32_t set) const
 {
 	std::vector<Cidr> out;
 	for (Family f : {Family::v4, Family::v6}) {
-		int fd = fd_for(list, f);
-		LpmKey cur{}, next{};
-		void *prev = nullptr;
-		while (bpf_map_get_next_key(fd, prev, &next) == 0) {
+		for (const LpmKey &k : keys_of_set(fd_for(list, f), set)) {
 			Cidr c;
 			c.addr.family = f;
-			c.prefix = next.prefixlen;
-			std::memcpy(c.addr.bytes.data(), next.addr, f == Family::v4 ? 4 : 16);
+			c.prefix = k.prefixlen - SLUICE_LPM_SET_BITS;
+			std::memcpy(c.addr.bytes.data(), k.addr, f == Family::v4 ? 4 : 16);
 			out.push_back(c);
-			cur = next;
-			prev = &cur;
 		}
 	}
 	return out;
+}
+
+Result<std::vector<Cidr>> PrefixLists::entries(ListKind list) const
+{
+	auto set = set_in_force();
+	if (!set)
+		return std::unexpected(set.error());
+	return entries(list, *set);
+}
+
+Status PrefixLists::clear(uint32_t set) const
+{
+	for (ListKind list : {ListKind::allow, ListKind::deny})
+		for (Family f : {Family::v4, Family::v6}) {
+			int fd = fd_for(list, f);
+			for (const LpmKey &k : keys_of_set(fd, set))
+				if (int err = bpf_map_delete_elem(fd, &k); err && err != -ENOENT)
+					return fail_bpf(err, std::string("clearing policy set ") + std::to_string(set) +
+								     " of the " + to_string(list) + " list");
+		}
+	return {};
 }
 
 } // namespace sluice

@@ -5,7 +5,8 @@
 //            the standing bucket within the same bounds, the newcomer
 //            bucket (per CPU) none (0, 0) or within bucket.h's,
 //            breaker_state a known state, admission_ppm in [SLUICE_PPM_MIN, 1e6],
-//            valve_closed 0 or 1, and 1 only while shedding
+//            valve_closed 0 or 1, and 1 only while shedding, policy_flags
+//            only the bits sluice_abi.h defines
 //   slots:   0 <= tokens <= burst at every write
 //
 // A refused write leaves the map unchanged and its error names the invariant
@@ -91,7 +92,12 @@ const char *outcome_name(uint32_t outcome); // "passed", "drop_rate", ...
 enum class ListKind { allow, deny };
 const char *to_string(ListKind k);
 
-// The allow and deny lists: one LPM trie per family each.
+// The allow and deny lists: one LPM trie per family each, holding both
+// policy sets (sluice_abi.h: the key's first data byte is the set). What an
+// operator adds or removes at run time, and what the lists are said to hold,
+// is the set in force (config.policy_flags' SLUICE_POLICY_SET); a reload
+// (bpf/policy_tables) writes the other set with insert() and clear() and
+// flips config itself.
 class PrefixLists {
 public:
 	struct Fds {
@@ -99,19 +105,30 @@ public:
 	};
 	PrefixLists(Fds fds, ConfigMap config) : fds_(fds), config_(config) {}
 
-	// All or nothing: every CIDR is parsed and checked first; if one insert
-	// fails the ones already made are removed again. Keeps config.list_flags
-	// in step so the data plane skips empty lists.
+	// The set in force. All or nothing: every CIDR is parsed and checked
+	// first; if one insert fails the ones already made are removed again.
+	// Keeps the set's list bits of config.policy_flags in step so the data
+	// plane skips empty lists.
 	Status add(ListKind list, std::span<const Cidr> cidrs) const;
 	Status remove(ListKind list, std::span<const Cidr> cidrs) const;
 	Result<std::vector<Cidr>> entries(ListKind list) const;
-	// Set config.list_flags from what the lists hold. add/remove call it
+	// Set the list bits of config.policy_flags from what the set in force
+	// holds (the class bits and the set bit are kept). add/remove call it
 	// last; a daemon adopting pins calls it too, since a daemon killed
 	// between a list write and this left the flags behind the lists.
 	Status sync_flags() const;
 
+	// One policy set, in force or not; config is not touched.
+	// insert: all or nothing, as add(). clear: every entry of the set, in
+	// all four tries. list_flags: the SLUICE_LIST_* bits of what it holds.
+	Status insert(ListKind list, uint32_t set, std::span<const Cidr> cidrs) const;
+	Result<std::vector<Cidr>> entries(ListKind list, uint32_t set) const;
+	Status clear(uint32_t set) const;
+	uint32_t list_flags(uint32_t set) const;
+
 private:
 	int fd_for(ListKind list, Family f) const;
+	Result<uint32_t> set_in_force() const;
 	Fds fds_;
 	ConfigMap config_;
 };

@@ -15,7 +15,10 @@ namespace sluice {
 
 namespace {
 
-const std::array<MapPin, 12> kMapPins{{
+// Every LPM trie (lists, class prefixes) holds both policy sets.
+constexpr uint32_t kLpmEntries = SLUICE_POLICY_SETS * SLUICE_LIST_MAX_ENTRIES;
+
+const std::array<MapPin, 17> kMapPins{{
 	{SLUICE_PIN_SLOTS, &MapFds::slots, [](sluice_bpf *s) { return s->maps.slots; }, BPF_MAP_TYPE_ARRAY, 4,
 	 sizeof(sluice_slot), Entries::table_slots, 0},
 	{SLUICE_PIN_CONFIG, &MapFds::config, [](sluice_bpf *s) { return s->maps.config; }, BPF_MAP_TYPE_ARRAY, 4,
@@ -26,13 +29,13 @@ const std::array<MapPin, 12> kMapPins{{
 	{SLUICE_PIN_SETTINGS, &MapFds::settings, [](sluice_bpf *s) { return s->maps.rodata; }, BPF_MAP_TYPE_ARRAY,
 	 4, sizeof(sluice_settings), Entries::exact, 1},
 	{SLUICE_PIN_ALLOW_V4, &MapFds::allow_v4, [](sluice_bpf *s) { return s->maps.allow_v4; },
-	 BPF_MAP_TYPE_LPM_TRIE, sizeof(sluice_lpm_v4), 1, Entries::exact, SLUICE_LIST_MAX_ENTRIES},
+	 BPF_MAP_TYPE_LPM_TRIE, sizeof(sluice_lpm_v4), 1, Entries::exact, kLpmEntries},
 	{SLUICE_PIN_ALLOW_V6, &MapFds::allow_v6, [](sluice_bpf *s) { return s->maps.allow_v6; },
-	 BPF_MAP_TYPE_LPM_TRIE, sizeof(sluice_lpm_v6), 1, Entries::exact, SLUICE_LIST_MAX_ENTRIES},
+	 BPF_MAP_TYPE_LPM_TRIE, sizeof(sluice_lpm_v6), 1, Entries::exact, kLpmEntries},
 	{SLUICE_PIN_DENY_V4, &MapFds::deny_v4, [](sluice_bpf *s) { return s->maps.deny_v4; },
-	 BPF_MAP_TYPE_LPM_TRIE, sizeof(sluice_lpm_v4), 1, Entries::exact, SLUICE_LIST_MAX_ENTRIES},
+	 BPF_MAP_TYPE_LPM_TRIE, sizeof(sluice_lpm_v4), 1, Entries::exact, kLpmEntries},
 	{SLUICE_PIN_DENY_V6, &MapFds::deny_v6, [](sluice_bpf *s) { return s->maps.deny_v6; },
-	 BPF_MAP_TYPE_LPM_TRIE, sizeof(sluice_lpm_v6), 1, Entries::exact, SLUICE_LIST_MAX_ENTRIES},
+	 BPF_MAP_TYPE_LPM_TRIE, sizeof(sluice_lpm_v6), 1, Entries::exact, kLpmEntries},
 	{SLUICE_PIN_DROP_SAMPLES, &MapFds::drop_samples, [](sluice_bpf *s) { return s->maps.drop_samples; },
 	 BPF_MAP_TYPE_RINGBUF, 0, 0, Entries::exact, SLUICE_SAMPLE_RING_BYTES},
 	{SLUICE_PIN_STANDING, &MapFds::standing, [](sluice_bpf *s) { return s->maps.standing; }, BPF_MAP_TYPE_ARRAY,
@@ -41,6 +44,18 @@ const std::array<MapPin, 12> kMapPins{{
 	 BPF_MAP_TYPE_PERCPU_ARRAY, 4, sizeof(sluice_slot), Entries::exact, 1},
 	{SLUICE_PIN_OBSERVED, &MapFds::observed, [](sluice_bpf *s) { return s->maps.observed; }, BPF_MAP_TYPE_ARRAY,
 	 4, sizeof(sluice_observed_set), Entries::observed_sets, 0},
+	// The policy classes, both sets (sluice_abi.h).
+	{SLUICE_PIN_CLASSES, &MapFds::classes, [](sluice_bpf *s) { return s->maps.classes; }, BPF_MAP_TYPE_ARRAY, 4,
+	 sizeof(sluice_class), Entries::exact, SLUICE_POLICY_SETS * SLUICE_CLASSES_MAX},
+	{SLUICE_PIN_CLASS_V4, &MapFds::class_v4, [](sluice_bpf *s) { return s->maps.class_v4; },
+	 BPF_MAP_TYPE_LPM_TRIE, sizeof(sluice_lpm_v4), sizeof(sluice_class_matches), Entries::exact, kLpmEntries},
+	{SLUICE_PIN_CLASS_V6, &MapFds::class_v6, [](sluice_bpf *s) { return s->maps.class_v6; },
+	 BPF_MAP_TYPE_LPM_TRIE, sizeof(sluice_lpm_v6), sizeof(sluice_class_matches), Entries::exact, kLpmEntries},
+	{SLUICE_PIN_PORT_CLASSES, &MapFds::port_classes, [](sluice_bpf *s) { return s->maps.port_classes; },
+	 BPF_MAP_TYPE_ARRAY, 4, sizeof(sluice_port_block), Entries::exact,
+	 SLUICE_POLICY_SETS * SLUICE_L4_KINDS * SLUICE_PORT_BLOCKS},
+	{SLUICE_PIN_CLASS_COUNTERS, &MapFds::class_counters, [](sluice_bpf *s) { return s->maps.class_counters; },
+	 BPF_MAP_TYPE_PERCPU_ARRAY, 4, sizeof(sluice_counter), Entries::exact, SLUICE_CLASS_COUNTER_KEYS},
 }};
 
 const std::array<FeederPin, 5> kFeederPins{{

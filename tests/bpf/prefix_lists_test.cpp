@@ -1,0 +1,168 @@
+// The allow and deny lists through the control plane's PrefixLists on a real
+// program: runtime writes go to the policy set in force, the list bits of
+// config.policy_flags follow that set's entries and keep the class and set
+// bits, one set's entries never show in (or leave) the other, and each trie
+// holds SLUICE_LIST_MAX_ENTRIES prefixes of each set.
+#include "fixture.h"
+#include "require.h"
+
+#include "bpf/dataplane.h"
+#include "bpf/maps.h"
+
+#include <algorithm>
+#include <string>
+#include <vector>
+
+namespace {
+
+using namespace sluice;
+using sluice::test::run_prog;
+namespace frames = sluice::frames;
+
+sluice_config initial_config()
+{
+	sluice_config c{};
+	c.cost_ns = *cost_for_rate(1000);
+	c.burst = 100;
+	c.rate_pps = 1000;
+	c.breaker_state = SLUICE_SERVING;
+	c.admission_ppm = SLUICE_PPM_FULL;
+	c.standing_cost_ns = *cost_for_rate(1000);
+	c.standing_burst = 50;
+	c.standing_rate_pps = 1000;
+	return c;
+}
+
+Dataplane load()
+{
+	auto dp = Dataplane::load(LoadOptions{}, initial_config());
+	if (!dp)
+		throw std::runtime_error(dp.error().describe());
+	return std::move(*dp);
+}
+
+Cidr cidr(const char *text)
+{
+	auto c = parse_cidr(text);
+	if (!c)
+		throw std::runtime_error(std::string("not a CIDR: ") + text);
+	return *c;
+}
+
+std::vector<std::string> strs(const Result<std::vector<Cidr>> &r)
+{
+	std::vector<std::string> out;
+	if (r)
+		for (const auto &c : *r)
+			out.push_back(c.str());
+	std::sort(out.begin(), out.end());
+	return out;
+}
+
+uint32_t flags(const Dataplane &dp)
+{
+	return dp.config().read()->policy_flags;
+}
+
+// The verdict of one UDP frame from src through the loaded (unattached) program.
+uint32_t verdict(const Dataplane &dp, const char *src)
+{
+	auto r = run_prog(dp.prog_fd(), frames::udp4({}, {.src = frames::ip4(src)}));
+	EXPECT_EQ(r.err, 0);
+	return r.retval;
+}
+
+TEST(PrefixLists, RuntimeWritesGoToTheSetInForceAndItsFlagsFollow)
+{
+	SLUICE_REQUIRE_ROOT();
+	Dataplane dp = load();
+	auto lists = dp.lists();
+	Cidr a = cidr("198.18.5.0/24"), b = cidr("198.18.6.0/24"), v6 = cidr("2001:2:7::/48");
+
+	ASSERT_TRUE(lists.add(ListKind::deny, std::span(&a, 1)));
+	EXPECT_EQ(strs(lists.entries(ListKind::deny)), std::vector<std::string>{"198.18.5.0/24"});
+	EXPECT_EQ(flags(dp), uint32_t(SLUICE_LIST_DENY_V4));
+	EXPECT_EQ(verdict(dp, "198.18.5.1"), uint32_t(XDP_DROP));
+	EXPECT_EQ(verdict(dp, "198.18.6.1"), uint32_t(XDP_PASS));
+
+	// A reload's flip, by hand: set 1 in force with a class flag and no
+	// lists. Set 0's entry is no longer the list in force, nor enforced.
+	sluice_config c = *dp.config().read();
+	c.policy_flags = SLUICE_POLICY_SET | SLUICE_CLASS_PORTS;
+	ASSERT_TRUE(dp.config().write(c));
+	EXPECT_TRUE(strs(lists.entries(ListKind::deny)).empty());
+	EXPECT_EQ(strs(lists.entries(ListKind::deny, 0)), std::vector<std::string>{"198.18.5.0/24"});
+	EXPECT_EQ(verdict(dp, "198.18.5.1"), uint32_t(XDP_PASS));
+
+	// sync_flags: set 1 holds nothing, the class and set bits stay.
+	ASSERT_TRUE(lists.sync_flags());
+	EXPECT_EQ(flags(dp), SLUICE_POLICY_SET | SLUICE_CLASS_PORTS);
+
+	// A runtime add now writes set 1, and only set 1's bits move.
+	Cidr both[] = {b, v6};
+	ASSERT_TRUE(lists.add(ListKind::deny, both));
+	EXPECT_EQ(strs(lists.entries(ListKind::deny)), (std::vector<std::string>{"198.18.6.0/24", "2001:2:7::/48"}));
+	EXPECT_EQ(strs(lists.entries(ListKind::deny, 0)), std::vector<std::string>{"198.18.5.0/24"});
+	EXPECT_EQ(flags(dp), SLUICE_POLICY_SET | SLUICE_CLASS_PORTS | SLUICE_LIST_DENY_V4 | SLUICE_LIST_DENY_V6);
+	EXPECT_EQ(verdict(dp, "198.18.6.1"), uint32_t(XDP_DROP));
+	EXPECT_EQ(verdict(dp, "198.18.5.1"), uint32_t(XDP_PASS));
+
+	// Removing what only set 0 holds is refused: it is not in the list in force.
+	auto gone = lists.remove(ListKind::deny, std::span(&a, 1));
+	ASSERT_FALSE(gone);
+	EXPECT_NE(gone.error().message.find("not in the deny list"), std::string::npos) << gone.error().message;
+
+	// clear(0): the old set's entries go, set 1's stay, config untouched.
+	EXPECT_EQ(lists.list_flags(0), uint32_t(SLUICE_LIST_DENY_V4));
+	ASSERT_TRUE(lists.clear(0));
+	EXPECT_EQ(lists.list_flags(0), 0u);
+	EXPECT_EQ(lists.list_flags(1), uint32_t(SLUICE_LIST_DENY_V4 | SLUICE_LIST_DENY_V6));
+	EXPECT_TRUE(strs(lists.entries(ListKind::deny, 0)).empty());
+	EXPECT_EQ(strs(lists.entries(ListKind::deny)).size(), 2u);
+
+	// insert() into the set not in force leaves config as it was.
+	uint64_t gen = dp.config().read()->generation;
+	ASSERT_TRUE(lists.insert(ListKind::allow, 0, std::span(&a, 1)));
+	EXPECT_EQ(dp.config().read()->generation, gen);
+	EXPECT_EQ(lists.list_flags(0), uint32_t(SLUICE_LIST_ALLOW_V4));
+	EXPECT_TRUE(strs(lists.entries(ListKind::allow)).empty());
+
+	// Removing the last v4 entry of set 1 clears its bit only.
+	ASSERT_TRUE(lists.remove(ListKind::deny, std::span(&b, 1)));
+	EXPECT_EQ(flags(dp), SLUICE_POLICY_SET | SLUICE_CLASS_PORTS | SLUICE_LIST_DENY_V6);
+}
+
+TEST(PrefixLists, EachTrieHoldsTheBoundOfEachSet)
+{
+	SLUICE_REQUIRE_ROOT();
+	Dataplane dp = load();
+	auto lists = dp.lists();
+	std::vector<Cidr> many;
+	for (uint32_t i = 0; i < SLUICE_LIST_MAX_ENTRIES; i++) {
+		Cidr c{};
+		c.addr.family = Family::v4;
+		c.addr.bytes[0] = 10;
+		c.addr.bytes[1] = uint8_t(i >> 8);
+		c.addr.bytes[2] = uint8_t(i);
+		c.prefix = 24;
+		many.push_back(c);
+	}
+	ASSERT_TRUE(lists.insert(ListKind::deny, 0, many));
+	Cidr one = cidr("198.18.0.0/16");
+	auto over = lists.insert(ListKind::deny, 0, std::span(&one, 1));
+	ASSERT_FALSE(over);
+	EXPECT_EQ(over.error().kind, ErrorKind::refused);
+	EXPECT_NE(over.error().message.find("at most 65536 prefixes per family"), std::string::npos)
+		<< over.error().message;
+	EXPECT_NE(over.error().message.find("nothing was added"), std::string::npos) << over.error().message;
+	// The other set has room for a whole list beside it (a reload's).
+	ASSERT_TRUE(lists.insert(ListKind::deny, 1, many));
+	over = lists.insert(ListKind::deny, 1, std::span(&one, 1));
+	ASSERT_FALSE(over);
+	EXPECT_EQ(lists.entries(ListKind::deny, 1)->size(), size_t(SLUICE_LIST_MAX_ENTRIES));
+	ASSERT_TRUE(lists.clear(1));
+	EXPECT_EQ(lists.entries(ListKind::deny, 0)->size(), size_t(SLUICE_LIST_MAX_ENTRIES));
+	EXPECT_TRUE(lists.entries(ListKind::deny, 1)->empty());
+}
+
+} // namespace
