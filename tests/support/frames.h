@@ -1,7 +1,7 @@
 // frames.h - build Ethernet frames as byte vectors, for the bpf, fuzz and
 // benchmark code: Ethernet II with up to any number of 802.1Q / 802.1ad tags,
-// IPv4 (with options, any IHL or version for malformed cases), IPv6, UDP, ARP
-// and LLDP. Header-only, no dependencies beyond the C++ standard library.
+// IPv4 (with options, any IHL or version for malformed cases, fragments),
+// IPv6 (with extension headers), UDP, TCP, ICMP, ARP and LLDP. Header-only, no dependencies beyond the C++ standard library.
 //
 // Every multi-byte field is written in network byte order. Checksums (IPv4
 // header, UDP over IPv4 and IPv6) are computed, so the frames are also valid
@@ -185,6 +185,7 @@ struct Ipv4 {
 	Bytes options;           // padded with zeros (EOL) to a multiple of 4
 	int ihl = -1;            // -1: 5 + options / 4; anything else is written as is (low 4 bits)
 	std::uint8_t version = 4; // written as is: 6 here makes a version mismatch
+	std::uint16_t frag = 0x4000; // flags and fragment offset as written (DF; 0x2000 MF, offset in 8-byte units)
 };
 
 inline std::size_t ipv4_header_len(const Ipv4 &ip)
@@ -203,7 +204,7 @@ inline void put_ipv4(Bytes &b, const Ipv4 &ip, std::size_t payload_len)
 	put8(b, 0); // DSCP/ECN
 	put16(b, std::uint16_t(hlen + payload_len));
 	put16(b, ip.id);
-	put16(b, 0x4000); // DF
+	put16(b, ip.frag);
 	put8(b, ip.ttl);
 	put8(b, ip.proto);
 	put16(b, 0); // checksum, below
@@ -330,6 +331,96 @@ inline Bytes raw(const Eth &eth, std::uint16_t ethertype, const Bytes &payload =
 	Bytes b;
 	put_eth(b, eth, ethertype);
 	put(b, payload);
+	return b;
+}
+
+// --------------------------------------------- other transports (classes)
+
+inline constexpr std::uint8_t kIpProtoTcp = 6;
+inline constexpr std::uint8_t kIpProtoIcmp = 1;
+inline constexpr std::uint8_t kIpProtoIcmp6 = 58;
+inline constexpr std::uint8_t kTcpSyn = 0x02, kTcpAck = 0x10, kTcpFin = 0x01, kTcpRst = 0x04;
+
+// A TCP header (20 bytes, no options; checksum left 0) and `payload_len` bytes.
+inline Bytes tcp_segment(std::uint16_t sport, std::uint16_t dport, std::uint8_t flags, std::size_t payload_len = 0)
+{
+	Bytes b;
+	put16(b, sport);
+	put16(b, dport);
+	put32(b, 1); // seq
+	put32(b, flags & kTcpAck ? 1 : 0);
+	put8(b, 5 << 4); // data offset
+	put8(b, flags);
+	put16(b, 65535); // window
+	put16(b, 0);     // checksum
+	put16(b, 0);     // urgent
+	put(b, udp_payload(payload_len));
+	return b;
+}
+
+// An ICMP (or ICMPv6) echo request, checksum left 0.
+inline Bytes icmp_echo(std::uint8_t type = 8, std::size_t payload_len = 8)
+{
+	Bytes b{type, 0, 0, 0, 0, 1, 0, 1};
+	put(b, udp_payload(payload_len));
+	return b;
+}
+
+// An IPv4 frame carrying `l4` as protocol ip.proto.
+inline Bytes ip4_frame(const Eth &eth, const Ipv4 &ip, const Bytes &l4)
+{
+	Bytes b;
+	put_eth(b, eth, kEthIpv4);
+	put_ipv4(b, ip, l4.size());
+	put(b, l4);
+	return b;
+}
+
+// An IPv6 extension header: its type (the next-header value that names
+// it) and its bytes after the next-header byte (for the generic form, byte
+// 1 is the length in 8-byte units beyond the first 8; a fragment header is
+// 8 bytes).
+struct Ipv6Ext {
+	std::uint8_t type;
+	Bytes body; // without the next-header byte
+};
+
+// A hop-by-hop / routing / destination options header of 8 x (units + 1) bytes (PadN inside).
+inline Ipv6Ext ipv6_opts(std::uint8_t type, std::uint8_t units = 0)
+{
+	Bytes body(std::size_t(units + 1) * 8 - 1, 0);
+	body[0] = units;
+	body[1] = 1; // PadN
+	body[2] = std::uint8_t(body.size() - 3);
+	return {type, body};
+}
+
+// A fragment header: offset in 8-byte units, more fragments.
+inline Ipv6Ext ipv6_fragment(std::uint16_t offset, bool more, std::uint32_t id = 0x1234)
+{
+	Bytes body{0};
+	put16(body, std::uint16_t(offset << 3 | (more ? 1 : 0)));
+	put32(body, id);
+	return {44, body};
+}
+
+// An IPv6 frame: the extension headers in order, then `l4` as protocol `proto`
+// (ip.next_header is ignored: the chain writes it).
+inline Bytes ip6_frame(const Eth &eth, const Ipv6 &ip_in, const std::vector<Ipv6Ext> &exts, std::uint8_t proto,
+		       const Bytes &l4)
+{
+	Ipv6 ip = ip_in;
+	Bytes chain;
+	for (std::size_t i = 0; i < exts.size(); i++) {
+		put8(chain, i + 1 < exts.size() ? exts[i + 1].type : proto);
+		put(chain, exts[i].body);
+	}
+	ip.next_header = exts.empty() ? proto : exts[0].type;
+	Bytes b;
+	put_eth(b, eth, kEthIpv6);
+	put_ipv6(b, ip, chain.size() + l4.size());
+	put(b, chain);
+	put(b, l4);
 	return b;
 }
 
