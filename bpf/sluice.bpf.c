@@ -778,9 +778,10 @@ __noinline __u32 sluice_judge_policy(struct xdp_md *ctx, __u32 flags)
 
 		rec = bpf_map_lookup_elem(&classes, &idx);
 	}
-	/* A class without a packet budget is a record never written: its
-	 * frames are the default class's. */
-	if (id != SLUICE_CLASS_DEFAULT && (!rec || rec->cost_ns == 0))
+	/* A limit class without a packet budget is a record never written:
+	 * its frames are the default class's. (Exempt and deny records carry
+	 * only their action: logic/class_tables writes no budget for them.) */
+	if (id != SLUICE_CLASS_DEFAULT && (!rec || (rec->action == SLUICE_CLASS_LIMIT && rec->cost_ns == 0)))
 		id = SLUICE_CLASS_DEFAULT;
 	if (id != SLUICE_CLASS_DEFAULT && rec && rec->action == SLUICE_CLASS_DENY)
 		outcome = sampled_drop(&src, is_v6, SLUICE_DROP_CLASS);
