@@ -494,6 +494,24 @@ TEST(Classes, TheRecoveringRampAppliesToAClass)
 	EXPECT_EQ(c.packets(SLUICE_DROP_RATE), 3u) << c.str();
 }
 
+TEST(Classes, ExemptAndDenyRecordsNeedNoBudget)
+{
+	SLUICE_REQUIRE_ROOT();
+	SLUICE_LOAD_OR_FAIL(s, serving());
+	ClassTables t(s);
+	// As logic/class_tables writes them: the action (and name) only.
+	sluice_class ex{}, deny{};
+	ex.action = SLUICE_CLASS_EXEMPT;
+	deny.action = SLUICE_CLASS_DENY;
+	t.set_class(0, 1, ex);
+	t.set_class(0, 2, deny);
+	t.set_port(0, SLUICE_L4_UDP, 1, 1);
+	t.set_port(0, SLUICE_L4_UDP, 2, 2);
+	t.set_flags(SLUICE_CLASS_PORTS);
+	EXPECT_EQ(run_n(s, udp_to("198.18.26.1", 1), 5).packets(SLUICE_EXEMPT), 5u);
+	EXPECT_EQ(run_n(s, udp_to("198.18.26.1", 2), 5).packets(SLUICE_DROP_CLASS), 5u);
+}
+
 TEST(Classes, AClassIdWithoutARecordIsTheDefaultClass)
 {
 	SLUICE_REQUIRE_ROOT();
