@@ -1,0 +1,335 @@
+#include "bpf/policy_tables.h"
+
+#include "bpf/class_maps.h"
+#include "bpf/class_match.h"
+#include "bpf/pin_layout.h"
+
+#include <bpf/bpf.h>
+#include <bpf/libbpf.h>
+
+#include <cstring>
+
+namespace sluice {
+
+namespace {
+
+// A list or class trie's key (sluice_abi.h): the set byte, then the prefix.
+template <class Key>
+Key set_key(uint32_t set, const Cidr &c)
+{
+	Key k{};
+	k.prefixlen = SLUICE_LPM_SET_BITS + c.prefix;
+	k.set = static_cast<uint8_t>(set);
+	std::memcpy(k.addr, c.addr.bytes.data(), sizeof(k.addr));
+	return k;
+}
+
+template <class Key>
+Cidr cidr_of(const Key &k)
+{
+	Cidr c;
+	c.addr.family = sizeof(k.addr) == 4 ? Family::v4 : Family::v6;
+	c.prefix = k.prefixlen - SLUICE_LPM_SET_BITS;
+	std::memcpy(c.addr.bytes.data(), k.addr, sizeof(k.addr));
+	return c;
+}
+
+bool batch_unsupported(int err)
+{
+	return err == -EINVAL || err == -EOPNOTSUPP || err == -524 /* ENOTSUPP */;
+}
+
+// Write `count` packed keys and values: one batched syscall where the map
+// type has it, else one at a time.
+int update_many(int fd, const void *keys, size_t key_size, const void *values, size_t value_size, size_t count)
+{
+	if (count == 0)
+		return 0;
+	uint32_t n = static_cast<uint32_t>(count);
+	LIBBPF_OPTS(bpf_map_batch_opts, opts);
+	int err = bpf_map_update_batch(fd, keys, values, &n, &opts);
+	if (!batch_unsupported(err))
+		return err;
+	auto *k = static_cast<const uint8_t *>(keys);
+	auto *v = static_cast<const uint8_t *>(values);
+	for (size_t i = 0; i < count; i++)
+		if ((err = bpf_map_update_elem(fd, k + i * key_size, v + i * value_size, BPF_ANY)))
+			return err;
+	return 0;
+}
+
+// Every key of one policy set in an LPM trie (the set byte follows prefixlen).
+template <class Key>
+Result<std::vector<Key>> keys_of_set(int fd, uint32_t set)
+{
+	std::vector<Key> out;
+	Key cur{}, next{};
+	void *prev = nullptr;
+	int err;
+	while ((err = bpf_map_get_next_key(fd, prev, &next)) == 0) {
+		if (next.set == set)
+			out.push_back(next);
+		cur = next;
+		prev = &cur;
+	}
+	if (err != -ENOENT)
+		return fail_bpf(err, "walking a policy trie");
+	return out;
+}
+
+template <class Key>
+Status delete_set(int fd, uint32_t set)
+{
+	auto keys = keys_of_set<Key>(fd, set);
+	if (!keys)
+		return std::unexpected(keys.error());
+	if (keys->empty())
+		return {};
+	uint32_t n = static_cast<uint32_t>(keys->size());
+	LIBBPF_OPTS(bpf_map_batch_opts, opts);
+	int err = bpf_map_delete_batch(fd, keys->data(), &n, &opts);
+	if (batch_unsupported(err)) {
+		err = 0;
+		for (const auto &k : *keys)
+			if (int e = bpf_map_delete_elem(fd, &k); e && e != -ENOENT) {
+				err = e;
+				break;
+			}
+	}
+	if (err)
+		return fail_bpf(err, "deleting policy set " + std::to_string(set) + "'s entries");
+	return {};
+}
+
+template <class Key, class Value>
+Status write_entries(int fd, uint32_t set, const std::vector<std::pair<Cidr, Value>> &entries, const char *what)
+{
+	std::vector<Key> keys;
+	std::vector<Value> values;
+	keys.reserve(entries.size());
+	values.reserve(entries.size());
+	for (const auto &[c, v] : entries) {
+		keys.push_back(set_key<Key>(set, c));
+		values.push_back(v);
+	}
+	if (int err = update_many(fd, keys.data(), sizeof(Key), values.data(), sizeof(Value), keys.size()); err) {
+		std::string why = err == -ENOSPC || err == -E2BIG
+					  ? " (a trie holds at most " + std::to_string(SLUICE_LIST_MAX_ENTRIES) +
+						    " prefixes per family and set)"
+					  : "";
+		return fail_bpf(err, std::string("writing ") + std::to_string(entries.size()) + " " + what +
+					     " entries into policy set " + std::to_string(set) + why);
+	}
+	return {};
+}
+
+Result<UniqueFd> open_pin(const std::string &dir, const char *name)
+{
+	std::string path = pin_path(dir, name);
+	UniqueFd fd(bpf_obj_get(path.c_str()));
+	if (!fd)
+		return fail_errno("opening the pinned map " + path +
+				  " (pins of a layout without policy classes? `sluicectl detach` and start again)");
+	return fd;
+}
+
+uint32_t list_bit(ListKind list, Family f)
+{
+	if (list == ListKind::allow)
+		return f == Family::v4 ? SLUICE_LIST_ALLOW_V4 : SLUICE_LIST_ALLOW_V6;
+	return f == Family::v4 ? SLUICE_LIST_DENY_V4 : SLUICE_LIST_DENY_V6;
+}
+
+} // namespace
+
+Result<PolicyTables> PolicyTables::open(const std::string &dir, ConfigMap config)
+{
+	PolicyTables t(config);
+	struct Pin {
+		const char *name;
+		UniqueFd PolicyTables::*fd;
+	};
+	static constexpr Pin pins[] = {
+		{SLUICE_PIN_CLASSES, &PolicyTables::classes_},     {SLUICE_PIN_PORT_CLASSES, &PolicyTables::port_classes_},
+		{SLUICE_PIN_CLASS_V4, &PolicyTables::class_v4_},   {SLUICE_PIN_CLASS_V6, &PolicyTables::class_v6_},
+		{SLUICE_PIN_ALLOW_V4, &PolicyTables::allow_v4_},   {SLUICE_PIN_ALLOW_V6, &PolicyTables::allow_v6_},
+		{SLUICE_PIN_DENY_V4, &PolicyTables::deny_v4_},     {SLUICE_PIN_DENY_V6, &PolicyTables::deny_v6_},
+	};
+	for (const auto &p : pins) {
+		auto fd = open_pin(dir, p.name);
+		if (!fd)
+			return std::unexpected(fd.error());
+		t.*p.fd = std::move(*fd);
+	}
+	return t;
+}
+
+int PolicyTables::list_fd(ListKind list, Family f) const
+{
+	if (list == ListKind::allow)
+		return f == Family::v4 ? allow_v4_.get() : allow_v6_.get();
+	return f == Family::v4 ? deny_v4_.get() : deny_v6_.get();
+}
+
+Result<uint32_t> PolicyTables::set_in_force() const
+{
+	auto cfg = config_.read();
+	if (!cfg)
+		return std::unexpected(cfg.error());
+	return SLUICE_POLICY_SET_OF(cfg->policy_flags);
+}
+
+Result<ClassIds> PolicyTables::ids_in_force() const
+{
+	auto set = set_in_force();
+	if (!set)
+		return std::unexpected(set.error());
+	auto records = read_classes(classes_.get(), *set);
+	if (!records)
+		return std::unexpected(records.error());
+	ClassIds ids;
+	for (const auto &r : *records)
+		if (r.id < SLUICE_CLASSES_MAX)
+			ids.names[r.id] = r.name;
+	return ids;
+}
+
+Result<std::vector<Cidr>> PolicyTables::list_in_force(ListKind list) const
+{
+	auto set = set_in_force();
+	if (!set)
+		return std::unexpected(set.error());
+	std::vector<Cidr> out;
+	auto v4 = keys_of_set<sluice_lpm_v4>(list_fd(list, Family::v4), *set);
+	if (!v4)
+		return std::unexpected(v4.error());
+	auto v6 = keys_of_set<sluice_lpm_v6>(list_fd(list, Family::v6), *set);
+	if (!v6)
+		return std::unexpected(v6.error());
+	for (const auto &k : *v4)
+		out.push_back(cidr_of(k));
+	for (const auto &k : *v6)
+		out.push_back(cidr_of(k));
+	return out;
+}
+
+Status PolicyTables::clear_set(uint32_t set) const
+{
+	for (int fd : {class_v4_.get(), allow_v4_.get(), deny_v4_.get()})
+		if (auto ok = delete_set<sluice_lpm_v4>(fd, set); !ok)
+			return ok;
+	for (int fd : {class_v6_.get(), allow_v6_.get(), deny_v6_.get()})
+		if (auto ok = delete_set<sluice_lpm_v6>(fd, set); !ok)
+			return ok;
+	std::vector<uint32_t> ids(SLUICE_CLASSES_MAX);
+	for (uint32_t id = 0; id < SLUICE_CLASSES_MAX; id++)
+		ids[id] = sluice_class_index(set, id);
+	std::vector<sluice_class> zero(SLUICE_CLASSES_MAX);
+	if (int err = update_many(classes_.get(), ids.data(), sizeof(uint32_t), zero.data(), sizeof(sluice_class),
+				  ids.size());
+	    err)
+		return fail_bpf(err, "zeroing policy set " + std::to_string(set) + "'s class records");
+	std::vector<uint32_t> blocks(SLUICE_L4_KINDS * SLUICE_PORT_BLOCKS);
+	for (uint32_t i = 0; i < blocks.size(); i++)
+		blocks[i] = sluice_port_block_index(set, i / SLUICE_PORT_BLOCKS, (i % SLUICE_PORT_BLOCKS) * SLUICE_PORTS_PER_BLOCK);
+	std::vector<sluice_port_block> none(blocks.size());
+	if (int err = update_many(port_classes_.get(), blocks.data(), sizeof(uint32_t), none.data(),
+				  sizeof(sluice_port_block), blocks.size());
+	    err)
+		return fail_bpf(err, "zeroing policy set " + std::to_string(set) + "'s port table");
+	return {};
+}
+
+Status PolicyTables::write_set(uint32_t set, const CompiledPolicy &c, const PolicyLists &lists) const
+{
+	std::vector<uint32_t> ids(SLUICE_CLASSES_MAX);
+	for (uint32_t id = 0; id < SLUICE_CLASSES_MAX; id++)
+		ids[id] = sluice_class_index(set, id);
+	if (int err = update_many(classes_.get(), ids.data(), sizeof(uint32_t), c.classes.data(), sizeof(sluice_class),
+				  ids.size());
+	    err)
+		return fail_bpf(err, "writing policy set " + std::to_string(set) + "'s class records");
+	if (!c.ports.empty()) {
+		if (c.ports.size() != size_t(SLUICE_L4_KINDS) * SLUICE_PORT_BLOCKS)
+			return refused("a compiled port table of " + std::to_string(c.ports.size()) + " blocks (it has " +
+				       std::to_string(SLUICE_L4_KINDS * SLUICE_PORT_BLOCKS) + ")");
+		std::vector<uint32_t> blocks(c.ports.size());
+		for (uint32_t i = 0; i < blocks.size(); i++)
+			blocks[i] = sluice_port_block_index(set, i / SLUICE_PORT_BLOCKS,
+							    (i % SLUICE_PORT_BLOCKS) * SLUICE_PORTS_PER_BLOCK);
+		if (int err = update_many(port_classes_.get(), blocks.data(), sizeof(uint32_t), c.ports.data(),
+					  sizeof(sluice_port_block), blocks.size());
+		    err)
+			return fail_bpf(err, "writing policy set " + std::to_string(set) + "'s port table");
+	}
+	if (auto ok = write_entries<sluice_lpm_v4>(class_v4_.get(), set, c.prefixes_v4, "class IPv4 prefix"); !ok)
+		return ok;
+	if (auto ok = write_entries<sluice_lpm_v6>(class_v6_.get(), set, c.prefixes_v6, "class IPv6 prefix"); !ok)
+		return ok;
+	for (ListKind list : {ListKind::allow, ListKind::deny}) {
+		std::vector<std::pair<Cidr, uint8_t>> v4, v6;
+		for (const auto &cidr : list == ListKind::allow ? lists.allow : lists.deny)
+			(cidr.addr.family == Family::v4 ? v4 : v6).push_back({cidr, 1});
+		std::string what = std::string(to_string(list)) + " list";
+		if (auto ok = write_entries<sluice_lpm_v4>(list_fd(list, Family::v4), set, v4, what.c_str()); !ok)
+			return ok;
+		if (auto ok = write_entries<sluice_lpm_v6>(list_fd(list, Family::v6), set, v6, what.c_str()); !ok)
+			return ok;
+	}
+	return {};
+}
+
+Result<AppliedSet> PolicyTables::apply(const CompiledPolicy &c, const PolicyLists &lists, const ConfigEdit &edit) const
+{
+	auto in_force = set_in_force();
+	if (!in_force)
+		return std::unexpected(in_force.error());
+	uint32_t old_set = *in_force, new_set = old_set ^ 1;
+	// A daemon stopped during an earlier apply may have left entries in the
+	// set not in force: it starts empty.
+	auto undo = [&](const Error &e) -> std::unexpected<Error> {
+		(void)clear_set(new_set);
+		return std::unexpected(Error{e.kind, e.code, e.message + "; the policy in force is unchanged"});
+	};
+	if (auto ok = clear_set(new_set); !ok)
+		return undo(ok.error());
+	if (auto ok = write_set(new_set, c, lists); !ok)
+		return undo(ok.error());
+
+	AppliedSet out;
+	out.set = new_set;
+	uint32_t flags = (c.class_flags & SLUICE_CLASS_ANY) | (new_set ? SLUICE_POLICY_SET : 0);
+	for (ListKind list : {ListKind::allow, ListKind::deny})
+		for (const auto &cidr : list == ListKind::allow ? lists.allow : lists.deny)
+			flags |= list_bit(list, cidr.addr.family);
+	out.policy_flags = flags;
+	auto cfg = config_.read();
+	if (!cfg)
+		return undo(cfg.error());
+	sluice_config next = *cfg;
+	if (edit) {
+		auto edited = edit(*cfg);
+		if (!edited)
+			return undo(edited.error());
+		next = *edited;
+	}
+	next.policy_flags = flags;
+	if (auto ok = config_.write(next); !ok)
+		return undo(ok.error());
+
+	// The flip is made: the old set is read by no frame that starts now.
+	// (A frame that read the old flags just before may still be looking it
+	// up; its entries are deleted one by one under RCU, so it sees either.)
+	if (auto ok = clear_set(old_set); !ok)
+		return fail(ok.error().kind,
+			    "the new policy is in force (set " + std::to_string(new_set) +
+				    "), but clearing the old set failed (the next reload clears it): " + ok.error().message,
+			    ok.error().code);
+	for (const auto &n : c.ids.names)
+		out.classes += !n.empty();
+	out.prefixes = c.prefixes_v4.size() + c.prefixes_v6.size();
+	out.list_entries = lists.allow.size() + lists.deny.size();
+	return out;
+}
+
+} // namespace sluice
