@@ -6,6 +6,7 @@
 #include "base/log.h"
 #include "ipc/commands.h"
 #include "ipc/encode.h"
+#include "policyfile/policy_file.h"
 
 #include <algorithm>
 #include <cerrno>
@@ -18,6 +19,8 @@
 #include <sys/stat.h>
 #include <systemd/sd-daemon.h>
 #include <unistd.h>
+#include <climits>
+#include <cstdlib>
 
 namespace sluice {
 
@@ -89,12 +92,37 @@ Result<std::unique_ptr<Daemon>> Daemon::start(DaemonOptions opts)
 			return std::unexpected(metrics.error());
 		d->metrics_ = std::move(*metrics);
 	}
+	// The policy file before any interface: a bad one stops the start with
+	// its file:line:col (exit 2), and its default class decides the budgets
+	// and the prefixes a fresh program is loaded with.
+	if (!d->opts_.policy_file.empty()) {
+		d->file_identity_ = identity_of(d->opts_.policy_file);
+		auto p = load_policy(d->opts_.policy_file);
+		if (!p)
+			return std::unexpected(p.error());
+		if (!p->default_from_options && !p->classes.empty()) {
+			const PolicyClass &def = p->classes[0];
+			d->opts_.rate_pps = def.packets.rate;
+			d->opts_.burst = def.packets.burst;
+			d->opts_.rate_given = d->opts_.burst_given = true;
+			d->opts_.load.v4_prefix = def.v4_prefix;
+			d->opts_.load.v6_prefix = def.v6_prefix;
+			if (def.standing) {
+				d->opts_.standing_rate_pps = def.standing->rate;
+				d->opts_.standing_burst = def.standing->burst;
+			}
+		}
+		d->file_policy_ = std::move(*p);
+	}
 	for (const auto &name : d->opts_.interfaces) {
 		if (d->ifaces_.count(name))
 			continue;
 		auto m = ManagedInterface::start(d->opts_, name, d->opts_.mode);
 		if (!m)
 			return std::unexpected(m.error());
+		if (d->file_policy_)
+			if (auto ok = (*m)->apply_policy(*d->file_policy_, d->opts_.policy_file, false); !ok)
+				return std::unexpected(ok.error());
 		d->ifaces_.emplace(name, std::move(*m));
 	}
 	d->publish_metrics(monotonic_seconds());
@@ -191,6 +219,9 @@ json Daemon::attach(const Request &req)
 	auto m = ManagedInterface::start(opts_, *name, mode);
 	if (!m)
 		return error_reply(m.error());
+	if (file_policy_)
+		if (auto ok = (*m)->apply_policy(*file_policy_, opts_.policy_file, false); !ok)
+			return error_reply(ok.error());
 	ManagedInterface &added = *ifaces_.emplace(*name, std::move(*m)).first->second;
 	auto st = added.status();
 	return ok_reply(encode(AttachResult{*name, st.maps ? st.maps->attach_mode : std::nullopt}));
@@ -313,6 +344,89 @@ json Daemon::standing(ManagedInterface &mi, const Request &req)
 	return reply_of(mi.standing(*addr));
 }
 
+Result<ReloadReply> Daemon::reload_policy(const std::optional<std::string> &only, const char *why)
+{
+	if (opts_.policy_file.empty())
+		return refused("sluiced runs without a policy file (--no-policy, or none at " +
+			       std::string(defaults::kPolicyPath) + "): start it with --policy PATH to reload one");
+	auto targets = [&] {
+		std::vector<ManagedInterface *> out;
+		for (auto &[name, m] : ifaces_)
+			if (!only || *only == name)
+				out.push_back(m.get());
+		return out;
+	}();
+	file_identity_ = identity_of(opts_.policy_file);
+	auto p = load_policy(opts_.policy_file);
+	if (!p) {
+		for (auto *m : targets)
+			m->refuse_reload(p.error());
+		return std::unexpected(p.error());
+	}
+	log_info("policy " + opts_.policy_file + ": reloading (" + why + ")");
+	ReloadReply r;
+	std::optional<Error> first_error;
+	for (auto *m : targets) {
+		auto applied = m->apply_policy(*p, opts_.policy_file, true);
+		if (applied)
+			r.interfaces.push_back(*applied);
+		else if (!first_error)
+			first_error = applied.error();
+	}
+	if (!r.interfaces.empty() || targets.empty())
+		file_policy_ = std::move(*p);
+	if (first_error)
+		return std::unexpected(*first_error);
+	return r;
+}
+
+std::optional<Daemon::FileIdentity> Daemon::identity_of(const std::string &path)
+{
+	struct stat st {};
+	if (stat(path.c_str(), &st) != 0)
+		return std::nullopt;
+	FileIdentity id;
+	char buf[PATH_MAX];
+	if (realpath(path.c_str(), buf))
+		id.resolved = buf;
+	id.dev = st.st_dev;
+	id.ino = st.st_ino;
+	id.size = static_cast<uint64_t>(st.st_size);
+	id.mtime_ns = int64_t(st.st_mtim.tv_sec) * 1000000000 + st.st_mtim.tv_nsec;
+	return id;
+}
+
+void Daemon::watch_policy()
+{
+	if (!opts_.policy_watch || opts_.policy_file.empty())
+		return;
+	auto now = identity_of(opts_.policy_file);
+	if (now == file_identity_)
+		return;
+	// A vanished file (a ConfigMap mid-swap) is refused like any bad file,
+	// once: the identity is remembered, so it is not retried every period.
+	(void)reload_policy(std::nullopt, "--policy-watch: the file changed");
+}
+
+json Daemon::reload(const Request &req)
+{
+	auto only = this->only(req);
+	if (!only)
+		return error_reply(only.error());
+	return reply_of(reload_policy(*only, "sluicectl reload"));
+}
+
+json Daemon::explain(ManagedInterface &mi, const Request &req)
+{
+	auto src = req.str("src");
+	if (!src)
+		return error_reply(src.error());
+	auto proto = req.opt_str("proto");
+	if (!proto)
+		return error_reply(proto.error());
+	return reply_of(mi.explain(*src, *proto));
+}
+
 // One handler per command of the registry, in its order: a command added to
 // ipc/commands.h and not here (or here out of order) fails the static_assert.
 struct Daemon::Handler {
@@ -338,6 +452,8 @@ const Daemon::Handler &Daemon::handler(Command c)
 		{Command::audit, nullptr, &Daemon::audit},
 		{Command::top, nullptr, &Daemon::top},
 		{Command::standing, nullptr, &Daemon::standing},
+		{Command::reload, &Daemon::reload, nullptr},
+		{Command::explain, nullptr, &Daemon::explain},
 	};
 	static_assert(std::size(handlers) == kCommandCount, "every command of the registry needs a handler");
 	static_assert(
@@ -408,8 +524,14 @@ int Daemon::run()
 		}
 		if (fds.back().revents & POLLIN) {
 			signalfd_siginfo si{};
-			if (read(sfd.get(), &si, sizeof(si)) == sizeof(si) && si.ssi_signo != SIGHUP)
-				break;
+			if (read(sfd.get(), &si, sizeof(si)) == sizeof(si)) {
+				if (si.ssi_signo != SIGHUP)
+					break;
+				if (opts_.policy_file.empty())
+					log_info("SIGHUP: no policy file to reload (--no-policy)");
+				else
+					(void)reload_policy(std::nullopt, "SIGHUP");
+			}
 		}
 		fds.pop_back();
 		if (n > 0)
@@ -418,6 +540,7 @@ int Daemon::run()
 		if (now >= next_tick) {
 			for (auto &[_, m] : ifaces_)
 				m->tick(now);
+			watch_policy();
 			publish_metrics(now);
 			// Keep the period's phase; after a long stall, skip ahead
 			// rather than tick in a burst.

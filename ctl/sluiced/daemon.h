@@ -3,6 +3,7 @@
 
 #include "ipc/commands.h"
 #include "ipc/control_server.h"
+#include "logic/classes.h"
 #include "sluiced/managed_interface.h"
 #include "sluiced/metrics_server.h"
 #include "sluiced/options.h"
@@ -45,13 +46,32 @@ private:
 	json audit(ManagedInterface &mi, const Request &req);
 	json top(ManagedInterface &mi, const Request &req);
 	json standing(ManagedInterface &mi, const Request &req);
+	json reload(const Request &req);
+	json explain(ManagedInterface &mi, const Request &req);
 	void publish_metrics(double tick_mono_s);
+
+	// The policy file: read it again and apply it to `only` (none: every
+	// interface). A bad file is refused, counted on each, nothing changes.
+	Result<ReloadReply> reload_policy(const std::optional<std::string> &only, const char *why);
+	// The file's identity (--policy-watch): the resolved path and the
+	// target's inode, mtime and size. A Kubernetes ConfigMap volume swaps a
+	// symlink, so the path's target is part of it.
+	struct FileIdentity {
+		std::string resolved;
+		uint64_t dev = 0, ino = 0, size = 0;
+		int64_t mtime_ns = 0;
+		bool operator==(const FileIdentity &) const = default;
+	};
+	static std::optional<FileIdentity> identity_of(const std::string &path);
+	void watch_policy();
 
 	DaemonOptions opts_;
 	std::map<std::string, std::unique_ptr<ManagedInterface>> ifaces_;
 	std::optional<ControlServer> server_;
 	double started_s_ = 0;
 	std::unique_ptr<MetricsServer> metrics_; // --metrics-listen; null when off
+	std::optional<Policy> file_policy_;      // the policy file as last read and applied
+	std::optional<FileIdentity> file_identity_;
 };
 
 } // namespace sluice

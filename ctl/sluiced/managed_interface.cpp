@@ -5,7 +5,9 @@
 #include "base/clock.h"
 #include "base/limits.h"
 #include "base/log.h"
+#include "bpf/class_maps.h"
 #include "bpf/maps.h"
+#include "bpf/pin_layout.h"
 #include "logic/budgets.h"
 #include "logic/source.h"
 #include "bpf/status.h"
@@ -198,6 +200,13 @@ Result<std::unique_ptr<ManagedInterface>> ManagedInterface::start(const DaemonOp
 		log_info(name + ": standing granted to the " + std::to_string(peers->size()) +
 			 " peers of established connections");
 	}
+	auto tables = PolicyTables::open(m->dir_, m->dp_->config());
+	if (!tables)
+		return std::unexpected(tables.error());
+	m->tables_.emplace(std::move(*tables));
+	m->class_counters_.reset(bpf_obj_get(sluice::pin_path(m->dir_, SLUICE_PIN_CLASS_COUNTERS).c_str()));
+	if (!m->class_counters_)
+		return fail_errno("opening the pinned map " + sluice::pin_path(m->dir_, SLUICE_PIN_CLASS_COUNTERS));
 	m->policy_.emplace(opts.policy);
 	m->valve_.emplace(ValveConfig{opts.policy.trip_pps, opts.policy.clear_pps, opts.policy.trip_periods});
 	m->auditor_.emplace(opts.audit_per_period);
@@ -360,6 +369,21 @@ ManagedStatus ManagedInterface::status() const
 	st.rates = rates_;
 	st.oper_state = gone_ ? "gone" : oper_state_;
 	st.pin_dir = dir_;
+	if (in_force_) {
+		PolicyStatus ps;
+		ps.file = in_force_->path;
+		ps.generation = in_force_->generation;
+		ps.applied_ns = in_force_->applied_ns;
+		ps.set = in_force_->set;
+		for (uint32_t id = 0; id < SLUICE_CLASSES_MAX; id++)
+			if (!in_force_->compiled.ids.names[id].empty())
+				ps.classes.push_back({id, in_force_->compiled.ids.names[id]});
+		ps.rules = in_force_->policy.rules.size();
+		ps.reloads_applied = reloads_applied_;
+		ps.reloads_refused = reloads_refused_;
+		ps.last_refused = last_refused_;
+		st.policy = std::move(ps);
+	}
 	return st;
 }
 
@@ -397,6 +421,24 @@ InterfaceMetrics ManagedInterface::metrics() const
 		m.standing_entries = occupancy_->live;
 	m.standing_capacity = uint64_t(dp_->standing().sets()) * SLUICE_STANDING_WAYS;
 	m.valve_closes = valve_closes_;
+	if (in_force_) {
+		m.has_policy = true;
+		m.reloads_applied = reloads_applied_;
+		m.reloads_refused = reloads_refused_;
+		m.last_reload_success = last_reload_ok_;
+		auto rows = read_class_counters(class_counters_.get());
+		if (!rows)
+			log_error(name_ + ": reading the class counters: " + rows.error().describe());
+		for (uint32_t id = 0; id < SLUICE_CLASSES_MAX; id++) {
+			const std::string &n = in_force_->compiled.ids.names[id];
+			if (n.empty())
+				continue;
+			InterfaceMetrics::Class c{n, {}};
+			if (rows)
+				c.counters = (*rows)[id];
+			m.classes.push_back(std::move(c));
+		}
+	}
 	return m;
 }
 

@@ -6,6 +6,9 @@
 #include "bpf/audit.h"
 #include "logic/breaker.h"
 #include "bpf/dataplane.h"
+#include "bpf/policy_tables.h"
+#include "logic/class_tables.h"
+#include "logic/classes.h"
 #include "sluiced/drop_sampler.h"
 #include "base/fd.h"
 #include "sluiced/metrics.h"
@@ -56,6 +59,22 @@ public:
 	// Remove the program and the pins. The object is done afterwards.
 	Status detach();
 
+	// The policy file (managed_policy.cpp). Apply `p`, read from `file`, to
+	// this interface, all or nothing (bpf/policy_tables): class ids kept by
+	// name from the records in force, the entries `sluicectl allow|deny add`
+	// put in the running lists that the previous file did not name kept,
+	// the default class's budgets (when the file defines it) into config in
+	// the same write. Refused when the default class's prefixes differ from
+	// the program's (fixed at load). `reload`: counted as a reload.
+	Result<PolicyApplied> apply_policy(const Policy &p, const std::string &file, bool reload);
+	// A reload refused before it reached this interface (the file is bad):
+	// counted, and kept for status.
+	void refuse_reload(const Error &why);
+	// The class a frame gets under the policy in force (the default policy
+	// without a file), by explain() and by the compiled tables.
+	Result<ExplainView> explain(const std::string &src, const std::optional<std::string> &proto) const;
+	bool has_policy() const { return in_force_.has_value(); }
+
 private:
 	ManagedInterface() = default;
 	Status transition(BreakerState to, bool manual, const std::string &why);
@@ -72,6 +91,24 @@ private:
 	// write is logged as `what` and the reply is bucket_reply's.
 	using SlotWrite = std::function<Status(std::span<const uint32_t> slots, const sluice_config &cfg)>;
 	Result<BucketView> write_source(const std::string &addr, const std::string &what, const SlotWrite &write);
+
+	// The policy in force, as the daemon applied it (none: no policy file).
+	struct PolicyInForce {
+		Policy policy;  // as applied (the default class filled from the options)
+		Policy file;    // as the file said: what the next reload compares lists with
+		CompiledPolicy compiled;
+		std::string path;
+		uint64_t generation = 0;
+		uint64_t applied_ns = 0;
+		uint32_t set = 0;
+	};
+	Policy policy_of_file(const Policy &p, const sluice_config &cfg) const;
+	std::optional<PolicyTables> tables_;
+	UniqueFd class_counters_;
+	std::optional<PolicyInForce> in_force_;
+	uint64_t reloads_applied_ = 0, reloads_refused_ = 0;
+	std::optional<bool> last_reload_ok_;
+	std::string last_refused_;
 
 	std::string name_;
 	std::string dir_;

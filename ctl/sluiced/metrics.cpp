@@ -114,6 +114,14 @@ std::vector<MetricFamily> sluice_families(const MetricsSnapshot &s)
 	auto valve_closes = family("sluice_standing_valve_closes_total",
 				   "Standing valve closes made by this sluiced (standing over trip-pps while shedding).",
 				   "counter");
+	auto class_packets = family("sluice_class_packets_total",
+				    "Frames of each policy class in force, by verdict (counted while a policy is in force).",
+				    "counter");
+	auto class_bytes = family("sluice_class_bytes_total", "Bytes of each policy class in force, by verdict.", "counter");
+	auto reloads = family("sluice_policy_reloads_total", "Policy reloads, applied or refused.", "counter");
+	auto policy_classes = family("sluice_policy_classes", "Policy classes in force, the default included.", "gauge");
+	auto last_reload = family("sluice_policy_last_reload_success",
+				  "1 when the last policy reload was applied, 0 when it was refused.", "gauge");
 
 	for (const auto &i : s.interfaces) {
 		for (uint32_t k = 0; k < SLUICE_OUTCOMES; k++) {
@@ -143,9 +151,25 @@ std::vector<MetricFamily> sluice_families(const MetricsSnapshot &s)
 		standing_capacity.samples.push_back({{{"iface", i.iface}}, i.standing_capacity});
 		valve_closed.samples.push_back({{{"iface", i.iface}}, uint64_t(i.valve_closed ? 1 : 0)});
 		valve_closes.samples.push_back({{{"iface", i.iface}}, i.valve_closes});
+		for (const auto &c : i.classes)
+			for (uint32_t k = 0; k < SLUICE_OUTCOMES; k++) {
+				std::vector<std::pair<std::string, std::string>> labels{
+					{"iface", i.iface}, {"class", c.name}, {"verdict", outcome_name(k)}};
+				class_packets.samples.push_back({labels, c.counters[k].packets});
+				class_bytes.samples.push_back({labels, c.counters[k].bytes});
+			}
+		if (i.has_policy) {
+			reloads.samples.push_back({{{"iface", i.iface}, {"result", "applied"}}, i.reloads_applied});
+			reloads.samples.push_back({{{"iface", i.iface}, {"result", "refused"}}, i.reloads_refused});
+			policy_classes.samples.push_back({{{"iface", i.iface}}, uint64_t(i.classes.size())});
+		}
+		if (i.last_reload_success)
+			last_reload.samples.push_back({{{"iface", i.iface}}, uint64_t(*i.last_reload_success ? 1 : 0)});
 	}
-	return {packets, bytes, state, transitions, admission, violations,
-		slots, standing_entries, standing_capacity, valve_closed, valve_closes};
+	return {packets,      bytes,          state,         transitions,    admission,
+		violations,   slots,          standing_entries, standing_capacity, valve_closed,
+		valve_closes, class_packets,  class_bytes,   reloads,        policy_classes,
+		last_reload};
 }
 
 std::string render_metrics(const MetricsSnapshot &s)

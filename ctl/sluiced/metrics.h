@@ -14,8 +14,14 @@
 //   sluice_standing_capacity{iface}                gauge    its entries (sets x ways)
 //   sluice_standing_valve_closed{iface}            gauge    1 while the standing valve is closed
 //   sluice_standing_valve_closes_total{iface}      counter  valve closes made by this daemon
+//   sluice_class_packets_total{iface,class,verdict} counter per policy class in force and outcome
+//   sluice_class_bytes_total{iface,class,verdict}  counter
+//   sluice_policy_reloads_total{iface,result}      counter  result "applied" or "refused"
+//   sluice_policy_classes{iface}                   gauge    classes in force (the default included)
+//   sluice_policy_last_reload_success{iface}       gauge    1: the last reload was applied, 0: refused
 //
-// No label is per source: the series count is fixed by the interfaces.
+// No label is per source: the series count is fixed by the interfaces and
+// their classes (at most SLUICE_CLASSES_MAX each).
 #pragma once
 
 #include "logic/breaker.h"
@@ -77,6 +83,16 @@ struct InterfaceMetrics {
 	uint64_t standing_capacity = 0;
 	bool valve_closed = false;
 	uint64_t valve_closes = 0;
+	// The policy classes in force (none without a policy file: no class
+	// series), their counters summed over CPUs, by name.
+	struct Class {
+		std::string name;
+		std::array<sluice_counter, SLUICE_OUTCOMES> counters{};
+	};
+	std::vector<Class> classes;
+	bool has_policy = false;
+	uint64_t reloads_applied = 0, reloads_refused = 0;
+	std::optional<bool> last_reload_success; // none before the first reload
 };
 
 struct MetricsSnapshot {
@@ -84,7 +100,7 @@ struct MetricsSnapshot {
 	double tick_mono_s = 0; // CLOCK_MONOTONIC of the control period that made it
 };
 
-// The eleven families above, one sample set per interface.
+// The families above, one sample set per interface.
 std::vector<MetricFamily> sluice_families(const MetricsSnapshot &s);
 std::string render_metrics(const MetricsSnapshot &s);
 

@@ -84,6 +84,7 @@ Result<ParsedOptions> parse_daemon_options(int argc, const char *const *argv)
 	int64_t standing_burst = static_cast<int64_t>(o.standing_burst);
 	int64_t newcomer_pps = -1, observe_periods = o.load.observe_periods;
 	double start_pct = o.policy.start_ppm / 10000.0;
+	bool no_policy = false;
 
 	po::options_description desc("sluiced options");
 	desc.add_options()
@@ -123,7 +124,10 @@ Result<ParsedOptions> parse_daemon_options(int argc, const char *const *argv)
 		("max-clients", po::value(&clients)->default_value(clients), "concurrent control clients")
 		("log-level", po::value(&level)->default_value(level), "debug, info, warn, error")
 		("metrics-listen", po::value(&metrics_listen), "serve Prometheus /metrics and /healthz on ADDRESS:PORT (e.g. 127.0.0.1:9464; default: off)")
-		("detach-on-exit", po::bool_switch(&o.detach_on_exit), "detach the program when sluiced exits (default: enforcement stays)");
+		("detach-on-exit", po::bool_switch(&o.detach_on_exit), "detach the program when sluiced exits (default: enforcement stays)")
+		("policy", po::value(&o.policy_file), "policy file (YAML, docs/policy.md; default: /etc/sluice/policy.yaml when it exists); reloaded on SIGHUP and `sluicectl reload`")
+		("no-policy", po::bool_switch(&no_policy), "read no policy file, even at the default path")
+		("policy-watch", po::bool_switch(&o.policy_watch), "reload the policy file when it changes (its path's target, inode, mtime or size; checked once a period)");
 
 	std::ostringstream usage;
 	usage << "usage: sluiced -i IFACE [-i IFACE...] [options]\n" << desc;
@@ -257,6 +261,19 @@ Result<ParsedOptions> parse_daemon_options(int argc, const char *const *argv)
 			return std::unexpected(addr.error());
 		o.metrics_listen = *addr;
 	}
+	if (no_policy && vm.count("policy"))
+		return invalid("--policy and --no-policy: give one");
+	if (vm.count("policy") && o.policy_file.empty())
+		return invalid("--policy needs a path");
+	if (no_policy) {
+		o.policy_file.clear();
+	} else if (!vm.count("policy")) {
+		std::error_code ec;
+		if (std::filesystem::exists(defaults::kPolicyPath, ec))
+			o.policy_file = defaults::kPolicyPath;
+	}
+	if (o.policy_watch && o.policy_file.empty())
+		return invalid("--policy-watch needs a policy file (--policy PATH)");
 	return out;
 }
 

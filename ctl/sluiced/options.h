@@ -54,6 +54,12 @@ struct DaemonOptions {
 	size_t top_capacity = defaults::kTopCapacity; // sources the summary tracks
 	double top_window_s = defaults::kTopWindowS;  // seconds one summary covers
 	std::optional<ListenAddress> metrics_listen; // --metrics-listen: /metrics and /healthz; none: off
+	// The policy file (docs/policy.md): --policy, or defaults::kPolicyPath
+	// when it exists; empty: none (--no-policy, or no file at the default).
+	std::string policy_file;
+	// --policy-watch: look at the file's identity once a period and reload
+	// when it changes.
+	bool policy_watch = false;
 };
 
 // The newcomer budget to ask for over `cpus` CPUs: --newcomer-pps, or its default.

@@ -15,6 +15,8 @@ namespace sluice::defaults {
 // Where sluiced listens and where it pins (one directory per interface).
 inline constexpr const char *kSocketPath = "/run/sluice/sluiced.sock";
 inline constexpr const char *kPinDir = "/sys/fs/bpf/sluice";
+// The policy file sluiced reads when it exists (docs/policy.md).
+inline constexpr const char *kPolicyPath = "/etc/sluice/policy.yaml";
 
 // Per-source buckets.
 inline constexpr uint64_t kRatePps = 10000; // tokens per second per source

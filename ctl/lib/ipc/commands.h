@@ -36,8 +36,10 @@ enum class Command : uint8_t {
 	audit,
 	top,
 	standing,
+	reload,
+	explain,
 };
-inline constexpr size_t kCommandCount = static_cast<size_t>(Command::standing) + 1;
+inline constexpr size_t kCommandCount = static_cast<size_t>(Command::explain) + 1;
 
 enum class ArgType : uint8_t {
 	string,      // Request::str
@@ -85,6 +87,9 @@ inline constexpr ArgSpec list_show[] = {{"iface", T::string, true}, {"list", T::
 inline constexpr ArgSpec attach[] = {{"iface", T::string, true}, {"mode", T::string, false}};
 inline constexpr ArgSpec top[] = {{"iface", T::string, true}, {"n", T::integer, false}};
 inline constexpr ArgSpec standing[] = {{"iface", T::string, true}, {"addr", T::string, false}};
+// proto: "tcp", "tcp-syn/443", "udp/53", "icmp", ...; none: any protocol.
+inline constexpr ArgSpec explain[] = {{"iface", T::string, true}, {"src", T::string, true},
+				      {"proto", T::string, false}};
 } // namespace command_args
 
 inline constexpr std::array<CommandSpec, kCommandCount> kCommandSpecs = {{
@@ -113,6 +118,10 @@ inline constexpr std::array<CommandSpec, kCommandCount> kCommandSpecs = {{
 	 "the sources dropped the most in the last sampling window"},
 	{Command::standing, "standing", Access::read, command_args::standing,
 	 "the standing table's occupancy, valve and budgets; with addr, whether it has standing and why"},
+	{Command::reload, "reload", Access::write, command_args::optional_iface,
+	 "read the policy file again and apply it (all or nothing), to one interface or all"},
+	{Command::explain, "explain", Access::read, command_args::explain,
+	 "the policy class a frame gets and why, its compiled class and its bucket's slots"},
 }};
 
 constexpr bool registry_in_order()

@@ -108,7 +108,70 @@ json encode(const ManagedStatus &s)
 	j["rates"] = encode(s.rates);
 	j["oper_state"] = s.oper_state;
 	j["pin_dir"] = s.pin_dir;
+	j["policy_file"] = s.policy ? encode(*s.policy) : json(nullptr);
 	return j;
+}
+
+json encode(const PolicyStatus &p)
+{
+	json classes = json::array();
+	for (const auto &[id, name] : p.classes)
+		classes.push_back({{"id", id}, {"name", name}});
+	return {{"file", p.file},
+		{"generation", p.generation},
+		{"applied", iso_time(p.applied_ns)},
+		{"set", p.set},
+		{"classes", classes},
+		{"rules", p.rules},
+		{"reloads_applied", p.reloads_applied},
+		{"reloads_refused", p.reloads_refused},
+		{"last_refused", p.last_refused.empty() ? json(nullptr) : json(p.last_refused)}};
+}
+
+json encode(const PolicyApplied &a)
+{
+	return {{"iface", a.iface},	      {"file", a.file},		{"generation", a.generation},
+		{"set", a.set},		      {"classes", a.classes},	{"prefixes", a.prefixes},
+		{"list_entries", a.list_entries}, {"kept_runtime_entries", a.kept}, {"apply_ms", a.apply_ms}};
+}
+
+json encode(const ReloadReply &r)
+{
+	json list = json::array();
+	for (const auto &a : r.interfaces)
+		list.push_back(encode(a));
+	return {{"interfaces", list}};
+}
+
+json encode(const ExplainView &e)
+{
+	const Explanation &x = e.explanation;
+	json losers = json::array();
+	for (const auto &l : x.losers)
+		losers.push_back({{"rule", l.rule + 1}, {"text", l.text}, {"lost_on", lost_on_name(l.lost_on)}, {"why", l.why}});
+	auto opt_cidr = [](const std::optional<Cidr> &c) { return c ? json(c->str()) : json(nullptr); };
+	const char *decided = x.decided == Decided::deny_list ? "deny_list" : x.decided == Decided::rule ? "rule" : "fallback";
+	return {{"iface", e.iface},
+		{"source", e.frame.source.str()},
+		{"protocol", protocol_name(e.frame.protocol)},
+		{"port", has_ports(e.frame.protocol) ? json(e.frame.port) : json(nullptr)},
+		{"decided", decided},
+		{"class", x.class_name},
+		{"action", action_name(x.action)},
+		{"rule", x.rule ? json(*x.rule + 1) : json(nullptr)},
+		{"rule_text", x.rule ? json(x.rule_text) : json(nullptr)},
+		{"deny_entry", opt_cidr(x.deny_entry)},
+		{"allow_entry", opt_cidr(x.allow_entry)},
+		{"source_prefix", opt_cidr(x.source_prefix)},
+		{"losers", losers},
+		{"why", x.why},
+		{"text", e.text},
+		{"table_class", e.table_class},
+		{"table_class_name", e.table_class_name},
+		{"bucket", e.bucket.str()},
+		{"slots", {e.slots[0], e.slots[1]}},
+		{"tokens", {e.tokens[0], e.tokens[1]}},
+		{"has_standing", e.has_standing}};
 }
 
 json encode(const DaemonInfo &d)

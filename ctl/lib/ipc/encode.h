@@ -29,5 +29,9 @@ json encode(const AuditResult &a);
 json encode(const TopView &t);
 json encode(const AttachResult &a);
 json encode(const DetachResult &d);
+json encode(const PolicyStatus &p);
+json encode(const PolicyApplied &a);
+json encode(const ReloadReply &r);
+json encode(const ExplainView &e);
 
 } // namespace sluice

@@ -45,6 +45,18 @@
 //               (reason, since and last_seen null when the table has no
 //               entry of it; tokens, its standing bucket's, null when it has
 //               no standing)
+//   reload      [iface]                     -> {"interfaces": [{"iface", "file", "generation", "set",
+//                                               "classes", "prefixes", "list_entries",
+//                                               "kept_runtime_entries", "apply_ms"}...]}
+//               (the policy file read again, all or nothing: a bad file is
+//               refused with file:line:col and nothing changes; refused
+//               without a policy file)
+//   explain     iface, src, [proto: tcp|tcp-syn|udp|icmp|icmpv6[/PORT]]
+//                                           -> {"iface", "source", "protocol", "port", "decided",
+//                                               "class", "action", "rule", "rule_text", "deny_entry",
+//                                               "allow_entry", "source_prefix", "losers", "why", "text",
+//                                               "table_class", "table_class_name", "bucket", "slots",
+//                                               "tokens", "has_standing"}
 //
 // Shapes of the larger replies (the daemon builds them as typed structs,
 // ipc/replies.h, and ipc/encode.cpp alone turns those into JSON):
@@ -55,7 +67,9 @@
 //                        audit: {swept, violations (all sweeps), last_sweep_violations,
 //                                full_sweeps, last_sweep (ISO time)},
 //                        rates: {<outcome>: {pps, bps}}, oper_state (up, down,
-//                        gone, ...), pin_dir; or {iface, error} if its maps
+//                        gone, ...), pin_dir, policy_file: null or {file,
+//                        generation, applied, set, classes: [{id, name}], rules,
+//                        reloads_applied, reloads_refused, last_refused}; or {iface, error} if its maps
 //                        cannot be read
 //   stats.interfaces[]: {iface, counters: {<outcome>: {packets, bytes}}, rates}
 //   audit.audit:        {slots, swept, violations, last_sweep_violations,

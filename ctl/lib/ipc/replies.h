@@ -8,6 +8,7 @@
 #include "bpf/maps.h"
 #include "bpf/status.h"
 #include "logic/breaker.h"
+#include "logic/classes.h"
 #include "logic/policy.h"
 
 #include <array>
@@ -26,6 +27,19 @@ struct Rate {
 };
 using RateSet = std::array<Rate, SLUICE_OUTCOMES>;
 
+// The policy file's part of status.interfaces[]: what is in force and how
+// the last reloads went.
+struct PolicyStatus {
+	std::string file;              // the policy file in force
+	uint64_t generation = 0;       // applies made by this daemon (1: the start's)
+	uint64_t applied_ns = 0;       // CLOCK_REALTIME of the last apply
+	uint32_t set = 0;              // the policy set in force (0 or 1)
+	std::vector<std::pair<uint32_t, std::string>> classes; // id, name
+	size_t rules = 0;
+	uint64_t reloads_applied = 0, reloads_refused = 0;
+	std::string last_refused;      // the last refused reload's error ("" none)
+};
+
 // status.interfaces[]: what the maps say, plus what only the daemon knows.
 struct ManagedStatus {
 	std::string iface;
@@ -35,6 +49,7 @@ struct ManagedStatus {
 	std::optional<RateSet> rates; // none before the first period
 	std::string oper_state;       // "up", "down", "gone", ...
 	std::string pin_dir;
+	std::optional<PolicyStatus> policy; // none: no policy file
 };
 
 // status.daemon
@@ -148,6 +163,39 @@ struct TopView {
 struct AttachResult {
 	std::string iface;
 	std::optional<AttachMode> mode; // in force; none if the kernel does not say
+};
+
+// reload [IFACE]: one interface's new policy.
+struct PolicyApplied {
+	std::string iface;
+	std::string file;
+	uint64_t generation = 0;
+	uint32_t set = 0;
+	size_t classes = 0;
+	size_t prefixes = 0;     // class prefix entries
+	size_t list_entries = 0; // allow + deny, both families
+	size_t kept = 0;         // runtime list entries the file did not name, kept
+	double apply_ms = 0;
+};
+
+struct ReloadReply {
+	std::vector<PolicyApplied> interfaces;
+};
+
+// explain IFACE SRC [PROTO[/PORT]]: the class of a frame under the policy
+// in force, by the matcher (logic/classes) and by the compiled tables the
+// data plane reads (logic/class_tables' classify), and its bucket's slots.
+struct ExplainView {
+	std::string iface;
+	Frame frame;
+	Explanation explanation;
+	std::string text;              // describe(explanation)
+	uint32_t table_class = 0;      // classify(): the data plane's id
+	std::string table_class_name;
+	Cidr bucket;                   // the source as the class aggregates it
+	std::array<uint32_t, 2> slots{};
+	std::array<uint64_t, 2> tokens{};
+	bool has_standing = false;     // looked up by the plain hash
 };
 
 struct DetachResult {

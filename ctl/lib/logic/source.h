@@ -18,6 +18,13 @@ struct SourceSlots {
 
 SourceSlots source_slots(const sluice_settings &settings, const Address &addr);
 
+// The slots of a policy class's bucket for `addr` (id != 0): the address
+// masked to the class's prefixes, hashed with the class's key
+// (source_key.h's sluice_class_key), as the program computes them.
+// Class 0 is source_slots().
+SourceSlots class_source_slots(const sluice_settings &settings, const Address &addr, uint32_t class_id,
+			       uint32_t v4_prefix, uint32_t v6_prefix);
+
 // The keyed hash of the address's source prefix: the one the data plane
 // computes for a frame from it (its slots and its standing).
 uint64_t source_hash(const sluice_settings &settings, const Address &addr);
