@@ -72,6 +72,19 @@ void print_interface(std::ostream &out, const json &s)
 	if (s.contains("standing"))
 		standing_rows(block, s.at("standing"));
 	block.row({"last audit", last_audit(s)});
+	// The daemon's policy file (null: none; absent: from pins).
+	if (const json p = s.value("policy_file", json()); p.is_object()) {
+		std::string classes;
+		for (const auto &c : p.at("classes"))
+			classes += (classes.empty() ? "" : ", ") + c.at("name").get<std::string>();
+		block.row({"policy", text_of(p.at("file")) + ", generation " + text_of(p.at("generation")) + " applied " +
+					     text_of(p.at("applied"))})
+			.row({"classes", classes})
+			.row({"reloads", text_of(p.at("reloads_applied")) + " applied, " + text_of(p.at("reloads_refused")) +
+						 " refused"});
+		if (!p.at("last_refused").is_null())
+			block.row({"last refused", text_of(p.at("last_refused"))});
+	}
 	block.print(out, 2);
 	out << '\n';
 	print_counters(out, s, 2);

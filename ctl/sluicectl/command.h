@@ -108,5 +108,7 @@ Status do_audit(Context &, const Invocation &);
 Status do_top(Context &, const Invocation &);
 void top_options(po::options_description &);
 Status do_standing(Context &, const Invocation &);
+Status do_reload(Context &, const Invocation &);
+Status do_explain(Context &, const Invocation &);
 
 } // namespace sluicectl

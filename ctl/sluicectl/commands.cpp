@@ -44,6 +44,11 @@ const Cmd kCommands[] = {
 	{"standing", do_standing, {C::standing},
 	 "show the standing table (occupancy, valve, budgets), or whether an address has standing and why",
 	 "standing IFACE\nstanding IFACE ADDR", nullptr},
+	{"reload", do_reload, {C::reload}, "read the policy file again and apply it, all or nothing (as SIGHUP)",
+	 "reload [IFACE]", nullptr},
+	{"explain", do_explain, {C::explain},
+	 "show the policy class a frame from SRC gets and why, its data plane class and bucket",
+	 "explain IFACE SRC [PROTO[/PORT]]", nullptr},
 };
 
 // Guessing is off: "--s" must not quietly mean --socket.

@@ -416,8 +416,17 @@ json Daemon::reload(const Request &req)
 	return reply_of(reload_policy(*only, "sluicectl reload"));
 }
 
-json Daemon::explain(ManagedInterface &mi, const Request &req)
+json Daemon::explain(const Request &req)
 {
+	// An interface sluiced does not manage is a refusal here (exit 1), not
+	// bad input: the question was well formed.
+	auto name = req.str("iface");
+	if (!name)
+		return error_reply(name.error());
+	auto it = ifaces_.find(*name);
+	if (it == ifaces_.end())
+		return error_reply(Error{ErrorKind::refused, 0, "sluiced does not manage interface '" + *name + "'"});
+	ManagedInterface &mi = *it->second;
 	auto src = req.str("src");
 	if (!src)
 		return error_reply(src.error());
@@ -453,7 +462,7 @@ const Daemon::Handler &Daemon::handler(Command c)
 		{Command::top, nullptr, &Daemon::top},
 		{Command::standing, nullptr, &Daemon::standing},
 		{Command::reload, &Daemon::reload, nullptr},
-		{Command::explain, nullptr, &Daemon::explain},
+		{Command::explain, &Daemon::explain, nullptr},
 	};
 	static_assert(std::size(handlers) == kCommandCount, "every command of the registry needs a handler");
 	static_assert(

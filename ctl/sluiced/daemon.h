@@ -47,7 +47,7 @@ private:
 	json top(ManagedInterface &mi, const Request &req);
 	json standing(ManagedInterface &mi, const Request &req);
 	json reload(const Request &req);
-	json explain(ManagedInterface &mi, const Request &req);
+	json explain(const Request &req); // refused (exit 1) for an interface not managed
 	void publish_metrics(double tick_mono_s);
 
 	// The policy file: read it again and apply it to `only` (none: every
