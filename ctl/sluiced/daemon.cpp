@@ -97,9 +97,11 @@ Result<std::unique_ptr<Daemon>> Daemon::start(DaemonOptions opts)
 	// and the prefixes a fresh program is loaded with.
 	if (!d->opts_.policy_file.empty()) {
 		d->file_identity_ = identity_of(d->opts_.policy_file);
+		// Any refusal of the file at start is bad input (exit 2): the
+		// operator named it, and a daemon must not start without it.
 		auto p = load_policy(d->opts_.policy_file);
 		if (!p)
-			return std::unexpected(p.error());
+			return fail(ErrorKind::invalid, p.error().message, p.error().code);
 		if (!p->default_from_options && !p->classes.empty()) {
 			const PolicyClass &def = p->classes[0];
 			d->opts_.rate_pps = def.packets.rate;

@@ -5,10 +5,13 @@
 #include "temp_dir.h"
 #include "sluiced/daemon.h"
 
+#include "base/defaults.h"
+
 #include <gtest/gtest.h>
 
 #include <cstdlib>
 #include <filesystem>
+#include <fstream>
 #include <stdexcept>
 #include <string>
 #include <unistd.h>
@@ -113,6 +116,81 @@ TEST_F(DaemonTest, AttachRefusesABadNameBeforeTouchingAnything)
 	expect_error({{"cmd", "attach"}, {"iface", "lo"}, {"mode", "turbo"}}, "invalid",
 		     "attach mode 'turbo' is not one of native, skb, auto");
 	EXPECT_FALSE(std::filesystem::exists(dir.path() + "/pins"));
+}
+
+TEST_F(DaemonTest, PolicyCommandsWithoutAPolicyFile)
+{
+	// (No --policy and, on a test host, no /etc/sluice/policy.yaml: the
+	// fixture's daemon runs without a file.)
+	if (std::filesystem::exists(defaults::kPolicyPath))
+		GTEST_SKIP() << "this host has " << defaults::kPolicyPath;
+	expect_error({{"cmd", "reload"}}, "refused",
+		     "sluiced runs without a policy file (--no-policy, or none at /etc/sluice/policy.yaml): start it "
+		     "with --policy PATH to reload one");
+	expect_error({{"cmd", "reload"}, {"iface", "eth9"}}, "invalid", "sluiced does not manage interface 'eth9'");
+	expect_error({{"cmd", "reload"}, {"iface", 7}}, "invalid", "\"iface\" must be a string");
+	// explain: an interface not managed is a refusal (exit 1), bad input is invalid (exit 2)
+	expect_error({{"cmd", "explain"}, {"iface", "eth9"}, {"src", "198.18.0.1"}}, "refused",
+		     "sluiced does not manage interface 'eth9'");
+	expect_error({{"cmd", "explain"}, {"iface", "eth9"}}, "invalid", "'explain' needs \"src\"");
+	expect_error({{"cmd", "explain"}, {"src", "198.18.0.1"}}, "invalid", "'explain' needs \"iface\"");
+	expect_error({{"cmd", "explain"}, {"iface", "eth9"}, {"src", "198.18.0.1"}, {"proto", 17}}, "invalid",
+		     "\"proto\" must be a string");
+}
+
+class PolicyDaemonTest : public ::testing::Test {
+protected:
+	std::string write(const std::string &name, const std::string &text)
+	{
+		std::string path = dir.path() + "/" + name;
+		std::ofstream(path) << text;
+		return path;
+	}
+	Result<std::unique_ptr<Daemon>> start(const std::string &policy)
+	{
+		DaemonOptions opts;
+		opts.socket_path = dir.path() + "/sluiced.sock";
+		opts.pin_dir = dir.path() + "/pins";
+		opts.policy_file = policy;
+		return Daemon::start(opts);
+	}
+	json ask(Daemon &d, json args)
+	{
+		std::string cmd = args.at("cmd").get<std::string>();
+		return d.handle(Request{cmd, std::move(args), nullptr});
+	}
+	TempDir dir{"sluiced-policy-test"};
+};
+
+TEST_F(PolicyDaemonTest, ABadFileStopsTheStartWithItsLine)
+{
+	std::string path = write("policy.yaml", "version: 1\nclasses:\n  dns:\n    rte: 1\n");
+	auto d = start(path);
+	ASSERT_FALSE(d.has_value());
+	EXPECT_EQ(d.error().kind, ErrorKind::invalid);
+	EXPECT_EQ(d.error().exit_code(), 2);
+	EXPECT_NE(d.error().message.find(path + ":4:5: unknown_key"), std::string::npos) << d.error().message;
+	// A missing file is bad input at start too, named.
+	d = start(dir.path() + "/nope.yaml");
+	ASSERT_FALSE(d.has_value());
+	EXPECT_EQ(d.error().exit_code(), 2);
+	EXPECT_NE(d.error().message.find(dir.path() + "/nope.yaml"), std::string::npos) << d.error().message;
+	EXPECT_NE(d.error().message.find("not_found"), std::string::npos) << d.error().message;
+}
+
+TEST_F(PolicyDaemonTest, AReloadOfABadFileIsRefusedWithItsLine)
+{
+	std::string path = write("policy.yaml", "version: 1\nclasses:\n  dns:\n    rate: 5\n    burst: 10\n");
+	auto d = start(path);
+	ASSERT_TRUE(d.has_value()) << d.error().describe();
+	json r = ask(**d, {{"cmd", "reload"}});
+	EXPECT_EQ(r, (json{{"ok", true}, {"interfaces", json::array()}}));
+	write("policy.yaml", "version: 1\nclasses:\n  dns:\n    rate: 0\n    burst: 10\n");
+	r = ask(**d, {{"cmd", "reload"}});
+	EXPECT_EQ(r.value("ok", true), false);
+	EXPECT_EQ(r.value("kind", ""), "invalid");
+	EXPECT_NE(r.value("error", "").find(path + ":4:"), std::string::npos) << r.dump();
+	EXPECT_NE(r.value("error", "").find("class dns rate 0 is outside 1..100000000"), std::string::npos) << r.dump();
 }
 
 } // namespace

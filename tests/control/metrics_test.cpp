@@ -130,6 +130,9 @@ TEST(SluiceMetrics, EveryFamilyOnceWithHelpAndType)
 		{"sluice_table_slots", "gauge"},            {"sluice_standing_entries", "gauge"},
 		{"sluice_standing_capacity", "gauge"},      {"sluice_standing_valve_closed", "gauge"},
 		{"sluice_standing_valve_closes_total", "counter"},
+		{"sluice_class_packets_total", "counter"},  {"sluice_class_bytes_total", "counter"},
+		{"sluice_policy_reloads_total", "counter"}, {"sluice_policy_classes", "gauge"},
+		{"sluice_policy_last_reload_success", "gauge"},
 	};
 	for (const auto &[name, type] : fams) {
 		int help = 0, typ = 0;
@@ -192,6 +195,44 @@ TEST(SluiceMetrics, ValuesAndLabels)
 	// No invalid edge is ever exported.
 	for (const auto &[k, v] : s)
 		EXPECT_EQ(k.find("from=\"shedding\",to=\"serving\""), std::string::npos) << k;
+}
+
+TEST(SluiceMetrics, PolicyClassesAndReloads)
+{
+	MetricsSnapshot snap;
+	InterfaceMetrics m{.iface = "eth0"};
+	m.has_policy = true;
+	m.reloads_applied = 3;
+	m.reloads_refused = 1;
+	m.last_reload_success = false;
+	InterfaceMetrics::Class def{"default", {}}, dns{"dns", {}};
+	dns.counters[SLUICE_PASSED] = {10, 640};
+	dns.counters[SLUICE_DROP_RATE] = {4, 256};
+	m.classes = {def, dns};
+	snap.interfaces.push_back(m);
+	// Without a policy file: no class, reload or policy series at all.
+	snap.interfaces.push_back(InterfaceMetrics{.iface = "eth1"});
+	auto s = series(render_metrics(snap));
+	EXPECT_EQ(s["sluice_class_packets_total{iface=\"eth0\",class=\"dns\",verdict=\"passed\"}"], "10");
+	EXPECT_EQ(s["sluice_class_bytes_total{iface=\"eth0\",class=\"dns\",verdict=\"passed\"}"], "640");
+	EXPECT_EQ(s["sluice_class_packets_total{iface=\"eth0\",class=\"dns\",verdict=\"drop_rate\"}"], "4");
+	EXPECT_EQ(s["sluice_class_packets_total{iface=\"eth0\",class=\"default\",verdict=\"passed\"}"], "0");
+	EXPECT_EQ(s["sluice_policy_reloads_total{iface=\"eth0\",result=\"applied\"}"], "3");
+	EXPECT_EQ(s["sluice_policy_reloads_total{iface=\"eth0\",result=\"refused\"}"], "1");
+	EXPECT_EQ(s["sluice_policy_classes{iface=\"eth0\"}"], "2");
+	EXPECT_EQ(s["sluice_policy_last_reload_success{iface=\"eth0\"}"], "0");
+	size_t eth1 = 0, eth0_policy = 0;
+	for (const auto &[k, v] : s) {
+		if (k.find("iface=\"eth1\"") != std::string::npos &&
+		    (k.starts_with("sluice_class_") || k.starts_with("sluice_policy_")))
+			eth1++;
+		if (k.find("iface=\"eth0\"") != std::string::npos &&
+		    (k.starts_with("sluice_class_") || k.starts_with("sluice_policy_")))
+			eth0_policy++;
+	}
+	EXPECT_EQ(eth1, 0u);
+	// 2 classes x every verdict x packets and bytes, 2 reload results, classes, last success.
+	EXPECT_EQ(eth0_policy, 2u * SLUICE_OUTCOMES * 2 + 2 + 1 + 1);
 }
 
 TEST(SluiceMetrics, NoInterfacesStillDescribesTheFamilies)

@@ -511,3 +511,25 @@ TEST(Options, StandingLapseInTicksRoundsUp)
 
 } // namespace
 } // namespace sluice
+
+namespace sluice {
+namespace {
+
+TEST(Options, PolicyFile)
+{
+	// No --policy: the default path when it exists (this host has none, or
+	// the test would depend on it), else none.
+	DaemonOptions d = good();
+	EXPECT_EQ(d.policy_file, std::filesystem::exists(defaults::kPolicyPath) ? defaults::kPolicyPath : "");
+	EXPECT_FALSE(d.policy_watch);
+	EXPECT_EQ(good({"--policy", "/tmp/p.yaml"}).policy_file, "/tmp/p.yaml");
+	EXPECT_TRUE(good({"--policy", "/tmp/p.yaml", "--policy-watch"}).policy_watch);
+	EXPECT_EQ(good({"--no-policy"}).policy_file, "");
+	expect_invalid({"-i", "eth0", "--policy", "/tmp/p.yaml", "--no-policy"}, {"--policy and --no-policy"});
+	expect_invalid({"-i", "eth0", "--policy="}, {"--policy needs a path"});
+	expect_invalid({"-i", "eth0", "--no-policy", "--policy-watch"}, {"--policy-watch needs a policy file"});
+	expect_invalid({"-i", "eth0", "--policy-watch=1"}, {"policy-watch"});
+}
+
+} // namespace
+} // namespace sluice
