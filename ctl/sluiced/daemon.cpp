@@ -76,23 +76,7 @@ Result<std::unique_ptr<Daemon>> Daemon::start(DaemonOptions opts)
 	std::unique_ptr<Daemon> d(new Daemon());
 	d->opts_ = std::move(opts);
 	d->started_s_ = monotonic_seconds();
-	auto gid = group_id(d->opts_.socket_group);
-	if (!gid)
-		return std::unexpected(gid.error());
-	// The socket first: a second daemon with the same socket stops here,
-	// before it touches any interface.
-	auto server = ControlServer::listen(d->opts_.socket_path, *gid, d->opts_.max_clients);
-	if (!server)
-		return std::unexpected(server.error());
-	d->server_.emplace(std::move(*server));
-	// Metrics next: a taken port also stops the start before any interface.
-	if (d->opts_.metrics_listen) {
-		auto metrics = MetricsServer::start(*d->opts_.metrics_listen, health_stale_after_s(d->opts_.period_s));
-		if (!metrics)
-			return std::unexpected(metrics.error());
-		d->metrics_ = std::move(*metrics);
-	}
-	// The policy file before any interface: a bad one stops the start with
+	// The policy file first (it is only read): a bad one stops the start with
 	// its file:line:col (exit 2), and its default class decides the budgets
 	// and the prefixes a fresh program is loaded with.
 	if (!d->opts_.policy_file.empty()) {
@@ -115,6 +99,22 @@ Result<std::unique_ptr<Daemon>> Daemon::start(DaemonOptions opts)
 			}
 		}
 		d->file_policy_ = std::move(*p);
+	}
+	auto gid = group_id(d->opts_.socket_group);
+	if (!gid)
+		return std::unexpected(gid.error());
+	// The socket next: a second daemon with the same socket stops here,
+	// before it touches any interface.
+	auto server = ControlServer::listen(d->opts_.socket_path, *gid, d->opts_.max_clients);
+	if (!server)
+		return std::unexpected(server.error());
+	d->server_.emplace(std::move(*server));
+	// Metrics next: a taken port also stops the start before any interface.
+	if (d->opts_.metrics_listen) {
+		auto metrics = MetricsServer::start(*d->opts_.metrics_listen, health_stale_after_s(d->opts_.period_s));
+		if (!metrics)
+			return std::unexpected(metrics.error());
+		d->metrics_ = std::move(*metrics);
 	}
 	for (const auto &name : d->opts_.interfaces) {
 		if (d->ifaces_.count(name))

@@ -53,9 +53,11 @@ Result<Frame> parse_frame(const std::string &src, const std::optional<std::strin
 	if (!proto)
 		return f;
 	std::string name = *proto, port;
+	bool has_port = false;
 	if (auto slash = name.find('/'); slash != std::string::npos) {
 		port = name.substr(slash + 1);
 		name.resize(slash);
+		has_port = true;
 	}
 	bool known = false;
 	for (Protocol p : {Protocol::any, Protocol::tcp, Protocol::tcp_syn, Protocol::udp, Protocol::icmp, Protocol::icmpv6})
@@ -65,14 +67,13 @@ Result<Frame> parse_frame(const std::string &src, const std::optional<std::strin
 		}
 	if (!known)
 		return invalid("protocol '" + name + "' is not one of any, tcp, tcp-syn, udp, icmp, icmpv6");
-	if (!port.empty()) {
+	if (has_port) {
 		if (!has_ports(f.protocol))
 			return invalid("protocol " + name + " has no ports ('" + *proto + "')");
-		int64_t n = -1;
-		bool digits = port.size() <= 5 && std::all_of(port.begin(), port.end(), ::isdigit);
-		if (digits)
-			n = std::stoll(port);
-		if (auto ok = named("port", check_port(digits ? n : -1)); !ok)
+		if (port.empty() || port.size() > 6 || !std::all_of(port.begin(), port.end(), ::isdigit))
+			return invalid("port '" + port + "' in '" + *proto + "' is not a number 0..65535");
+		int64_t n = std::stoll(port);
+		if (auto ok = named("port", check_port(n)); !ok)
 			return std::unexpected(ok.error());
 		f.port = static_cast<uint16_t>(n);
 	}

@@ -199,6 +199,26 @@ class HostileCli(unittest.TestCase):
                 (["standing", "abcdefghijklmnopq", SRC], 2, ["'abcdefghijklmnopq' is not an interface name"]),
                 (["standing", IF, SRC], 1, [f"{SRC} has no standing on {IF}"]),
                 (["standing", IF, SRC, "--set", "5"], 2, ["--set"]),
+                # explain: bad input is exit 2 (before anything is sent, or from the daemon);
+                # an interface sluiced does not manage, 1
+                (["explain", IF, "198.18.0.256"], 2, ["'198.18.0.256' is not an IPv4 or IPv6 address"]),
+                (["explain", IF, "198.18.0.0/24"], 2, ["is not an IPv4 or IPv6 address"]),
+                (["explain", IF], 2, ["missing SRC"]),
+                (["explain", IF, SRC, "gre"], 2, ["protocol 'gre' is not one of any, tcp, tcp-syn, udp, icmp, icmpv6"]),
+                (["explain", IF, SRC, "udp/65536"], 2, ["port 65536 is outside 0..65535"]),
+                (["explain", IF, SRC, "udp/99999999999999999999"], 2, ["is not a number 0..65535"]),
+                (["explain", IF, SRC, "udp/x"], 2, ["port 'x' in 'udp/x' is not a number"]),
+                (["explain", IF, SRC, "udp/"], 2, ["port '' in 'udp/' is not a number"]),
+                (["explain", IF, SRC, "udp/-1"], 2, ["is not a number"]),
+                (["explain", IF, SRC, "icmp/5"], 2, ["protocol icmp has no ports"]),
+                (["explain", IF, SRC, "%value%"], 2, ["holds '%value%'"]),
+                (["explain", IF, SRC, "udp/53", "extra"], 2, ["extra"]),
+                (["explain", "nosuchif0", SRC], 1, ["sluiced does not manage interface 'nosuchif0'"]),
+                (["explain", "abcdefghijklmnopq", SRC], 2, ["is not an interface name"]),
+                # reload: this daemon runs without a policy file
+                (["reload"], 1, ["sluiced runs without a policy file"]),
+                (["reload", "nosuchif0"], 2, ["sluiced does not manage interface 'nosuchif0'"]),
+                (["reload", IF, "extra"], 2, ["extra"]),
             ]
             for argv, want_rc, words in cases:
                 with self.subTest(argv=argv):
@@ -233,6 +253,12 @@ class HostileCli(unittest.TestCase):
                 rc, out, err = run_raw(["ip", "netns", "exec", f.tb.ns_host, SLUICED] + list(args) + extra)
                 self.assertFalse(os.path.exists(sock), f"sluiced {args!r} left its socket {sock}")
                 return rc, out, err
+
+            bad_policy = os.path.join(f.tb.rundir, "bad-policy.yaml")
+            with open(bad_policy, "w") as p:
+                p.write("version: 1\nclasses:\n  dns:\n    rte: 1\n")
+            fifo = os.path.join(f.tb.rundir, "policy.fifo")
+            os.mkfifo(fifo)
 
             cases = [
                 ([], 2, ["no interface given: use -i IFACE"]),
@@ -282,6 +308,16 @@ class HostileCli(unittest.TestCase):
                 (["-i", IF, "--observe-periods", "256"], 2, ["--observe-periods 256 is outside 0 (off)..255"]),
                 (["-i", IF, "--observe-periods", "-1"], 2, ["--observe-periods -1 is outside 0 (off)..255"]),
                 (["-i", IF, "--no-standing=1"], 2, ["'--no-standing' does not take any arguments"]),
+                # the policy file: refused whole, with its file:line:col, before anything is touched
+                (["-i", IF, "--policy", "/nonexistent/policy.yaml"], 2, ["/nonexistent/policy.yaml", "not_found"]),
+                (["-i", IF, "--policy", "/dev/null"], 2, ["/dev/null", "not_regular"]),
+                (["-i", IF, "--policy", f.tb.rundir], 2, ["is_directory"]),
+                (["-i", IF, "--policy", bad_policy], 2, [f"{bad_policy}:4:5: unknown_key"]),
+                (["-i", IF, "--policy", fifo], 2, ["is_fifo"]),
+                (["-i", IF, "--policy", bad_policy, "--no-policy"], 2, ["--policy and --no-policy: give one"]),
+                (["-i", IF, "--policy="], 2, ["--policy needs a path"]),
+                (["-i", IF, "--no-policy", "--policy-watch"], 2, ["--policy-watch needs a policy file"]),
+                (["-i", IF, "--policy-watch=1"], 2, ["'--policy-watch' does not take any arguments"]),
             ]
             for argv, want_rc, words in cases:
                 with self.subTest(argv=argv):
@@ -440,6 +476,22 @@ class HostileSocket(unittest.TestCase):
                 (req(cmd="standing", iface="nosuchif0", addr=SRC), "invalid", ["sluiced does not manage interface 'nosuchif0'"]),
                 (req(cmd="standing", iface=7), "invalid", ['"iface" must be a string']),
                 (req(cmd="standing", iface=IF, addr=SRC), None, []),  # answered: no standing, ok
+                (req(cmd="reload"), "refused", ["sluiced runs without a policy file"]),
+                (req(cmd="reload", iface=7), "invalid", ['"iface" must be a string']),
+                (req(cmd="reload", iface="nosuchif0"), "invalid", ["sluiced does not manage interface 'nosuchif0'"]),
+                (req(cmd="explain", iface=IF), "invalid", ["'explain' needs \"src\""]),
+                (req(cmd="explain", src=SRC), "invalid", ["'explain' needs \"iface\""]),
+                (req(cmd="explain", iface=IF, src="10.0.0.0/8"), "invalid", ["is not an IPv4 or IPv6 address"]),
+                (req(cmd="explain", iface=IF, src=""), "invalid", ["'' is not an IPv4 or IPv6 address"]),
+                (req(cmd="explain", iface=IF, src=7), "invalid", ['"src" must be a string']),
+                (req(cmd="explain", iface=IF, src=SRC, proto=17), "invalid", ['"proto" must be a string']),
+                (req(cmd="explain", iface=IF, src=SRC, proto="udp/65536"), "invalid", ["port 65536 is outside 0..65535"]),
+                (req(cmd="explain", iface=IF, src=SRC, proto="tcp-syn/"), "invalid", ["is not a number"]),
+                (req(cmd="explain", iface=IF, src=SRC, proto="udp/5/3"), "invalid", ["is not a number"]),
+                (req(cmd="explain", iface=IF, src=SRC, proto="\u0000"), "invalid", ["is not one of"]),
+                (req(cmd="explain", iface=IF, src=SRC, proto="icmpv6/1"), "invalid", ["protocol icmpv6 has no ports"]),
+                (req(cmd="explain", iface="nosuchif0", src=SRC), "refused", ["sluiced does not manage interface 'nosuchif0'"]),
+                (req(cmd="explain", iface=IF, src=SRC, proto="udp/53"), None, []),  # answered
             ]
             for line, kind, words in cases:
                 what = f"socket line {line[:80]!r}{'...' if len(line) > 80 else ''}"
