@@ -7,6 +7,7 @@
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 
+#include <array>
 #include <cstring>
 
 namespace sluice {
@@ -58,17 +59,17 @@ int update_many(int fd, const void *keys, size_t key_size, const void *values, s
 	return 0;
 }
 
-// Every key of one policy set in an LPM trie (the set byte follows prefixlen).
+// Every key of an LPM trie, by policy set (the set byte follows prefixlen).
 template <class Key>
-Result<std::vector<Key>> keys_of_set(int fd, uint32_t set)
+Result<std::array<std::vector<Key>, SLUICE_POLICY_SETS>> keys_by_set(int fd)
 {
-	std::vector<Key> out;
+	std::array<std::vector<Key>, SLUICE_POLICY_SETS> out;
 	Key cur{}, next{};
 	void *prev = nullptr;
 	int err;
 	while ((err = bpf_map_get_next_key(fd, prev, &next)) == 0) {
-		if (next.set == set)
-			out.push_back(next);
+		if (next.set < SLUICE_POLICY_SETS)
+			out[next.set].push_back(next);
 		cur = next;
 		prev = &cur;
 	}
@@ -78,19 +79,16 @@ Result<std::vector<Key>> keys_of_set(int fd, uint32_t set)
 }
 
 template <class Key>
-Status delete_set(int fd, uint32_t set)
+Status delete_keys(int fd, std::vector<Key> keys, uint32_t set)
 {
-	auto keys = keys_of_set<Key>(fd, set);
-	if (!keys)
-		return std::unexpected(keys.error());
-	if (keys->empty())
+	if (keys.empty())
 		return {};
-	uint32_t n = static_cast<uint32_t>(keys->size());
+	uint32_t n = static_cast<uint32_t>(keys.size());
 	LIBBPF_OPTS(bpf_map_batch_opts, opts);
-	int err = bpf_map_delete_batch(fd, keys->data(), &n, &opts);
+	int err = bpf_map_delete_batch(fd, keys.data(), &n, &opts);
 	if (batch_unsupported(err)) {
 		err = 0;
-		for (const auto &k : *keys)
+		for (const auto &k : keys)
 			if (int e = bpf_map_delete_elem(fd, &k); e && e != -ENOENT) {
 				err = e;
 				break;
@@ -141,6 +139,31 @@ uint32_t list_bit(ListKind list, Family f)
 }
 
 } // namespace
+
+// The keys of the six policy tries, by set: one walk serves a whole apply
+// (the set not in force cleared before, the old one after the flip).
+struct PolicyTables::TrieKeys {
+	std::array<std::array<std::vector<sluice_lpm_v4>, SLUICE_POLICY_SETS>, 3> v4; // class, allow, deny
+	std::array<std::array<std::vector<sluice_lpm_v6>, SLUICE_POLICY_SETS>, 3> v6;
+};
+
+Result<PolicyTables::TrieKeys> PolicyTables::walk() const
+{
+	TrieKeys k;
+	const int v4[3] = {class_v4_.get(), allow_v4_.get(), deny_v4_.get()};
+	const int v6[3] = {class_v6_.get(), allow_v6_.get(), deny_v6_.get()};
+	for (int i = 0; i < 3; i++) {
+		auto a = keys_by_set<sluice_lpm_v4>(v4[i]);
+		if (!a)
+			return std::unexpected(a.error());
+		k.v4[i] = std::move(*a);
+		auto b = keys_by_set<sluice_lpm_v6>(v6[i]);
+		if (!b)
+			return std::unexpected(b.error());
+		k.v6[i] = std::move(*b);
+	}
+	return k;
+}
 
 Result<PolicyTables> PolicyTables::open(const std::string &dir, ConfigMap config)
 {
@@ -200,27 +223,37 @@ Result<std::vector<Cidr>> PolicyTables::list_in_force(ListKind list) const
 	if (!set)
 		return std::unexpected(set.error());
 	std::vector<Cidr> out;
-	auto v4 = keys_of_set<sluice_lpm_v4>(list_fd(list, Family::v4), *set);
+	auto v4 = keys_by_set<sluice_lpm_v4>(list_fd(list, Family::v4));
 	if (!v4)
 		return std::unexpected(v4.error());
-	auto v6 = keys_of_set<sluice_lpm_v6>(list_fd(list, Family::v6), *set);
+	auto v6 = keys_by_set<sluice_lpm_v6>(list_fd(list, Family::v6));
 	if (!v6)
 		return std::unexpected(v6.error());
-	for (const auto &k : *v4)
+	for (const auto &k : (*v4)[*set])
 		out.push_back(cidr_of(k));
-	for (const auto &k : *v6)
+	for (const auto &k : (*v6)[*set])
 		out.push_back(cidr_of(k));
 	return out;
 }
 
 Status PolicyTables::clear_set(uint32_t set) const
 {
-	for (int fd : {class_v4_.get(), allow_v4_.get(), deny_v4_.get()})
-		if (auto ok = delete_set<sluice_lpm_v4>(fd, set); !ok)
+	auto keys = walk();
+	if (!keys)
+		return std::unexpected(keys.error());
+	return clear_set(set, *keys);
+}
+
+Status PolicyTables::clear_set(uint32_t set, const TrieKeys &keys) const
+{
+	const int v4[3] = {class_v4_.get(), allow_v4_.get(), deny_v4_.get()};
+	const int v6[3] = {class_v6_.get(), allow_v6_.get(), deny_v6_.get()};
+	for (int i = 0; i < 3; i++) {
+		if (auto ok = delete_keys(v4[i], keys.v4[i][set], set); !ok)
 			return ok;
-	for (int fd : {class_v6_.get(), allow_v6_.get(), deny_v6_.get()})
-		if (auto ok = delete_set<sluice_lpm_v6>(fd, set); !ok)
+		if (auto ok = delete_keys(v6[i], keys.v6[i][set], set); !ok)
 			return ok;
+	}
 	std::vector<uint32_t> ids(SLUICE_CLASSES_MAX);
 	for (uint32_t id = 0; id < SLUICE_CLASSES_MAX; id++)
 		ids[id] = sluice_class_index(set, id);
@@ -285,13 +318,17 @@ Result<AppliedSet> PolicyTables::apply(const CompiledPolicy &c, const PolicyList
 	if (!in_force)
 		return std::unexpected(in_force.error());
 	uint32_t old_set = *in_force, new_set = old_set ^ 1;
-	// A daemon stopped during an earlier apply may have left entries in the
-	// set not in force: it starts empty.
 	auto undo = [&](const Error &e) -> std::unexpected<Error> {
 		(void)clear_set(new_set);
 		return std::unexpected(Error{e.kind, e.code, e.message + "; the policy in force is unchanged"});
 	};
-	if (auto ok = clear_set(new_set); !ok)
+	// One walk of the tries: what the set not in force still holds (a
+	// daemon stopped during an earlier apply) is cleared now, what the set
+	// in force holds after the flip.
+	auto keys = walk();
+	if (!keys)
+		return std::unexpected(keys.error());
+	if (auto ok = clear_set(new_set, *keys); !ok)
 		return undo(ok.error());
 	if (auto ok = write_set(new_set, c, lists); !ok)
 		return undo(ok.error());
@@ -320,7 +357,7 @@ Result<AppliedSet> PolicyTables::apply(const CompiledPolicy &c, const PolicyList
 	// The flip is made: the old set is read by no frame that starts now.
 	// (A frame that read the old flags just before may still be looking it
 	// up; its entries are deleted one by one under RCU, so it sees either.)
-	if (auto ok = clear_set(old_set); !ok)
+	if (auto ok = clear_set(old_set, *keys); !ok)
 		return fail(ok.error().kind,
 			    "the new policy is in force (set " + std::to_string(new_set) +
 				    "), but clearing the old set failed (the next reload clears it): " + ok.error().message,

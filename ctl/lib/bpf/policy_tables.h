@@ -67,9 +67,12 @@ public:
 private:
 	PolicyTables(ConfigMap config) : config_(config) {}
 	int list_fd(ListKind list, Family f) const;
-	// Delete every entry of `set` from the class tries and the lists, zero
-	// its records and port blocks.
-	Status clear_set(uint32_t set) const;
+	struct TrieKeys;
+	Result<TrieKeys> walk() const;
+	// Delete every entry of `set` from the class tries and the lists (as a
+	// walk found them), zero its records and port blocks.
+	Status clear_set(uint32_t set, const TrieKeys &keys) const;
+	Status clear_set(uint32_t set) const; // walks first
 	Status write_set(uint32_t set, const CompiledPolicy &c, const PolicyLists &lists) const;
 
 	ConfigMap config_;
