@@ -128,6 +128,16 @@ TEST(Commands, ArgumentsCheckedWithTheGettersMessages)
 	EXPECT_TRUE(check({{"cmd", "standing"}, {"iface", "eth0"}}).has_value());
 	EXPECT_TRUE(check({{"cmd", "standing"}, {"iface", "eth0"}, {"addr", "10.0.0.1"}}).has_value());
 	expect_invalid(check({{"cmd", "standing"}, {"iface", "eth0"}, {"addr", 7}}), "\"addr\" must be a string");
+	// reload: every interface, or one; explain: the interface, the source, a protocol or not.
+	EXPECT_TRUE(check({{"cmd", "reload"}}).has_value());
+	expect_invalid(check({{"cmd", "reload"}, {"iface", 7}}), "\"iface\" must be a string");
+	expect_invalid(check({{"cmd", "explain"}, {"iface", "eth0"}}), "'explain' needs \"src\"");
+	EXPECT_TRUE(check({{"cmd", "explain"}, {"iface", "eth0"}, {"src", "10.0.0.1"}}).has_value());
+	EXPECT_TRUE(check({{"cmd", "explain"}, {"iface", "eth0"}, {"src", "10.0.0.1"}, {"proto", "udp/53"}}).has_value());
+	expect_invalid(check({{"cmd", "explain"}, {"iface", "eth0"}, {"src", "10.0.0.1"}, {"proto", 17}}),
+		       "\"proto\" must be a string");
+	EXPECT_EQ(command_spec(Command::reload).access, Access::write);
+	EXPECT_EQ(command_spec(Command::explain).access, Access::read);
 	// Arguments the schema does not name are left alone.
 	EXPECT_TRUE(check({{"cmd", "audit"}, {"iface", "eth0"}, {"extra", {1, 2}}}).has_value());
 }

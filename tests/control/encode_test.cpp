@@ -95,5 +95,65 @@ TEST(Encode, InterfaceStatusCarriesStandingAndEveryOutcome)
 		EXPECT_TRUE(j["counters"].contains(o)) << o;
 }
 
+TEST(Encode, PolicyStatusReloadAndExplain)
+{
+	PolicyStatus p;
+	p.file = "/etc/sluice/policy.yaml";
+	p.generation = 3;
+	p.applied_ns = 1764568533000000000ull;
+	p.set = 1;
+	p.classes = {{0, "default"}, {4, "dns"}};
+	p.rules = 2;
+	p.reloads_applied = 2;
+	p.reloads_refused = 1;
+	json j = encode(p);
+	EXPECT_EQ(j["file"], "/etc/sluice/policy.yaml");
+	EXPECT_EQ(j["generation"], 3);
+	EXPECT_EQ(j["applied"], "2025-12-01T05:55:33Z");
+	EXPECT_EQ(j["classes"], (json::array({{{"id", 0}, {"name", "default"}}, {{"id", 4}, {"name", "dns"}}})));
+	EXPECT_EQ(j["last_refused"], nullptr);
+	p.last_refused = "policy.yaml:4:5: bad_value: class dns rate 0 is outside 1..100000000";
+	EXPECT_EQ(encode(p)["last_refused"], p.last_refused);
+
+	ManagedStatus st;
+	st.iface = "eth0";
+	st.error = "unreadable";
+	EXPECT_EQ(encode(st)["policy_file"], nullptr);
+	st.policy = p;
+	EXPECT_EQ(encode(st)["policy_file"]["generation"], 3);
+
+	ReloadReply r{{PolicyApplied{"eth0", "/p.yaml", 2, 0, 4, 10, 3, 1, 12.5}}};
+	EXPECT_EQ(encode(r), (json{{"interfaces",
+				     {{{"iface", "eth0"}, {"file", "/p.yaml"}, {"generation", 2}, {"set", 0}, {"classes", 4},
+				       {"prefixes", 10}, {"list_entries", 3}, {"kept_runtime_entries", 1}, {"apply_ms", 12.5}}}}}));
+
+	ExplainView e;
+	e.iface = "eth0";
+	e.frame = Frame{*parse_address("198.51.100.9"), Protocol::udp, 53};
+	e.explanation.decided = Decided::rule;
+	e.explanation.class_name = "dns";
+	e.explanation.rule = 1;
+	e.explanation.rule_text = "rule 2 (line 9): udp port 53 -> dns";
+	e.text = "class dns (limit)\n";
+	e.table_class = 4;
+	e.table_class_name = "dns";
+	e.bucket = *parse_cidr("198.51.100.9/32");
+	e.slots = {7, 9};
+	e.tokens = {3, 4};
+	j = encode(e);
+	EXPECT_EQ(j["source"], "198.51.100.9");
+	EXPECT_EQ(j["protocol"], "udp");
+	EXPECT_EQ(j["port"], 53);
+	EXPECT_EQ(j["decided"], "rule");
+	EXPECT_EQ(j["rule"], 2); // counted from 1, as describe_rule does
+	EXPECT_EQ(j["class"], "dns");
+	EXPECT_EQ(j["table_class"], 4);
+	EXPECT_EQ(j["bucket"], "198.51.100.9/32");
+	EXPECT_EQ(j["slots"], json::array({7, 9}));
+	EXPECT_EQ(j["deny_entry"], nullptr);
+	e.frame.protocol = Protocol::icmp;
+	EXPECT_EQ(encode(e)["port"], nullptr);
+}
+
 } // namespace
 } // namespace sluice
