@@ -526,7 +526,7 @@ TEST(Options, PolicyFile)
 	EXPECT_TRUE(good({"--policy", "/tmp/p.yaml", "--policy-watch"}).policy_watch);
 	EXPECT_EQ(good({"--no-policy"}).policy_file, "");
 	expect_invalid({"-i", "eth0", "--policy", "/tmp/p.yaml", "--no-policy"}, {"--policy and --no-policy"});
-	expect_invalid({"-i", "eth0", "--policy="}, {"--policy needs a path"});
+	expect_invalid({"-i", "eth0", "--policy", ""}, {"--policy needs a path"});
 	expect_invalid({"-i", "eth0", "--no-policy", "--policy-watch"}, {"--policy-watch needs a policy file"});
 	expect_invalid({"-i", "eth0", "--policy-watch=1"}, {"policy-watch"});
 }

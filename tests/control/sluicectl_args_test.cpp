@@ -749,4 +749,70 @@ TEST(sluicectlArgs, TopRefusesABadCount)
 	EXPECT_THAT(r.err, HasSubstr("--interval needs --watch"));
 }
 
+TEST(sluicectlArgs, ExplainChecksItsInputBeforeSending)
+{
+	expect_usage_error(sluicectl({"--socket", kNoSocket, "explain", "eth0"}), "missing SRC");
+	expect_usage_error(sluicectl({"--socket", kNoSocket, "explain", "eth0", "198.18.0"}),
+			   "'198.18.0' is not an IPv4 or IPv6 address");
+	expect_usage_error(sluicectl({"--socket", kNoSocket, "explain", "eth0", "198.18.0.1", "udp/53", "x"}), "x");
+	expect_usage_error(sluicectl({"--socket", kNoSocket, "reload", "eth0", "eth1"}), "eth1");
+}
+
+TEST(sluicectlDaemon, ExplainSendsTheFrameAndPrintsTheAnswer)
+{
+	sluice::ExplainView e;
+	e.iface = "eth0";
+	e.frame = sluice::Frame{*sluice::parse_address("198.51.100.9"), sluice::Protocol::udp, 53};
+	e.explanation.class_name = "dns";
+	e.text = "class dns (limit): the most specific matching rule is rule 2 (line 9): udp port 53 -> dns\n"
+		 "bucket 198.51.100.9/32\n";
+	e.table_class = 4;
+	e.table_class_name = "dns";
+	e.bucket = *sluice::parse_cidr("198.51.100.9/32");
+	e.slots = {7, 9};
+	e.tokens = {3, 4};
+	json reply = sluice::encode(e);
+	reply["ok"] = true;
+	FakeDaemon daemon(std::vector<std::string>{reply.dump(), reply.dump()});
+	auto r = sluicectl({"--socket", daemon.socket(), "explain", "eth0", "198.51.100.9", "udp/53"});
+	EXPECT_EQ(r.code, 0) << r.err;
+	EXPECT_THAT(r.out, StartsWith(e.text));
+	EXPECT_THAT(r.out, HasSubstr("data plane class  dns (id 4)"));
+	EXPECT_THAT(r.out, HasSubstr("bucket            198.51.100.9/32, slots 7 and 9, tokens 3 and 4"));
+	EXPECT_EQ(daemon.requests().at(0),
+		  (json{{"cmd", "explain"}, {"iface", "eth0"}, {"src", "198.51.100.9"}, {"proto", "udp/53"}}));
+	r = sluicectl({"--socket", daemon.socket(), "-j", "explain", "eth0", "198.51.100.9"});
+	EXPECT_EQ(r.code, 0) << r.err;
+	EXPECT_EQ(json::parse(r.out)["table_class_name"], "dns");
+	EXPECT_EQ(daemon.requests().at(1), (json{{"cmd", "explain"}, {"iface", "eth0"}, {"src", "198.51.100.9"}}));
+}
+
+TEST(sluicectlDaemon, AnUnmanagedInterfaceExplainsWithExitOne)
+{
+	FakeDaemon daemon(refused_reply("sluiced does not manage interface 'eth9'"));
+	auto r = sluicectl({"--socket", daemon.socket(), "explain", "eth9", "198.51.100.9"});
+	EXPECT_EQ(r.code, 1);
+	EXPECT_EQ(r.err, "sluicectl: sluiced does not manage interface 'eth9'\n");
+}
+
+TEST(sluicectlDaemon, ReloadPrintsEachInterfaceOrTheRefusal)
+{
+	json ok = sluice::encode(sluice::ReloadReply{{sluice::PolicyApplied{"eth0", "/etc/sluice/policy.yaml", 2, 1, 4, 10,
+									   3, 1, 12.5}}});
+	ok["ok"] = true;
+	json bad{{"ok", false},
+		 {"kind", "invalid"},
+		 {"error", "/etc/sluice/policy.yaml:12:5: unknown_key: class dns has no key 'rte'"}};
+	FakeDaemon daemon(std::vector<std::string>{ok.dump(), bad.dump()});
+	auto r = sluicectl({"--socket", daemon.socket(), "reload"});
+	EXPECT_EQ(r.code, 0) << r.err;
+	EXPECT_EQ(r.out, "eth0: policy /etc/sluice/policy.yaml applied (generation 2): 4 classes, 10 class prefixes, "
+			 "3 list entries (1 added at run time, kept) in 12.5 ms\n");
+	EXPECT_EQ(daemon.requests().at(0), (json{{"cmd", "reload"}}));
+	r = sluicectl({"--socket", daemon.socket(), "reload", "eth0"});
+	EXPECT_EQ(r.code, 2);
+	EXPECT_EQ(r.err, "sluicectl: /etc/sluice/policy.yaml:12:5: unknown_key: class dns has no key 'rte'\n");
+	EXPECT_EQ(daemon.requests().at(1), (json{{"cmd", "reload"}, {"iface", "eth0"}}));
+}
+
 } // namespace

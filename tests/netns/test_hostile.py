@@ -315,7 +315,7 @@ class HostileCli(unittest.TestCase):
                 (["-i", IF, "--policy", bad_policy], 2, [f"{bad_policy}:4:5: unknown_key"]),
                 (["-i", IF, "--policy", fifo], 2, ["is_fifo"]),
                 (["-i", IF, "--policy", bad_policy, "--no-policy"], 2, ["--policy and --no-policy: give one"]),
-                (["-i", IF, "--policy="], 2, ["--policy needs a path"]),
+                (["-i", IF, "--policy", ""], 2, ["--policy needs a path"]),
                 (["-i", IF, "--no-policy", "--policy-watch"], 2, ["--policy-watch needs a policy file"]),
                 (["-i", IF, "--policy-watch=1"], 2, ["'--policy-watch' does not take any arguments"]),
             ]
