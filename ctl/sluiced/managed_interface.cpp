@@ -7,7 +7,6 @@
 #include "base/log.h"
 #include "bpf/class_maps.h"
 #include "bpf/maps.h"
-#include "bpf/pin_layout.h"
 #include "logic/budgets.h"
 #include "logic/source.h"
 #include "bpf/status.h"
@@ -200,13 +199,6 @@ Result<std::unique_ptr<ManagedInterface>> ManagedInterface::start(const DaemonOp
 		log_info(name + ": standing granted to the " + std::to_string(peers->size()) +
 			 " peers of established connections");
 	}
-	auto tables = PolicyTables::open(m->dir_, m->dp_->config());
-	if (!tables)
-		return std::unexpected(tables.error());
-	m->tables_.emplace(std::move(*tables));
-	m->class_counters_.reset(bpf_obj_get(sluice::pin_path(m->dir_, SLUICE_PIN_CLASS_COUNTERS).c_str()));
-	if (!m->class_counters_)
-		return fail_errno("opening the pinned map " + sluice::pin_path(m->dir_, SLUICE_PIN_CLASS_COUNTERS));
 	m->policy_.emplace(opts.policy);
 	m->valve_.emplace(ValveConfig{opts.policy.trip_pps, opts.policy.clear_pps, opts.policy.trip_periods});
 	m->auditor_.emplace(opts.audit_per_period);
@@ -426,7 +418,7 @@ InterfaceMetrics ManagedInterface::metrics() const
 		m.reloads_applied = reloads_applied_;
 		m.reloads_refused = reloads_refused_;
 		m.last_reload_success = last_reload_ok_;
-		auto rows = read_class_counters(class_counters_.get());
+		auto rows = read_class_counters(dp_->policy_maps().class_counters);
 		if (!rows)
 			log_error(name_ + ": reading the class counters: " + rows.error().describe());
 		for (uint32_t id = 0; id < SLUICE_CLASSES_MAX; id++) {

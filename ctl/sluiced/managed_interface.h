@@ -103,8 +103,7 @@ private:
 		uint32_t set = 0;
 	};
 	Policy policy_of_file(const Policy &p, const sluice_config &cfg) const;
-	std::optional<PolicyTables> tables_;
-	UniqueFd class_counters_;
+	PolicyTables tables() const;
 	std::optional<PolicyInForce> in_force_;
 	uint64_t reloads_applied_ = 0, reloads_refused_ = 0;
 	std::optional<bool> last_reload_ok_;

@@ -82,6 +82,12 @@ Result<Frame> parse_frame(const std::string &src, const std::optional<std::strin
 
 } // namespace
 
+PolicyTables ManagedInterface::tables() const
+{
+	auto m = dp_->policy_maps();
+	return PolicyTables({m.classes, m.port_classes, m.class_v4, m.class_v6}, dp_->lists(), dp_->config());
+}
+
 Policy ManagedInterface::policy_of_file(const Policy &p, const sluice_config &cfg) const
 {
 	Policy out = p;
@@ -103,8 +109,7 @@ Result<PolicyApplied> ManagedInterface::apply_policy(const Policy &file, const s
 			refuse_reload(e);
 		return std::unexpected(e);
 	};
-	if (!tables_)
-		return refuse(Error{ErrorKind::refused, 0, name_ + ": the pins have no policy tables"});
+	const PolicyTables tables = this->tables();
 	double t0 = monotonic_seconds();
 	const sluice_settings &s = dp_->settings();
 	if (!file.default_from_options && !file.classes.empty()) {
@@ -122,7 +127,7 @@ Result<PolicyApplied> ManagedInterface::apply_policy(const Policy &file, const s
 	if (!cfg)
 		return refuse(cfg.error());
 	Policy p = policy_of_file(file, *cfg);
-	auto previous = tables_->ids_in_force();
+	auto previous = tables.ids_in_force();
 	if (!previous)
 		return refuse(previous.error());
 	auto compiled = compile_policy(p, *previous);
@@ -136,7 +141,7 @@ Result<PolicyApplied> ManagedInterface::apply_policy(const Policy &file, const s
 	PolicyLists lists;
 	size_t kept = 0;
 	for (ListKind list : {ListKind::allow, ListKind::deny}) {
-		auto running = tables_->list_in_force(list);
+		auto running = tables.list_in_force(list);
 		if (!running)
 			return refuse(running.error());
 		const std::vector<Cidr> &now = list == ListKind::allow ? file.allow : file.deny;
@@ -161,7 +166,7 @@ Result<PolicyApplied> ManagedInterface::apply_policy(const Policy &file, const s
 			return config_with_budgets(c, ask, cpus_);
 		};
 	}
-	auto applied = tables_->apply(*compiled, lists, edit);
+	auto applied = tables.apply(*compiled, lists, edit);
 	if (!applied)
 		return refuse(Error{applied.error().kind, applied.error().code, name_ + ": " + applied.error().message});
 

@@ -1,13 +1,10 @@
 // bpf/policy_tables: a compiled policy written into the policy set not in
 // force, flipped in one config write, the old set cleared; all or nothing
 // before the flip. Against real kernel maps of the program's types, made here
-// with bpf_map_create and pinned under a bpffs directory of the test's own
-// (PolicyTables opens the maps by their pin names), so the test does not
-// depend on a loaded program.
+// with bpf_map_create, so the test does not depend on a loaded program.
 #include "require.h"
 
 #include "bpf/class_match.h"
-#include "bpf/pin_layout.h"
 #include "bpf/policy_tables.h"
 #include "logic/budgets.h"
 
@@ -18,7 +15,7 @@
 #include <cstdio>
 #include <optional>
 #include <cstring>
-#include <filesystem>
+#include <map>
 #include <set>
 #include <string>
 #include <unistd.h>
@@ -73,14 +70,12 @@ protected:
 	void SetUp() override
 	{
 		SLUICE_REQUIRE_ROOT();
-		dir = "/sys/fs/bpf/sluice-policy-tables-test-" + std::to_string(getpid());
-		std::filesystem::create_directories(dir);
 		config_fd = make(BPF_MAP_TYPE_ARRAY, SLUICE_PIN_CONFIG, sizeof(uint32_t), sizeof(sluice_config), 1);
 		make(BPF_MAP_TYPE_ARRAY, SLUICE_PIN_CLASSES, sizeof(uint32_t), sizeof(sluice_class),
 		     SLUICE_POLICY_SETS * SLUICE_CLASSES_MAX);
 		make(BPF_MAP_TYPE_ARRAY, SLUICE_PIN_PORT_CLASSES, sizeof(uint32_t), sizeof(sluice_port_block),
 		     SLUICE_POLICY_SETS * SLUICE_L4_KINDS * SLUICE_PORT_BLOCKS);
-		make_lpm(SLUICE_PIN_CLASS_V4, sizeof(sluice_lpm_v4), sizeof(sluice_class_matches), class_v4_entries);
+		make_lpm(SLUICE_PIN_CLASS_V4, sizeof(sluice_lpm_v4), sizeof(sluice_class_matches), 2 * SLUICE_LIST_MAX_ENTRIES);
 		make_lpm(SLUICE_PIN_CLASS_V6, sizeof(sluice_lpm_v6), sizeof(sluice_class_matches), 2 * SLUICE_LIST_MAX_ENTRIES);
 		for (const char *pin : {SLUICE_PIN_ALLOW_V4, SLUICE_PIN_DENY_V4})
 			make_lpm(pin, sizeof(sluice_lpm_v4), 1, 2 * SLUICE_LIST_MAX_ENTRIES);
@@ -92,32 +87,32 @@ protected:
 		auto cfg = config_with_budgets(initial, BudgetAsk{}, 1);
 		ASSERT_TRUE(cfg) << cfg.error().describe();
 		ASSERT_TRUE(ConfigMap(config_fd).write(*cfg));
-		auto t = PolicyTables::open(dir, ConfigMap(config_fd));
-		ASSERT_TRUE(t) << t.error().describe();
-		tables.emplace(std::move(*t));
+		PrefixLists lists({fd_of(SLUICE_PIN_ALLOW_V4), fd_of(SLUICE_PIN_ALLOW_V6), fd_of(SLUICE_PIN_DENY_V4),
+				   fd_of(SLUICE_PIN_DENY_V6)},
+				  ConfigMap(config_fd));
+		tables.emplace(PolicyTables::Fds{fd_of(SLUICE_PIN_CLASSES), fd_of(SLUICE_PIN_PORT_CLASSES),
+						 fd_of(SLUICE_PIN_CLASS_V4), fd_of(SLUICE_PIN_CLASS_V6)},
+			       lists, ConfigMap(config_fd));
 	}
 	void TearDown() override
 	{
-		for (int fd : fds)
+		for (const auto &[_, fd] : fds)
 			::close(fd);
-		std::error_code ec;
-		std::filesystem::remove_all(dir, ec);
 	}
-	int make(bpf_map_type type, const char *pin, uint32_t key, uint32_t value, uint32_t entries,
+	int make(bpf_map_type type, const char *name, uint32_t key, uint32_t value, uint32_t entries,
 		 const bpf_map_create_opts *opts = nullptr)
 	{
-		int fd = bpf_map_create(type, pin, key, value, entries, opts);
-		EXPECT_GE(fd, 0) << pin << ": " << std::strerror(errno);
-		EXPECT_EQ(bpf_obj_pin(fd, pin_path(dir, pin).c_str()), 0) << pin << ": " << std::strerror(errno);
-		fds.push_back(fd);
+		int fd = bpf_map_create(type, name, key, value, entries, opts);
+		EXPECT_GE(fd, 0) << name << ": " << std::strerror(errno);
+		fds[name] = fd;
 		return fd;
 	}
-	void make_lpm(const char *pin, uint32_t key, uint32_t value, uint32_t entries)
+	void make_lpm(const char *name, uint32_t key, uint32_t value, uint32_t entries)
 	{
 		LIBBPF_OPTS(bpf_map_create_opts, opts, .map_flags = BPF_F_NO_PREALLOC);
-		make(BPF_MAP_TYPE_LPM_TRIE, pin, key, value, entries, &opts);
+		make(BPF_MAP_TYPE_LPM_TRIE, name, key, value, entries, &opts);
 	}
-	int fd_of(const char *pin) { return bpf_obj_get(pin_path(dir, pin).c_str()); }
+	int fd_of(const char *name) { return fds.at(name); }
 	sluice_config config() { return *ConfigMap(config_fd).read(); }
 
 	// Every (set, prefix) of an LPM trie with keys of type Key.
@@ -137,7 +132,6 @@ protected:
 			cur = next;
 			prev = &cur;
 		}
-		::close(fd);
 		return out;
 	}
 	std::string class_name(uint32_t set, uint32_t id)
@@ -146,7 +140,6 @@ protected:
 		uint32_t k = sluice_class_index(set, id);
 		sluice_class c{};
 		bpf_map_lookup_elem(fd, &k, &c);
-		::close(fd);
 		return std::string(c.name, strnlen(c.name, sizeof(c.name)));
 	}
 	uint32_t port_class(uint32_t set, uint32_t kind, uint32_t port)
@@ -155,13 +148,10 @@ protected:
 		uint32_t k = sluice_port_block_index(set, kind, port);
 		sluice_port_block b{};
 		bpf_map_lookup_elem(fd, &k, &b);
-		::close(fd);
 		return sluice_port_block_class(&b, port);
 	}
 
-	uint32_t class_v4_entries = 2 * SLUICE_LIST_MAX_ENTRIES;
-	std::string dir;
-	std::vector<int> fds;
+	std::map<std::string, int> fds;
 	int config_fd = -1;
 	std::optional<PolicyTables> tables;
 };
@@ -259,13 +249,13 @@ TEST_F(PolicyTablesTest, AFailureBeforeTheFlipChangesNothingInForce)
 
 TEST_F(PolicyTablesTest, AFullTrieRefusesTheWholePolicy)
 {
-	// More allow prefixes than a set of the trie holds (its max_entries is
-	// two sets' worth): refused, the set in force untouched.
+	// More allow prefixes than a set holds (PrefixLists bounds each set to
+	// SLUICE_LIST_MAX_ENTRIES a family): refused, the set in force untouched.
 	PolicyLists small{{cidr("203.0.113.0/24")}, {}};
 	ASSERT_TRUE(tables->apply(two_classes(), small));
 	sluice_config before = config();
 	PolicyLists huge;
-	for (uint32_t i = 0; i < 2 * SLUICE_LIST_MAX_ENTRIES; i++) {
+	for (uint32_t i = 0; i <= SLUICE_LIST_MAX_ENTRIES; i++) {
 		Cidr c = cidr("10.0.0.0/32");
 		uint32_t a = (10u << 24) | i;
 		for (int b = 0; b < 4; b++)
@@ -274,7 +264,8 @@ TEST_F(PolicyTablesTest, AFullTrieRefusesTheWholePolicy)
 	}
 	auto a = tables->apply(two_classes(), huge);
 	ASSERT_FALSE(a);
-	EXPECT_NE(a.error().message.find("allow list"), std::string::npos) << a.error().message;
+	EXPECT_NE(a.error().message.find("at most 65536 prefixes per family"), std::string::npos) << a.error().message;
+	EXPECT_NE(a.error().message.find("the policy in force is unchanged"), std::string::npos) << a.error().message;
 	EXPECT_EQ(config().generation, before.generation);
 	EXPECT_EQ(trie<sluice_lpm_v4>(SLUICE_PIN_ALLOW_V4), (Trie4{{1, "203.0.113.0/24"}}));
 }

@@ -2,7 +2,6 @@
 
 #include "bpf/class_maps.h"
 #include "bpf/class_match.h"
-#include "bpf/pin_layout.h"
 
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
@@ -23,16 +22,6 @@ Key set_key(uint32_t set, const Cidr &c)
 	k.set = static_cast<uint8_t>(set);
 	std::memcpy(k.addr, c.addr.bytes.data(), sizeof(k.addr));
 	return k;
-}
-
-template <class Key>
-Cidr cidr_of(const Key &k)
-{
-	Cidr c;
-	c.addr.family = sizeof(k.addr) == 4 ? Family::v4 : Family::v6;
-	c.prefix = k.prefixlen - SLUICE_LPM_SET_BITS;
-	std::memcpy(c.addr.bytes.data(), k.addr, sizeof(k.addr));
-	return c;
 }
 
 bool batch_unsupported(int err)
@@ -121,16 +110,6 @@ Status write_entries(int fd, uint32_t set, const std::vector<std::pair<Cidr, Val
 	return {};
 }
 
-Result<UniqueFd> open_pin(const std::string &dir, const char *name)
-{
-	std::string path = pin_path(dir, name);
-	UniqueFd fd(bpf_obj_get(path.c_str()));
-	if (!fd)
-		return fail_errno("opening the pinned map " + path +
-				  " (pins of a layout without policy classes? `sluicectl detach` and start again)");
-	return fd;
-}
-
 uint32_t list_bit(ListKind list, Family f)
 {
 	if (list == ListKind::allow)
@@ -140,58 +119,24 @@ uint32_t list_bit(ListKind list, Family f)
 
 } // namespace
 
-// The keys of the six policy tries, by set: one walk serves a whole apply
-// (the set not in force cleared before, the old one after the flip).
+// The keys of the class tries, by set.
 struct PolicyTables::TrieKeys {
-	std::array<std::array<std::vector<sluice_lpm_v4>, SLUICE_POLICY_SETS>, 3> v4; // class, allow, deny
-	std::array<std::array<std::vector<sluice_lpm_v6>, SLUICE_POLICY_SETS>, 3> v6;
+	std::array<std::vector<sluice_lpm_v4>, SLUICE_POLICY_SETS> v4;
+	std::array<std::vector<sluice_lpm_v6>, SLUICE_POLICY_SETS> v6;
 };
 
 Result<PolicyTables::TrieKeys> PolicyTables::walk() const
 {
 	TrieKeys k;
-	const int v4[3] = {class_v4_.get(), allow_v4_.get(), deny_v4_.get()};
-	const int v6[3] = {class_v6_.get(), allow_v6_.get(), deny_v6_.get()};
-	for (int i = 0; i < 3; i++) {
-		auto a = keys_by_set<sluice_lpm_v4>(v4[i]);
-		if (!a)
-			return std::unexpected(a.error());
-		k.v4[i] = std::move(*a);
-		auto b = keys_by_set<sluice_lpm_v6>(v6[i]);
-		if (!b)
-			return std::unexpected(b.error());
-		k.v6[i] = std::move(*b);
-	}
+	auto a = keys_by_set<sluice_lpm_v4>(fds_.class_v4);
+	if (!a)
+		return std::unexpected(a.error());
+	k.v4 = std::move(*a);
+	auto b = keys_by_set<sluice_lpm_v6>(fds_.class_v6);
+	if (!b)
+		return std::unexpected(b.error());
+	k.v6 = std::move(*b);
 	return k;
-}
-
-Result<PolicyTables> PolicyTables::open(const std::string &dir, ConfigMap config)
-{
-	PolicyTables t(config);
-	struct Pin {
-		const char *name;
-		UniqueFd PolicyTables::*fd;
-	};
-	static constexpr Pin pins[] = {
-		{SLUICE_PIN_CLASSES, &PolicyTables::classes_},     {SLUICE_PIN_PORT_CLASSES, &PolicyTables::port_classes_},
-		{SLUICE_PIN_CLASS_V4, &PolicyTables::class_v4_},   {SLUICE_PIN_CLASS_V6, &PolicyTables::class_v6_},
-		{SLUICE_PIN_ALLOW_V4, &PolicyTables::allow_v4_},   {SLUICE_PIN_ALLOW_V6, &PolicyTables::allow_v6_},
-		{SLUICE_PIN_DENY_V4, &PolicyTables::deny_v4_},     {SLUICE_PIN_DENY_V6, &PolicyTables::deny_v6_},
-	};
-	for (const auto &p : pins) {
-		auto fd = open_pin(dir, p.name);
-		if (!fd)
-			return std::unexpected(fd.error());
-		t.*p.fd = std::move(*fd);
-	}
-	return t;
-}
-
-int PolicyTables::list_fd(ListKind list, Family f) const
-{
-	if (list == ListKind::allow)
-		return f == Family::v4 ? allow_v4_.get() : allow_v6_.get();
-	return f == Family::v4 ? deny_v4_.get() : deny_v6_.get();
 }
 
 Result<uint32_t> PolicyTables::set_in_force() const
@@ -207,7 +152,7 @@ Result<ClassIds> PolicyTables::ids_in_force() const
 	auto set = set_in_force();
 	if (!set)
 		return std::unexpected(set.error());
-	auto records = read_classes(classes_.get(), *set);
+	auto records = read_classes(fds_.classes, *set);
 	if (!records)
 		return std::unexpected(records.error());
 	ClassIds ids;
@@ -215,25 +160,6 @@ Result<ClassIds> PolicyTables::ids_in_force() const
 		if (r.id < SLUICE_CLASSES_MAX)
 			ids.names[r.id] = r.name;
 	return ids;
-}
-
-Result<std::vector<Cidr>> PolicyTables::list_in_force(ListKind list) const
-{
-	auto set = set_in_force();
-	if (!set)
-		return std::unexpected(set.error());
-	std::vector<Cidr> out;
-	auto v4 = keys_by_set<sluice_lpm_v4>(list_fd(list, Family::v4));
-	if (!v4)
-		return std::unexpected(v4.error());
-	auto v6 = keys_by_set<sluice_lpm_v6>(list_fd(list, Family::v6));
-	if (!v6)
-		return std::unexpected(v6.error());
-	for (const auto &k : (*v4)[*set])
-		out.push_back(cidr_of(k));
-	for (const auto &k : (*v6)[*set])
-		out.push_back(cidr_of(k));
-	return out;
 }
 
 Status PolicyTables::clear_set(uint32_t set) const
@@ -246,19 +172,17 @@ Status PolicyTables::clear_set(uint32_t set) const
 
 Status PolicyTables::clear_set(uint32_t set, const TrieKeys &keys) const
 {
-	const int v4[3] = {class_v4_.get(), allow_v4_.get(), deny_v4_.get()};
-	const int v6[3] = {class_v6_.get(), allow_v6_.get(), deny_v6_.get()};
-	for (int i = 0; i < 3; i++) {
-		if (auto ok = delete_keys(v4[i], keys.v4[i][set], set); !ok)
-			return ok;
-		if (auto ok = delete_keys(v6[i], keys.v6[i][set], set); !ok)
-			return ok;
-	}
+	if (auto ok = delete_keys(fds_.class_v4, keys.v4[set], set); !ok)
+		return ok;
+	if (auto ok = delete_keys(fds_.class_v6, keys.v6[set], set); !ok)
+		return ok;
+	if (auto ok = lists_.clear(set); !ok)
+		return ok;
 	std::vector<uint32_t> ids(SLUICE_CLASSES_MAX);
 	for (uint32_t id = 0; id < SLUICE_CLASSES_MAX; id++)
 		ids[id] = sluice_class_index(set, id);
 	std::vector<sluice_class> zero(SLUICE_CLASSES_MAX);
-	if (int err = update_many(classes_.get(), ids.data(), sizeof(uint32_t), zero.data(), sizeof(sluice_class),
+	if (int err = update_many(fds_.classes, ids.data(), sizeof(uint32_t), zero.data(), sizeof(sluice_class),
 				  ids.size());
 	    err)
 		return fail_bpf(err, "zeroing policy set " + std::to_string(set) + "'s class records");
@@ -266,7 +190,7 @@ Status PolicyTables::clear_set(uint32_t set, const TrieKeys &keys) const
 	for (uint32_t i = 0; i < blocks.size(); i++)
 		blocks[i] = sluice_port_block_index(set, i / SLUICE_PORT_BLOCKS, (i % SLUICE_PORT_BLOCKS) * SLUICE_PORTS_PER_BLOCK);
 	std::vector<sluice_port_block> none(blocks.size());
-	if (int err = update_many(port_classes_.get(), blocks.data(), sizeof(uint32_t), none.data(),
+	if (int err = update_many(fds_.port_classes, blocks.data(), sizeof(uint32_t), none.data(),
 				  sizeof(sluice_port_block), blocks.size());
 	    err)
 		return fail_bpf(err, "zeroing policy set " + std::to_string(set) + "'s port table");
@@ -278,7 +202,7 @@ Status PolicyTables::write_set(uint32_t set, const CompiledPolicy &c, const Poli
 	std::vector<uint32_t> ids(SLUICE_CLASSES_MAX);
 	for (uint32_t id = 0; id < SLUICE_CLASSES_MAX; id++)
 		ids[id] = sluice_class_index(set, id);
-	if (int err = update_many(classes_.get(), ids.data(), sizeof(uint32_t), c.classes.data(), sizeof(sluice_class),
+	if (int err = update_many(fds_.classes, ids.data(), sizeof(uint32_t), c.classes.data(), sizeof(sluice_class),
 				  ids.size());
 	    err)
 		return fail_bpf(err, "writing policy set " + std::to_string(set) + "'s class records");
@@ -290,25 +214,19 @@ Status PolicyTables::write_set(uint32_t set, const CompiledPolicy &c, const Poli
 		for (uint32_t i = 0; i < blocks.size(); i++)
 			blocks[i] = sluice_port_block_index(set, i / SLUICE_PORT_BLOCKS,
 							    (i % SLUICE_PORT_BLOCKS) * SLUICE_PORTS_PER_BLOCK);
-		if (int err = update_many(port_classes_.get(), blocks.data(), sizeof(uint32_t), c.ports.data(),
+		if (int err = update_many(fds_.port_classes, blocks.data(), sizeof(uint32_t), c.ports.data(),
 					  sizeof(sluice_port_block), blocks.size());
 		    err)
 			return fail_bpf(err, "writing policy set " + std::to_string(set) + "'s port table");
 	}
-	if (auto ok = write_entries<sluice_lpm_v4>(class_v4_.get(), set, c.prefixes_v4, "class IPv4 prefix"); !ok)
+	if (auto ok = write_entries<sluice_lpm_v4>(fds_.class_v4, set, c.prefixes_v4, "class IPv4 prefix"); !ok)
 		return ok;
-	if (auto ok = write_entries<sluice_lpm_v6>(class_v6_.get(), set, c.prefixes_v6, "class IPv6 prefix"); !ok)
+	if (auto ok = write_entries<sluice_lpm_v6>(fds_.class_v6, set, c.prefixes_v6, "class IPv6 prefix"); !ok)
 		return ok;
-	for (ListKind list : {ListKind::allow, ListKind::deny}) {
-		std::vector<std::pair<Cidr, uint8_t>> v4, v6;
-		for (const auto &cidr : list == ListKind::allow ? lists.allow : lists.deny)
-			(cidr.addr.family == Family::v4 ? v4 : v6).push_back({cidr, 1});
-		std::string what = std::string(to_string(list)) + " list";
-		if (auto ok = write_entries<sluice_lpm_v4>(list_fd(list, Family::v4), set, v4, what.c_str()); !ok)
-			return ok;
-		if (auto ok = write_entries<sluice_lpm_v6>(list_fd(list, Family::v6), set, v6, what.c_str()); !ok)
-			return ok;
-	}
+	if (auto ok = lists_.insert(ListKind::allow, set, lists.allow); !ok)
+		return ok;
+	if (auto ok = lists_.insert(ListKind::deny, set, lists.deny); !ok)
+		return ok;
 	return {};
 }
 

@@ -6,7 +6,7 @@
 // apply() is all or nothing, and no frame sees half a policy:
 //   1. the set NOT in force is cleared, then written whole: class records,
 //      port blocks, class prefix entries, list entries (each key carries the
-//      set byte);
+//      set byte; the lists through PrefixLists, which bounds each set);
 //   2. one ConfigMap write flips SLUICE_POLICY_SET and sets the new set's
 //      flags (list bits + class flags) together, with the caller's own config
 //      changes (the default class's budgets) in the same write;
@@ -17,7 +17,6 @@
 #pragma once
 
 #include "base/address.h"
-#include "base/fd.h"
 #include "base/result.h"
 #include "bpf/maps.h"
 #include "bpf/sluice_abi.h"
@@ -49,34 +48,35 @@ struct AppliedSet {
 
 class PolicyTables {
 public:
-	// The policy maps pinned under `dir` (<pin-dir>/<ifname>), opened by
-	// their pin names; `config` is the same data plane's config.
-	static Result<PolicyTables> open(const std::string &dir, ConfigMap config);
+	// The class maps of one data plane (Dataplane::policy_maps()), its lists
+	// (PrefixLists: both sets) and its config.
+	struct Fds {
+		int classes, port_classes, class_v4, class_v6;
+	};
+	PolicyTables(Fds fds, PrefixLists lists, ConfigMap config) : fds_(fds), lists_(lists), config_(config) {}
 
 	// The set the program reads now.
 	Result<uint32_t> set_in_force() const;
 	// The class names of the set in force, by id (what a reload keeps ids from).
 	Result<ClassIds> ids_in_force() const;
 	// A list's prefixes in the set in force.
-	Result<std::vector<Cidr>> list_in_force(ListKind list) const;
+	Result<std::vector<Cidr>> list_in_force(ListKind list) const { return lists_.entries(list); }
 
 	Result<AppliedSet> apply(const CompiledPolicy &c, const PolicyLists &lists, const ConfigEdit &edit = {}) const;
 
-	int classes_fd() const { return classes_.get(); }
-
 private:
-	PolicyTables(ConfigMap config) : config_(config) {}
-	int list_fd(ListKind list, Family f) const;
 	struct TrieKeys;
+	// The class tries' keys, by set: one walk serves a whole apply.
 	Result<TrieKeys> walk() const;
-	// Delete every entry of `set` from the class tries and the lists (as a
-	// walk found them), zero its records and port blocks.
+	// Every entry of `set`: the class tries' (as the walk found them) and the
+	// lists', its records zeroed and its port blocks.
 	Status clear_set(uint32_t set, const TrieKeys &keys) const;
 	Status clear_set(uint32_t set) const; // walks first
 	Status write_set(uint32_t set, const CompiledPolicy &c, const PolicyLists &lists) const;
 
+	Fds fds_;
+	PrefixLists lists_;
 	ConfigMap config_;
-	UniqueFd classes_, port_classes_, class_v4_, class_v6_, allow_v4_, allow_v6_, deny_v4_, deny_v6_;
 };
 
 } // namespace sluice
