@@ -28,6 +28,12 @@ FAMILIES = {
     "sluice_standing_capacity": "gauge",
     "sluice_standing_valve_closed": "gauge",
     "sluice_standing_valve_closes_total": "counter",
+    # the policy file's (no samples without one: these daemons run without)
+    "sluice_class_packets_total": "counter",
+    "sluice_class_bytes_total": "counter",
+    "sluice_policy_reloads_total": "counter",
+    "sluice_policy_classes": "gauge",
+    "sluice_policy_last_reload_success": "gauge",
 }
 EDGES = [("serving", "shedding"), ("shedding", "recovering"), ("recovering", "serving"), ("recovering", "shedding")]
 

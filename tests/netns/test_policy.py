@@ -131,6 +131,20 @@ def class_counters(tb):
     return out
 
 
+METRICS_PORT = 9477
+
+
+def metrics(tb):
+    """{series: value} of the daemon's /metrics, from inside the host namespace."""
+    p = tb.exec("host", ["curl", "-s", "-S", "--max-time", "10", f"http://127.0.0.1:{METRICS_PORT}/metrics"])
+    out = {}
+    for line in p.stdout.splitlines():
+        if line and not line.startswith("#"):
+            name, _, value = line.rpartition(" ")
+            out[name] = float(value)
+    return out
+
+
 def policy_status(tb):
     return ctl_json(tb, "status", tb.host_if)["interfaces"][0]["policy_file"]
 
@@ -258,7 +272,7 @@ class PolicyTest(unittest.TestCase):
 
     def test_a_bad_reload_changes_nothing(self):
         with Testbed("pol-bad") as tb:
-            d = self.start(tb)
+            d = self.start(tb, "--metrics-listen", f"127.0.0.1:{METRICS_PORT}")
             try:
                 before_status = policy_status(tb)
                 before_cfg = pinned_config(tb)
@@ -285,6 +299,22 @@ class PolicyTest(unittest.TestCase):
                 self.assertEqual(ctl_json(tb, "deny", "list", tb.host_if)["cidrs"], before_deny)
                 self.assertEqual(ctl_json(tb, "allow", "list", tb.host_if)["cidrs"], before_allow)
                 self.assertIn("policy reload refused, nothing changed", d.output())
+                # the metrics say it: refused twice, the last reload failed, four classes still in force
+                IF = tb.host_if
+                m = wait_until(lambda: (m := metrics(tb)).get(
+                    f'sluice_policy_reloads_total{{iface="{IF}",result="refused"}}') == 2 and m, 10,
+                    what="the refusals in /metrics")
+                self.assertEqual(m[f'sluice_policy_reloads_total{{iface="{IF}",result="applied"}}'], 0)
+                self.assertEqual(m[f'sluice_policy_last_reload_success{{iface="{IF}"}}'], 0)
+                self.assertEqual(m[f'sluice_policy_classes{{iface="{IF}"}}'], 4)
+                for c in ("default", "nat", "dns", "syn"):
+                    self.assertIn(f'sluice_class_packets_total{{iface="{IF}",class="{c}",verdict="passed"}}', m)
+                # a good file again: applied
+                write_policy(self.policy, good)
+                self.reload(tb)
+                m = wait_until(lambda: (m := metrics(tb)).get(
+                    f'sluice_policy_last_reload_success{{iface="{IF}"}}') == 1 and m, 10, what="the applied reload")
+                self.assertEqual(m[f'sluice_policy_reloads_total{{iface="{IF}",result="applied"}}'], 1)
                 report("bad_reload", line=line, refused=st["reloads_refused"])
             finally:
                 d.kill(signal.SIGTERM)
