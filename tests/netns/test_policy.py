@@ -10,8 +10,10 @@ reload, restart").
   name, so its frames hash to the same slots).
 - A bad reload is refused with its file:line and changes nothing: classes,
   lists, config's policy set and flags, the generation.
-- SIGHUP reloads; a daemon restarted on fresh pins restores lists and classes
-  from the file; a runtime `deny add` survives a reload.
+- SIGHUP reloads; --policy-watch reloads when a ConfigMap volume swaps its
+  symlink (and refuses a bad version once); a daemon restarted on fresh pins
+  restores lists and classes from the file; a runtime `deny add` survives a
+  reload.
 - The time to apply a reload of a policy with 65,536 prefixes (printed as
   "POLICY reload_65536: ..."; the issue wants <= 1 s).
 
@@ -334,6 +336,38 @@ class PolicyTest(unittest.TestCase):
                 report("sighup", dns=got)
                 self.assertGreaterEqual(got.get("passed", 0), 50, got)
                 self.assertLessEqual(got.get("passed", 0), 53, got)
+            finally:
+                d.kill(signal.SIGTERM)
+
+    def test_policy_watch_follows_a_configmap_swap(self):
+        """A Kubernetes ConfigMap volume: policy.yaml -> ..data/policy.yaml,
+        ..data -> ..<timestamp>/, and an update swaps the ..data symlink."""
+        with Testbed("pol-watch") as tb:
+            vol = os.path.join(tb.rundir, "configmap")
+            os.makedirs(os.path.join(vol, "..v1"))
+            write_policy(os.path.join(vol, "..v1", "policy.yaml"), policy_text())
+            os.symlink("..v1", os.path.join(vol, "..data"))
+            os.symlink("..data/policy.yaml", os.path.join(vol, "policy.yaml"))
+            path = os.path.join(vol, "policy.yaml")
+            d = Daemon(tb, "--policy", path, "--policy-watch", "--period", "0.2", "--no-standing").start()
+            try:
+                self.assertEqual(policy_status(tb)["generation"], 1)
+                os.makedirs(os.path.join(vol, "..v2"))
+                write_policy(os.path.join(vol, "..v2", "policy.yaml"), policy_text(extra_deny=("198.18.72.0/24",)))
+                os.symlink("..v2", os.path.join(vol, "..data_tmp"))
+                os.rename(os.path.join(vol, "..data_tmp"), os.path.join(vol, "..data"))
+                wait_until(lambda: policy_status(tb)["generation"] == 2, 10, what="the watch's reload")
+                self.assertIn("198.18.72.0/24", ctl_json(tb, "deny", "list", tb.host_if)["cidrs"])
+                # a bad version is refused once, not every period
+                os.makedirs(os.path.join(vol, "..v3"))
+                write_policy(os.path.join(vol, "..v3", "policy.yaml"), "version: 2\n")
+                os.symlink("..v3", os.path.join(vol, "..data_tmp"))
+                os.rename(os.path.join(vol, "..data_tmp"), os.path.join(vol, "..data"))
+                wait_until(lambda: policy_status(tb)["reloads_refused"] == 1, 10, what="the watch's refusal")
+                time.sleep(1)
+                st = policy_status(tb)
+                self.assertEqual((st["reloads_refused"], st["generation"]), (1, 2))
+                self.assertIn("bad_version", st["last_refused"])
             finally:
                 d.kill(signal.SIGTERM)
 
