@@ -170,6 +170,8 @@ Result<PolicyApplied> ManagedInterface::apply_policy(const Policy &file, const s
 	if (!applied)
 		return refuse(Error{applied.error().kind, applied.error().code, name_ + ": " + applied.error().message});
 
+	if (!applied->warning.empty())
+		log_warn(name_ + ": " + applied->warning);
 	uint64_t generation = in_force_ ? in_force_->generation + 1 : 1;
 	in_force_ = PolicyInForce{std::move(p), file, std::move(*compiled), path, generation, realtime_ns(), applied->set};
 	if (reload) {

@@ -276,10 +276,8 @@ Result<AppliedSet> PolicyTables::apply(const CompiledPolicy &c, const PolicyList
 	// (A frame that read the old flags just before may still be looking it
 	// up; its entries are deleted one by one under RCU, so it sees either.)
 	if (auto ok = clear_set(old_set, *keys); !ok)
-		return fail(ok.error().kind,
-			    "the new policy is in force (set " + std::to_string(new_set) +
-				    "), but clearing the old set failed (the next reload clears it): " + ok.error().message,
-			    ok.error().code);
+		out.warning = "clearing the old policy set " + std::to_string(old_set) +
+			      " failed (no frame reads it; the next reload clears it first): " + ok.error().describe();
 	for (const auto &n : c.ids.names)
 		out.classes += !n.empty();
 	out.prefixes = c.prefixes_v4.size() + c.prefixes_v6.size();

@@ -13,7 +13,8 @@
 //   3. the old set's entries are deleted and its records zeroed.
 // A failure before 2 deletes what was written in the new set and leaves the
 // set in force untouched; a failure in 3 leaves stale entries in a set no
-// frame reads (the next apply clears it first) and is reported, not undone.
+// frame reads (the next apply clears it first): the new policy is in force,
+// and AppliedSet::warning says what was left.
 #pragma once
 
 #include "base/address.h"
@@ -44,6 +45,7 @@ struct AppliedSet {
 	size_t classes = 0;        // named classes (the default included)
 	size_t prefixes = 0;       // class prefix entries, both families
 	size_t list_entries = 0;   // allow + deny, both families
+	std::string warning;       // the old set could not be cleared: in force all the same
 };
 
 class PolicyTables {
