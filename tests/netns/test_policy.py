@@ -317,6 +317,14 @@ class PolicyTest(unittest.TestCase):
                 m = wait_until(lambda: (m := metrics(tb)).get(
                     f'sluice_policy_last_reload_success{{iface="{IF}"}}') == 1 and m, 10, what="the applied reload")
                 self.assertEqual(m[f'sluice_policy_reloads_total{{iface="{IF}",result="applied"}}'], 1)
+                # the default class's prefixes are fixed at load: a reload changing them is refused (exit 1)
+                write_policy(self.policy, good.replace(
+                    "classes:\n", "classes:\n  default:\n    rate: 100\n    burst: 100\n    ipv4-prefix: 24\n", 1))
+                err = self.reload(tb, expect_rc=1)
+                self.assertIn("the default class has ipv4-prefix 24 and ipv6-prefix 64, the program on "
+                              f"{IF} was loaded with 32 and 64", err)
+                self.assertIn("nothing changed", err)
+                self.assertEqual(policy_status(tb)["generation"], before_status["generation"] + 1)
                 report("bad_reload", line=line, refused=st["reloads_refused"])
             finally:
                 d.kill(signal.SIGTERM)
