@@ -29,5 +29,8 @@ json encode(const AuditResult &a);
 json encode(const TopView &t);
 json encode(const AttachResult &a);
 json encode(const DetachResult &d);
+json encode(const ClassView &c);
+json encode(const ClassList &l);
+json encode(const ClassCounters &c);
 
 } // namespace sluice
