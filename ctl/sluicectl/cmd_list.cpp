@@ -88,15 +88,17 @@ Status save(Context &ctx, const Invocation &inv, const std::string &iface)
 	auto dp = open_pins(ctx, iface);
 	if (!dp)
 		return std::unexpected(dp.error());
-	sluice::ListKind kind = inv.command == "allow" ? sluice::ListKind::allow : sluice::ListKind::deny;
-	auto cidrs = dp->lists().entries(kind);
-	if (!cidrs)
-		return std::unexpected(cidrs.error());
+	// One read of the set in force, so that the header names the set the
+	// prefixes are from even if a reload flips it meanwhile.
 	auto cfg = dp->config().read();
 	if (!cfg)
 		return std::unexpected(cfg.error());
-	std::string header = "the " + inv.command + " list of " + iface + " (policy set " +
-			     std::to_string(SLUICE_POLICY_SET_OF(cfg->policy_flags)) + "), " +
+	uint32_t set = SLUICE_POLICY_SET_OF(cfg->policy_flags);
+	sluice::ListKind kind = inv.command == "allow" ? sluice::ListKind::allow : sluice::ListKind::deny;
+	auto cidrs = dp->lists().entries(kind, set);
+	if (!cidrs)
+		return std::unexpected(cidrs.error());
+	std::string header = "the " + inv.command + " list of " + iface + " (policy set " + std::to_string(set) + "), " +
 			     std::to_string(cidrs->size()) + (cidrs->size() == 1 ? " prefix" : " prefixes") +
 			     ", saved by sluicectl " + sluice::iso_time(sluice::realtime_ns());
 	if (auto ok = sluice::write_netset(*path, *cidrs, header); !ok)
