@@ -100,10 +100,15 @@ Result<std::vector<sluice::ClassCounters>> read_named_class_counters(const sluic
 	auto cfg = dp.config().read();
 	if (!cfg)
 		return std::unexpected(cfg.error());
+	// The program counts per class only while the set in force has a class
+	// flag (sluice_abi.h); rows of zeros for classes it does not count
+	// would say they saw no frames.
+	std::vector<sluice::ClassCounters> out;
+	if (!(cfg->policy_flags & SLUICE_CLASS_ANY))
+		return out;
 	auto records = sluice::read_classes(dp.policy_maps().classes, SLUICE_POLICY_SET_OF(cfg->policy_flags));
 	if (!records)
 		return std::unexpected(records.error());
-	std::vector<sluice::ClassCounters> out;
 	if (records->empty())
 		return out;
 	auto rows = sluice::read_class_counters(dp.policy_maps().class_counters);

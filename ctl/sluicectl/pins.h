@@ -21,8 +21,9 @@ Result<sluice::Dataplane> open_pins(const Context &ctx, const std::string &iface
 // program reads it (config, settings); without a policy, the default alone.
 Result<sluice::ClassList> read_class_list(const sluice::Dataplane &dp, const std::string &iface);
 
-// The named classes of the set in force and their counters, by id (none
-// without a policy: the program counts per class only under one).
+// The named classes of the set in force and their counters, by id; none
+// while the set has no SLUICE_CLASS_* flag (a policy of lists alone, or none:
+// the program counts per class only with one).
 Result<std::vector<sluice::ClassCounters>> read_named_class_counters(const sluice::Dataplane &dp);
 
 } // namespace sluicectl

@@ -178,6 +178,13 @@ TEST(SluicectlPins, ClassCountersOfTheNamedClassesOfTheSetInForce)
 	EXPECT_EQ((*rows)[1].counters[SLUICE_PASSED].packets, 0u);
 	json j = encode((*rows)[1]);
 	EXPECT_EQ(j["counters"]["drop_rate"]["packets"], 2 * ncpu);
+
+	// A set without class flags (a policy of lists alone): the program does
+	// not count per class, so there are no rows, names or not.
+	use_set(dp, SLUICE_POLICY_SET | SLUICE_LIST_DENY_V4);
+	rows = sluicectl::read_named_class_counters(dp);
+	ASSERT_TRUE(rows) << rows.error().describe();
+	EXPECT_TRUE(rows->empty());
 }
 
 } // namespace
