@@ -52,6 +52,7 @@ NEWBIE=198.18.3.77 # phase 3: a source that never sent before (the attacker's li
 NEWBIE_PPS=500     # ... and its rate, 5x the whole newcomer budget
 OVERRIDE_N=300     # phase 3: its datagrams once the operator allowlists it
 HTTP_PORT=8080     # phase 3: a web server on the host, the client's TCP
+HTTP_CLIENT=$root/tests/tools/http_client.py # one request per new TCP connection
 
 # ------------------------------------------------------------- state
 DAEMON_PID='' SINK_PID='' PROBE_PID='' FLOOD_PID='' NEWBIE_PID='' HTTPD_PID=''
@@ -380,30 +381,8 @@ start_newbie() {
 	NEWBIE_PID=$TB_BG_PID
 }
 
-# A web server on the host, and a client that fetches a page with a new TCP
-# connection per request, for SECONDS (argv 3), then prints {"ok", "fail"}.
-read -r -d '' HTTP_CLIENT <<'PY' || true
-import http.client, json, sys, time
-host, port, seconds = sys.argv[1], int(sys.argv[2]), float(sys.argv[3])
-ok = fail = 0
-end = time.monotonic() + seconds
-while True:
-    try:
-        c = http.client.HTTPConnection(host, port, timeout=2)
-        c.request("GET", "/")
-        r = c.getresponse()
-        r.read()
-        c.close()
-        ok += r.status == 200
-        fail += r.status != 200
-    except OSError:
-        fail += 1
-    if time.monotonic() >= end:
-        break
-    time.sleep(0.02)
-print(json.dumps({"ok": ok, "fail": fail}))
-PY
-
+# A web server on the host; the client (tests/tools/http_client.py) fetches a
+# page with a new TCP connection per request.
 start_httpd() {
 	tb_bg host /usr/bin/python3 -m http.server --bind "$TB_HOST_IP4" --directory "$WORK" "$HTTP_PORT" \
 		>"$TB_RUNDIR/httpd.log" 2>&1
@@ -420,7 +399,7 @@ start_httpd() {
 # http_for SECONDS: the client's requests in the foreground; H_OK H_FAIL.
 http_for() {
 	local out
-	out=$(tb_exec client /usr/bin/python3 -c "$HTTP_CLIENT" "$TB_HOST_IP4" "$HTTP_PORT" "$1")
+	out=$(tb_exec client /usr/bin/python3 "$HTTP_CLIENT" "$TB_HOST_IP4" "$HTTP_PORT" --seconds "$1" --pause 0.02)
 	json get ok fail <<<"$out"
 	IFS=$'\t' read -r H_OK H_FAIL <<<"$REPLY"
 }

@@ -1,10 +1,16 @@
-// cmd_list.cpp - `allow|deny add|del IFACE CIDR...`, `... --from FILE` and
-// `allow|deny list IFACE`. Every prefix is checked here first, so a typo in
-// line 900 of a file sends nothing rather than half a list.
+// cmd_list.cpp - `allow|deny add|del IFACE CIDR...`, `... --from FILE`,
+// `allow|deny list IFACE` and `allow|deny save IFACE FILE`. Every prefix is
+// checked here first, so a typo in line 900 of a file sends nothing rather
+// than half a list.
 #include "sluicectl/client.h"
 #include "sluicectl/command.h"
 #include "sluicectl/output.h"
+#include "sluicectl/pins.h"
 #include "sluicectl/table.h"
+
+#include "base/clock.h"
+#include "bpf/status.h"
+#include "policyfile/policy_file.h"
 
 #include <fcntl.h>
 #include <fstream>
@@ -64,21 +70,61 @@ Status show(Context &ctx, const Invocation &inv, const std::string &iface)
 	return {};
 }
 
+// The running list (the policy set in force, both families), as the pins
+// hold it, written to FILE as a netset atomically (policyfile's
+// write_netset): what `add` put there at run time survives in a file the
+// policy can name. From the pins, so it works with the daemon down too.
+Status save(Context &ctx, const Invocation &inv, const std::string &iface)
+{
+	if (inv.option("from"))
+		return std::unexpected(inv.usage_error("--from is for add and del"));
+	if (auto ok = inv.no_json(ctx); !ok)
+		return ok;
+	auto path = inv.arg(2, "FILE");
+	if (!path)
+		return std::unexpected(path.error());
+	if (auto ok = inv.at_most(3); !ok)
+		return ok;
+	auto dp = open_pins(ctx, iface);
+	if (!dp)
+		return std::unexpected(dp.error());
+	// One read of the set in force, so that the header names the set the
+	// prefixes are from even if a reload flips it meanwhile.
+	auto cfg = dp->config().read();
+	if (!cfg)
+		return std::unexpected(cfg.error());
+	uint32_t set = SLUICE_POLICY_SET_OF(cfg->policy_flags);
+	sluice::ListKind kind = inv.command == "allow" ? sluice::ListKind::allow : sluice::ListKind::deny;
+	auto cidrs = dp->lists().entries(kind, set);
+	if (!cidrs)
+		return std::unexpected(cidrs.error());
+	std::string header = "the " + inv.command + " list of " + iface + " (policy set " + std::to_string(set) + "), " +
+			     std::to_string(cidrs->size()) + (cidrs->size() == 1 ? " prefix" : " prefixes") +
+			     ", saved by sluicectl " + sluice::iso_time(sluice::realtime_ns());
+	if (auto ok = sluice::write_netset(*path, *cidrs, header); !ok)
+		return ok;
+	ctx.out << iface << ": saved " << cidrs->size() << (cidrs->size() == 1 ? " prefix" : " prefixes")
+		<< " of the " << inv.command << " list to " << *path << '\n';
+	return {};
+}
+
 } // namespace
 
 Status do_list(Context &ctx, const Invocation &inv)
 {
-	auto action = inv.arg(0, "ACTION (add, del or list)");
+	auto action = inv.arg(0, "ACTION (add, del, list or save)");
 	if (!action)
 		return std::unexpected(action.error());
-	if (*action != "add" && *action != "del" && *action != "list")
+	if (*action != "add" && *action != "del" && *action != "list" && *action != "save")
 		return std::unexpected(inv.usage_error("unknown " + inv.command + " action '" + *action +
-						       "' (add, del or list)"));
+						       "' (add, del, list or save)"));
 	auto iface = inv.iface(1);
 	if (!iface)
 		return std::unexpected(iface.error());
 	if (*action == "list")
 		return show(ctx, inv, *iface);
+	if (*action == "save")
+		return save(ctx, inv, *iface);
 	if (auto ok = inv.no_json(ctx); !ok)
 		return ok;
 

@@ -54,7 +54,7 @@ Status Invocation::no_json(const Context &ctx) const
 	if (!ctx.json)
 		return {};
 	return sluice::invalid("--json is for the read commands (status, stats, bucket without --set, "
-			       "allow|deny list, audit); '" + command + "' prints text only");
+			       "allow|deny list, audit, standing, top, class list); '" + command + "' prints text only");
 }
 
 json request_for(sluice::Command c, json args)

@@ -74,6 +74,9 @@ struct Cmd {
 	// Short options after the command (top's -n). Off for the others, so
 	// that "-5" stays a number there (refill ... -5, --set -1).
 	bool short_options = false;
+	// It reads the pins itself (class list) and sends nothing: `sends` is
+	// empty on purpose.
+	bool from_pins = false;
 };
 
 // sluicectl's commands, in `sluicectl --help` order.
@@ -110,5 +113,6 @@ void top_options(po::options_description &);
 Status do_standing(Context &, const Invocation &);
 Status do_reload(Context &, const Invocation &);
 Status do_explain(Context &, const Invocation &);
+Status do_class(Context &, const Invocation &);
 
 } // namespace sluicectl

@@ -29,10 +29,14 @@ const Cmd kCommands[] = {
 	 "bucket IFACE ADDR [--set N]", bucket_options},
 	{"refill", do_refill, {C::refill}, "add N tokens (N may be negative) to an address's two slots",
 	 "refill IFACE ADDR N", nullptr},
-	{"allow", do_list, {C::list_add, C::list_del, C::list_show}, "add, remove or list prefixes that pass while shedding",
-	 "allow add|del IFACE CIDR...\nallow add|del IFACE --from FILE\nallow list IFACE", list_options},
-	{"deny", do_list, {C::list_add, C::list_del, C::list_show}, "add, remove or list prefixes that are always dropped",
-	 "deny add|del IFACE CIDR...\ndeny add|del IFACE --from FILE\ndeny list IFACE", list_options},
+	{"allow", do_list, {C::list_add, C::list_del, C::list_show},
+	 "add, remove, list or save (to a netset file) prefixes that pass while shedding",
+	 "allow add|del IFACE CIDR...\nallow add|del IFACE --from FILE\nallow list IFACE\nallow save IFACE FILE",
+	 list_options},
+	{"deny", do_list, {C::list_add, C::list_del, C::list_show},
+	 "add, remove, list or save (to a netset file) prefixes that are always dropped",
+	 "deny add|del IFACE CIDR...\ndeny add|del IFACE --from FILE\ndeny list IFACE\ndeny save IFACE FILE",
+	 list_options},
 	{"attach", do_attach, {C::attach}, "load the data plane and attach it to an interface",
 	 "attach IFACE [--mode native|skb|auto]", attach_options},
 	{"detach", do_detach, {C::detach}, "detach the data plane from an interface and remove its pins",
@@ -49,6 +53,8 @@ const Cmd kCommands[] = {
 	{"explain", do_explain, {C::explain},
 	 "show the policy class a frame from SRC gets and why, its data plane class and bucket",
 	 "explain IFACE SRC [PROTO[/PORT]]", nullptr},
+	{"class", do_class, {}, "list the policy classes in force: budgets, prefixes, standing (from the pins)",
+	 "class list IFACE", nullptr, false, true},
 };
 
 // Guessing is off: "--s" must not quietly mean --socket.
@@ -122,6 +128,8 @@ void print_command_help(std::ostream &out, const Cmd &cmd)
 		const auto &spec = sluice::command_spec(c);
 		out << (i++ ? ", " : " ") << spec.name << " (" << sluice::to_string(spec.access) << ")";
 	}
+	if (cmd.from_pins)
+		out << " none: it reads the pins under --pin-dir (root), daemon or not";
 	out << '\n';
 	if (cmd.options)
 		out << '\n' << command_options(cmd);

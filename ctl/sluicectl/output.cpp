@@ -112,7 +112,7 @@ void standing_rows(Table &block, const json &s)
 }
 
 Status show_replies(Context &ctx, const Invocation &inv, const json &request,
-		    void (*print_text)(Context &, const json &reply))
+		    void (*print_text)(Context &, const json &reply), void (*amend)(Context &, json &reply))
 {
 	bool watch = inv.flag("watch");
 	double interval = 1;
@@ -131,6 +131,8 @@ Status show_replies(Context &ctx, const Invocation &inv, const json &request,
 		auto reply = client.call(request);
 		if (!reply)
 			return std::unexpected(reply.error());
+		if (amend)
+			amend(ctx, *reply);
 		if (ctx.json) {
 			print_json(ctx, *reply);
 		} else {

@@ -32,8 +32,10 @@ void standing_rows(Table &block, const json &standing);
 // What a read command with --watch [--interval S] does: send `request`,
 // show the reply (-j: one JSON line; else `print_text`), and with --watch
 // again every interval on one connection, redrawing in place, until an error
-// or Ctrl-C. --interval without --watch is an input error.
+// or Ctrl-C. --interval without --watch is an input error. `amend`, if
+// given, adds to each reply before it is shown (stats: the per-class
+// counters sluicectl reads from the pins).
 Status show_replies(Context &ctx, const Invocation &inv, const json &request,
-		    void (*print_text)(Context &, const json &reply));
+		    void (*print_text)(Context &, const json &reply), void (*amend)(Context &, json &reply) = nullptr);
 
 } // namespace sluicectl

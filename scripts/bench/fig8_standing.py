@@ -14,6 +14,8 @@ import os
 import signal
 import time
 
+import sluice_netns
+
 from . import baselines
 from .procs import finish, last_json, log, run, spawn, stop
 from .rows import Rows, median
@@ -52,51 +54,13 @@ FLOOD_CPUS = ",".join(str(c) for c in range(NCPU))
 # (an IPv6 host owns a /64) and allows what sluice allows a source by default.
 LIMIT_RATE, LIMIT_BURST, LIMIT_TABLE = 10000, 20000, 262144
 
-# The regular client: a new TCP connection per request, started at a steady
-# rate whether or not the ones before were answered (each in a thread of its
-# own, given `timeout` seconds: one SYN retransmission), so every filter is
-# offered the same requests. Before the flood: `count` requests; during it,
-# requests for `seconds`. Prints one JSON line.
-HTTP_CLIENT = r"""
-import json, socket, sys, threading, time
-host, port, rate, seconds, count, timeout = sys.argv[1], int(sys.argv[2]), float(sys.argv[3]), \
-    float(sys.argv[4]), int(sys.argv[5]), float(sys.argv[6])
-req = b"GET / HTTP/1.1\r\nHost: bench\r\nConnection: close\r\n\r\n"
-lat = []
-lock = threading.Lock()
-def one():
-    t = time.monotonic()
-    try:
-        with socket.create_connection((host, port), timeout=timeout) as c:
-            c.settimeout(max(0.05, timeout - (time.monotonic() - t)))
-            c.sendall(req)
-            data = b""
-            while True:
-                chunk = c.recv(4096)
-                if not chunk:
-                    break
-                data += chunk
-        if data.startswith(b"HTTP/1.1 200"):
-            with lock:
-                lat.append(time.monotonic() - t)
-    except OSError:
-        pass
-threads = []
-t0 = time.monotonic()
-n = int(count) if count else int(rate * seconds)
-for i in range(n):
-    rest = t0 + i / rate - time.monotonic()
-    if rest > 0:
-        time.sleep(rest)
-    th = threading.Thread(target=one)
-    th.start()
-    threads.append(th)
-for th in threads:
-    th.join()
-lat.sort()
-print(json.dumps({"attempted": n, "ok": len(lat), "seconds": time.monotonic() - t0,
-                  "latency_ms_median": 1000 * lat[len(lat) // 2] if lat else None}))
-"""
+# The regular client (tests/tools/http_client.py, the one copy): a new TCP
+# connection per request, started at a steady rate (--rate) whether or not the
+# ones before were answered (each in a thread of its own, given `timeout`
+# seconds: one SYN retransmission), so every filter is offered the same
+# requests. Before the flood: `count` requests; during it, requests for
+# `seconds`. Prints one JSON line.
+HTTP_CLIENT = os.path.join(sluice_netns.SOURCE_DIR, "tests", "tools", "http_client.py")
 
 NGINX_CONF = """worker_processes 1;
 daemon off;
@@ -193,8 +157,9 @@ def wait_listening(lab, role, port, p, what, timeout=10):
 
 
 def http_client(lab, rate, seconds=0, count=0, timeout=2.0):
-    return spawn(lab.x("client", "taskset", "-c", OTHER_CPU, "python3", "-c", HTTP_CLIENT, lab.tb.host_ip6,
-                       HTTP_PORT, rate, seconds, count, timeout))
+    how_many = ["--count", count] if count else ["--seconds", seconds]
+    return spawn(lab.x("client", "taskset", "-c", OTHER_CPU, "python3", HTTP_CLIENT, lab.tb.host_ip6,
+                       HTTP_PORT, "--rate", rate, *how_many, "--timeout", timeout))
 
 
 # ---------------------------------------------------------------- sluiced's standing switch

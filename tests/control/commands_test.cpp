@@ -67,7 +67,11 @@ TEST(Commands, EverySluicectlCommandSendsRegistryCommandsAndEveryOneIsSent)
 {
 	std::set<Command> sent;
 	for (const auto &cmd : sluicectl::command_table()) {
-		EXPECT_NE(cmd.sends.size(), 0u) << cmd.name << " sends nothing";
+		// A command that reads the pins itself (class list) says so.
+		if (cmd.from_pins)
+			EXPECT_EQ(cmd.sends.size(), 0u) << cmd.name << " reads the pins and sends too";
+		else
+			EXPECT_NE(cmd.sends.size(), 0u) << cmd.name << " sends nothing";
 		for (auto c : cmd.sends)
 			sent.insert(c);
 	}

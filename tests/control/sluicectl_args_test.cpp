@@ -815,4 +815,60 @@ TEST(sluicectlDaemon, ReloadPrintsEachInterfaceOrTheRefusal)
 	EXPECT_EQ(daemon.requests().at(1), (json{{"cmd", "reload"}, {"iface", "eth0"}}));
 }
 
+// --- class list, stats' class rows, allow|deny save: they read the pins ----
+
+TEST(sluicectlArgs, ClassAndSaveCheckTheirArgumentsFirst)
+{
+	expect_usage_error(sluicectl({"class"}), "missing ACTION (list)");
+	expect_usage_error(sluicectl({"class", "show", "eth0"}), "unknown class action 'show' (list)");
+	expect_usage_error(sluicectl({"class", "list"}), "missing IFACE");
+	expect_usage_error(sluicectl({"class", "list", "bad/name"}), "is not an interface name");
+	expect_usage_error(sluicectl({"class", "list", "eth0", "extra"}), "unexpected argument 'extra'");
+	expect_usage_error(sluicectl({"allow", "save", "eth0"}), "missing FILE");
+	expect_usage_error(sluicectl({"allow", "save", "eth0", "a", "b"}), "unexpected argument 'b'");
+	expect_usage_error(sluicectl({"-j", "deny", "save", "eth0", "/tmp/x"}), "--json is for the read commands");
+	expect_usage_error(sluicectl({"deny", "save", "eth0", "/tmp/x", "--from", "y"}), "--from is for add and del");
+	expect_usage_error(sluicectl({"deny", "keep", "eth0"}), "(add, del, list or save)");
+}
+
+TEST(sluicectlArgs, ClassListAndSaveWithoutPinsSayWhereTheyLookedAndWriteNothing)
+{
+	TempDir pins("sluicectl-pins");
+	auto r = sluicectl({"--pin-dir", pins.path(), "class", "list", "eth0"});
+	EXPECT_EQ(r.code, 1) << r.err;
+	EXPECT_THAT(r.err, HasSubstr("there are no pins for eth0 under " + pins.path()));
+	EXPECT_EQ(r.out, "");
+	std::string file = pins.path() + "/deny.netset";
+	r = sluicectl({"--pin-dir", pins.path(), "deny", "save", "eth0", file});
+	EXPECT_EQ(r.code, 1) << r.err;
+	EXPECT_THAT(r.err, HasSubstr("there are no pins for eth0"));
+	EXPECT_FALSE(std::filesystem::exists(file));
+}
+
+TEST(sluicectlArgs, ClassHelpSaysItReadsThePins)
+{
+	auto r = sluicectl({"class", "--help"});
+	EXPECT_EQ(r.code, 0) << r.err;
+	EXPECT_THAT(r.out, StartsWith("Usage: sluicectl class list IFACE\n"));
+	EXPECT_THAT(r.out, HasSubstr("Requests to sluiced: none: it reads the pins under --pin-dir"));
+	r = sluicectl({"allow", "--help"});
+	EXPECT_THAT(r.out, HasSubstr("       sluicectl allow save IFACE FILE\n"));
+}
+
+TEST(sluicectlDaemon, StatsShowsTheDaemonsCountersAndSaysWhyThereAreNoClassRows)
+{
+	TempDir pins("sluicectl-pins");
+	FakeDaemon daemon(std::vector<std::string>{stats_reply().dump(), stats_reply().dump()});
+	auto r = sluicectl({"--socket", daemon.socket(), "--pin-dir", pins.path(), "stats", "eth0"});
+	EXPECT_EQ(r.code, 0) << r.err;
+	EXPECT_THAT(r.out, HasSubstr("  passed        123456  7890123  1500\n"));
+	EXPECT_THAT(r.out, HasSubstr("  per-class counters not read: there are no pins for eth0 under " + pins.path()));
+	r = sluicectl({"--socket", daemon.socket(), "--pin-dir", pins.path(), "-j", "stats", "eth0"});
+	EXPECT_EQ(r.code, 0) << r.err;
+	json entry = json::parse(r.out)["interfaces"][0];
+	EXPECT_TRUE(entry["classes"].is_null());
+	EXPECT_THAT(entry["classes_error"].get<std::string>(), HasSubstr("there are no pins for eth0"));
+	EXPECT_EQ(entry["counters"], counters_body());
+}
+
 } // namespace

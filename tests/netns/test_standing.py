@@ -41,7 +41,7 @@ import unittest
 
 from sluice_netns import (Daemon, Testbed, Traffic, bpftool_json, counters, counters_after, ctl, ctl_json, main,
                           pinned_config, pinned_settings_fields, require_root, run, send, settle, sluice_abi, start_sink, stop_sink,
-                          wait_until)
+                          wait_until, SOURCE_DIR)
 
 HTTP_PORT = 8080
 ECHO_PORT = 9090
@@ -162,24 +162,9 @@ REASONS = dict(enumerate(sluice_abi.standing_reason_names()))
 
 # ---------------------------------------------------------------- real sockets in the namespaces
 
-HTTP_CLIENT = r"""
-import http.client, json, sys, time
-host, port, n, timeout = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), float(sys.argv[4])
-ok = fail = 0
-t0 = time.monotonic()
-for i in range(n):
-    try:
-        c = http.client.HTTPConnection(host, port, timeout=timeout)   # a new TCP connection per request
-        c.request("GET", "/")
-        r = c.getresponse()
-        r.read()
-        c.close()
-        ok += r.status == 200
-        fail += r.status != 200
-    except OSError:
-        fail += 1
-print(json.dumps({"ok": ok, "fail": fail, "seconds": time.monotonic() - t0}))
-"""
+# The regular client (one request per new TCP connection, one after the
+# other): the one copy, tests/tools/http_client.py.
+HTTP_CLIENT = os.path.join(SOURCE_DIR, "tests", "tools", "http_client.py")
 
 ECHO_SERVER = r"""
 import socket, sys, threading
@@ -322,7 +307,8 @@ def start_http(tb):
 
 
 def http_requests(tb, n, timeout=2.0):
-    p = tb.exec("client", ["python3", "-c", HTTP_CLIENT, tb.host_ip4, str(HTTP_PORT), str(n), str(timeout)],
+    p = tb.exec("client", ["python3", HTTP_CLIENT, tb.host_ip4, str(HTTP_PORT), "--count", str(n),
+                           "--timeout", str(timeout)],
                 timeout=60 + n * timeout)
     return json.loads(p.stdout.strip().splitlines()[-1])
 
@@ -615,7 +601,7 @@ class Standing(unittest.TestCase):
             view = StandingView(tb)
             http = start_http(tb)
             try:
-                p = tb.exec("attacker", ["python3", "-c", HTTP_CLIENT, tb.host_ip4, str(HTTP_PORT), "1", "2"])
+                p = tb.exec("attacker", ["python3", HTTP_CLIENT, tb.host_ip4, str(HTTP_PORT), "--count", "1"])
                 self.assertEqual(json.loads(p.stdout)["ok"], 1, p.stdout)
                 wait_until(lambda: view.has_standing(tb.attacker_ip4), 5, what="the attacker's standing")
                 ctl(tb, "breaker", "trip", tb.host_if, check=True)

@@ -161,6 +161,28 @@ class Kubernetes(unittest.TestCase):
             p = subprocess.run([SLUICED, "--config", f.name, "--help"], capture_output=True, text=True, timeout=30)
             self.assertEqual(p.returncode, 0, p.stderr)
 
+    def test_configmap_ships_the_packaged_policy_and_sluiced_watches_it(self):
+        # The ConfigMap's policy is the package's example, as it is (one text,
+        # checked here, rather than two that drift).
+        for key, source in (("policy.yaml", "packaging/policy.yaml"),
+                            ("deny.netset", "packaging/policy.d/deny.netset")):
+            with open(os.path.join(SOURCE_DIR, source)) as f:
+                self.assertEqual(self.cm["data"][key], f.read(), f"ConfigMap {key} is not {source}")
+        args = self.main["args"]
+        policy = args[args.index("--policy") + 1]
+        self.assertIn("--policy-watch", args)
+        # mounted as a directory (a subPath mount never sees the kubelet's
+        # updates), every key where sluiced and the policy look for it
+        (m,) = [m for m in self.main["volumeMounts"] if m["mountPath"] == os.path.dirname(policy)]
+        self.assertNotIn("subPath", m)
+        (v,) = [v for v in self.pod["volumes"] if v["name"] == m["name"]]
+        paths = {i["key"]: i["path"] for i in v["configMap"]["items"]}
+        self.assertEqual(set(paths), set(self.cm["data"]))
+        self.assertEqual(paths["policy.yaml"], os.path.basename(policy))
+        # the netset the policy names, relative to its directory, is the one mounted
+        named = [e["file"] for e in yaml.safe_load(self.cm["data"]["policy.yaml"])["deny"] if isinstance(e, dict)]
+        self.assertEqual(named, [paths["deny.netset"]])
+
     def test_images_and_command(self):
         images = {c["image"] for c in self.pod["containers"] + self.pod["initContainers"]}
         self.assertEqual(len(images), 1, images)

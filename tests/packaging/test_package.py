@@ -27,6 +27,8 @@ EXPECTED_FILES = {
     "usr/bin/sluiced",
     "usr/bin/sluicectl",
     "etc/sluice/sluice.conf",
+    "etc/sluice/policy.yaml",
+    "etc/sluice/policy.d/deny.netset",
     "usr/lib/systemd/system/sluiced.service",
     "usr/share/man/man8/sluiced.8",
     "usr/share/man/man8/sluicectl.8",
@@ -105,9 +107,11 @@ class Install(unittest.TestCase):
                 unit = f.read()
             self.assertEqual(unit_value(unit, "ExecStart"), ["/usr/bin/sluiced --config /etc/sluice/sluice.conf"])
             self.assertNotIn("@", unit)
-            with open(os.path.join(dest, "etc/sluice/sluice.conf")) as f, \
-                    open(os.path.join(SOURCE_DIR, "packaging/sluice.conf")) as g:
-                self.assertEqual(f.read(), g.read())
+            for installed, source in (("etc/sluice/sluice.conf", "packaging/sluice.conf"),
+                                      ("etc/sluice/policy.yaml", "packaging/policy.yaml"),
+                                      ("etc/sluice/policy.d/deny.netset", "packaging/policy.d/deny.netset")):
+                with open(os.path.join(dest, installed)) as f, open(os.path.join(SOURCE_DIR, source)) as g:
+                    self.assertEqual(f.read(), g.read(), installed)
 
     def test_unit_names_the_prefix_installed_to(self):
         with tempfile.TemporaryDirectory(prefix="sluice-install-") as dest:
@@ -153,7 +157,8 @@ class Deb(unittest.TestCase):
             ctrl = os.path.join(out, "control")
             run(["dpkg-deb", "-e", deb, ctrl])
             with open(os.path.join(ctrl, "conffiles")) as f:
-                self.assertEqual(f.read().split(), ["/etc/sluice/sluice.conf"])
+                self.assertEqual(f.read().split(), ["/etc/sluice/sluice.conf", "/etc/sluice/policy.yaml",
+                                                    "/etc/sluice/policy.d/deny.netset"])
 
             root = os.path.join(out, "root")
             run(["dpkg-deb", "-x", deb, root])
@@ -246,8 +251,17 @@ class BashCompletion(unittest.TestCase):
         self.assertEqual(sorted(self.complete("sluicectl", "")), sorted(sluicectl_commands()))
         self.assertEqual(self.complete("sluicectl", "br"), ["breaker"])
         self.assertEqual(self.complete("sluicectl", "breaker", ""), ["trip", "recover", "close"])
-        self.assertEqual(self.complete("sluicectl", "-j", "allow", ""), ["add", "del", "list"])
+        self.assertEqual(self.complete("sluicectl", "-j", "allow", ""), ["add", "del", "list", "save"])
         self.assertEqual(self.complete("sluicectl", "deny", "l"), ["list"])
+        self.assertEqual(self.complete("sluicectl", "class", ""), ["list"])
+        self.assertEqual(self.complete("sluicectl", "class", "list", "l"), ["lo"])
+        self.assertEqual(self.complete("sluicectl", "reload", "l"), ["lo"])
+        self.assertEqual(self.complete("sluicectl", "explain", "lo", "198.18.0.1", "tcp"), ["tcp", "tcp-syn"])
+        self.assertEqual(self.complete("sluicectl", "explain", "lo", ""), [])  # an address: nothing offered
+        with tempfile.TemporaryDirectory() as d:
+            open(os.path.join(d, "deny.netset"), "w").close()
+            self.assertEqual(self.complete("sluicectl", "deny", "save", "lo", os.path.join(d, "de")),
+                             [os.path.join(d, "deny.netset")])
         ifaces = sorted(os.listdir("/sys/class/net"))
         self.assertIn("lo", ifaces)
         self.assertEqual(self.complete("sluicectl", "breaker", "trip", ""), ifaces)

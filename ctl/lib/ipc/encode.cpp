@@ -290,4 +290,39 @@ json encode(const DetachResult &d)
 	return {{"iface", d.iface}};
 }
 
+json encode(const ClassView &c)
+{
+	// An exempt or deny class has no budget and no bucket: null, not 0.
+	bool limit = c.action == ClassAction::limit;
+	auto when = [](bool present, uint64_t v) { return present ? json(v) : json(nullptr); };
+	json standing = nullptr;
+	if (limit)
+		standing = {{"rate_pps", c.standing_rate_pps},
+			    {"burst", c.standing_burst},
+			    {"from", c.standing_own ? "class" : "config"}};
+	return {{"id", c.id},
+		{"name", c.name},
+		{"action", action_name(c.action)},
+		{"rate_pps", when(limit, c.rate_pps)},
+		{"burst", when(limit, c.burst)},
+		{"byte_rate", when(limit && c.byte_rate, c.byte_rate)},
+		{"byte_burst", when(limit && c.byte_rate, c.byte_burst)},
+		{"v4_prefix", when(limit, c.v4_prefix)},
+		{"v6_prefix", when(limit, c.v6_prefix)},
+		{"standing", standing}};
+}
+
+json encode(const ClassList &l)
+{
+	json classes = json::array();
+	for (const auto &c : l.classes)
+		classes.push_back(encode(c));
+	return {{"iface", l.iface}, {"set", l.set}, {"policy_flags", l.policy_flags}, {"classes", classes}};
+}
+
+json encode(const ClassCounters &c)
+{
+	return {{"id", c.id}, {"name", c.name}, {"counters", encode(c.counters)}};
+}
+
 } // namespace sluice

@@ -33,5 +33,8 @@ json encode(const PolicyStatus &p);
 json encode(const PolicyApplied &a);
 json encode(const ReloadReply &r);
 json encode(const ExplainView &e);
+json encode(const ClassView &c);
+json encode(const ClassList &l);
+json encode(const ClassCounters &c);
 
 } // namespace sluice

@@ -202,4 +202,34 @@ struct DetachResult {
 	std::string iface;
 };
 
+// sluicectl class list IFACE, from the pins: the named classes of the policy
+// set in force. The default class (id 0) as the program reads it: its packet
+// and standing budgets from config, its prefixes from settings.
+struct ClassView {
+	uint32_t id = 0;
+	std::string name;
+	ClassAction action = ClassAction::limit;
+	// limit only:
+	uint64_t rate_pps = 0, burst = 0;
+	uint64_t byte_rate = 0, byte_burst = 0; // 0: no byte budget
+	uint32_t v4_prefix = 0, v6_prefix = 0;
+	uint64_t standing_rate_pps = 0, standing_burst = 0;
+	bool standing_own = false; // the class's own standing budget; false: config's
+};
+
+struct ClassList {
+	std::string iface;
+	uint32_t set = 0;          // the policy set in force
+	uint32_t policy_flags = 0; // config.policy_flags
+	std::vector<ClassView> classes;
+};
+
+// stats.interfaces[].classes (sluicectl, from the pins): one named class of
+// the set in force and its counters, summed over the CPUs.
+struct ClassCounters {
+	uint32_t id = 0;
+	std::string name;
+	CounterSet counters{};
+};
+
 } // namespace sluice
