@@ -162,12 +162,15 @@ class Kubernetes(unittest.TestCase):
             self.assertEqual(p.returncode, 0, p.stderr)
 
     def test_configmap_ships_the_packaged_policy_and_sluiced_watches_it(self):
-        # The ConfigMap's policy is the package's example, as it is (one text,
-        # checked here, rather than two that drift).
-        for key, source in (("policy.yaml", "packaging/policy.yaml"),
-                            ("deny.netset", "packaging/policy.d/deny.netset")):
-            with open(os.path.join(SOURCE_DIR, source)) as f:
-                self.assertEqual(self.cm["data"][key], f.read(), f"ConfigMap {key} is not {source}")
+        # The ConfigMap's policy is the one the package installs, as it is
+        # (one text, checked here, rather than two that drift): a policy
+        # that enforces nothing of its own until the cluster's operator
+        # edits it.
+        with open(os.path.join(SOURCE_DIR, "packaging/policy.default.yaml")) as f:
+            self.assertEqual(self.cm["data"]["policy.yaml"], f.read(),
+                             "ConfigMap policy.yaml is not packaging/policy.default.yaml")
+        policy_doc = yaml.safe_load(self.cm["data"]["policy.yaml"])
+        self.assertEqual(policy_doc, {"version": 1})
         args = self.main["args"]
         policy = args[args.index("--policy") + 1]
         self.assertIn("--policy-watch", args)
@@ -179,9 +182,9 @@ class Kubernetes(unittest.TestCase):
         paths = {i["key"]: i["path"] for i in v["configMap"]["items"]}
         self.assertEqual(set(paths), set(self.cm["data"]))
         self.assertEqual(paths["policy.yaml"], os.path.basename(policy))
-        # the netset the policy names, relative to its directory, is the one mounted
-        named = [e["file"] for e in yaml.safe_load(self.cm["data"]["policy.yaml"])["deny"] if isinstance(e, dict)]
-        self.assertEqual(named, [paths["deny.netset"]])
+        # every netset file the policy names, relative to its directory, is mounted
+        named = [e["file"] for lst in ("allow", "deny") for e in policy_doc.get(lst) or [] if isinstance(e, dict)]
+        self.assertTrue(set(named) <= set(paths.values()), named)
 
     def test_images_and_command(self):
         images = {c["image"] for c in self.pod["containers"] + self.pod["initContainers"]}

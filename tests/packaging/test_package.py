@@ -28,7 +28,8 @@ EXPECTED_FILES = {
     "usr/bin/sluicectl",
     "etc/sluice/sluice.conf",
     "etc/sluice/policy.yaml",
-    "etc/sluice/policy.d/deny.netset",
+    "usr/share/doc/sluice/examples/policy.yaml",
+    "usr/share/doc/sluice/examples/policy.d/deny.netset",
     "usr/lib/systemd/system/sluiced.service",
     "usr/share/man/man8/sluiced.8",
     "usr/share/man/man8/sluicectl.8",
@@ -108,8 +109,10 @@ class Install(unittest.TestCase):
             self.assertEqual(unit_value(unit, "ExecStart"), ["/usr/bin/sluiced --config /etc/sluice/sluice.conf"])
             self.assertNotIn("@", unit)
             for installed, source in (("etc/sluice/sluice.conf", "packaging/sluice.conf"),
-                                      ("etc/sluice/policy.yaml", "packaging/policy.yaml"),
-                                      ("etc/sluice/policy.d/deny.netset", "packaging/policy.d/deny.netset")):
+                                      ("etc/sluice/policy.yaml", "packaging/policy.default.yaml"),
+                                      ("usr/share/doc/sluice/examples/policy.yaml", "packaging/policy.yaml"),
+                                      ("usr/share/doc/sluice/examples/policy.d/deny.netset",
+                                       "packaging/policy.d/deny.netset")):
                 with open(os.path.join(dest, installed)) as f, open(os.path.join(SOURCE_DIR, source)) as g:
                     self.assertEqual(f.read(), g.read(), installed)
 
@@ -157,8 +160,7 @@ class Deb(unittest.TestCase):
             ctrl = os.path.join(out, "control")
             run(["dpkg-deb", "-e", deb, ctrl])
             with open(os.path.join(ctrl, "conffiles")) as f:
-                self.assertEqual(f.read().split(), ["/etc/sluice/sluice.conf", "/etc/sluice/policy.yaml",
-                                                    "/etc/sluice/policy.d/deny.netset"])
+                self.assertEqual(f.read().split(), ["/etc/sluice/sluice.conf", "/etc/sluice/policy.yaml"])
 
             root = os.path.join(out, "root")
             run(["dpkg-deb", "-x", deb, root])
