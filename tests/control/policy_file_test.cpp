@@ -83,10 +83,10 @@ TEST(PolicyFile, TheExamplePolicyLoads)
 	EXPECT_EQ(at("192.0.2.200", Protocol::udp, 53).decided, Decided::deny_list);
 	// The explanation docs/policy.md shows.
 	EXPECT_EQ(describe(at("198.51.100.9", Protocol::udp, 53)),
-		  "class nat (limit): the most specific matching rule is rule 1 (line 59): sources 198.51.100.0/26, "
+		  "class nat (limit): the most specific matching rule is rule 1 (line 57): sources 198.51.100.0/26, "
 		  "2001:db8:100::/48 -> nat\n"
 		  "bucket 198.51.100.9/32\n"
-		  "lost: rule 3 (line 69): udp port 53 -> dns: on source prefix, its source (no source) is less "
+		  "lost: rule 3 (line 67): udp port 53 -> dns: on source prefix, its source (no source) is less "
 		  "specific than rule 1's (/26)\n");
 }
 
