@@ -13,6 +13,7 @@ import time
 
 import sluice_netns
 
+from . import ROOT
 from .procs import finish, last_json, run, spawn, stop
 from .system import FLOOD_CPU, OTHER_CPU
 
@@ -50,6 +51,10 @@ class Lab:
     def tool_obj(self, name):
         """A benchmark-only BPF object of tests/tools (the LRU baseline, the wrapper)."""
         return os.path.join(self._build, "tests", "tools", name + ".bpf.o")
+
+    def tool_src(self, rel):
+        """A benchmark input kept in the source tree under tests/tools (figure 9's policies)."""
+        return os.path.join(ROOT, "tests", "tools", rel)
 
     def x(self, role, *cmd):
         """A command line run in one of the testbed's namespaces."""

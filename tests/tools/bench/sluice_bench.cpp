@@ -4,7 +4,7 @@
 // on stdout.
 //
 //   sluice-bench cost [--repeat N] [--rounds R] [--new-source WRAPPER]
-//                     NAME=OBJECT[,drop|,new] ...
+//                     NAME=OBJECT[,drop|,new|,policy=FILE] ...
 //       Per-packet cost, in ns, of each program on a 64-byte IPv4 UDP and a
 //       64-byte IPv6 UDP frame: bpf_prog_test_run_opts with `repeat` N (the
 //       kernel times the loop and excludes the time it was preempted), R
@@ -18,7 +18,8 @@
 //       loaded as it is, its maps empty and unpinned. ",new" runs the object
 //       behind the WRAPPER object (new_source.bpf.o, its own copy per
 //       program), which gives every repetition a new source address and
-//       tail-calls it: the spoofed flood's path.
+//       tail-calls it: the spoofed flood's path. ",policy=FILE" (sluice
+//       objects) puts a policy file in force, as sluiced would (figure 9).
 //       -> {"repeat":N,"rounds":R,"progs":{NAME:{"v4":[ns...],"v6":[ns...],
 //           "retval_v4":V,"retval_v6":V}}}
 //
@@ -66,6 +67,7 @@
 
 #include <net/if.h>
 #include <sys/random.h>
+#include <unistd.h>
 
 #include <cerrno>
 #include <cstdarg>
@@ -79,7 +81,10 @@
 #include <vector>
 
 #include "frames.h"
+#include "bpf/policy_tables.h"
 #include "bpf/sluice_abi.h"
+#include "logic/class_tables.h"
+#include "policyfile/policy_file.h"
 
 using json = nlohmann::ordered_json;
 using sluice::frames::Bytes;
@@ -321,6 +326,50 @@ uint64_t opt_u64(const std::map<std::string, std::string> &o, const char *k, uin
 	return it == o.end() ? def : std::stoull(it->second);
 }
 
+// ",policy=FILE": the policy file read, checked and compiled as sluiced does
+// (policyfile, logic/class_tables) and written into the object's maps by
+// sluiced's own writer (bpf/policy_tables), which opens the maps by their
+// pin names: so they are pinned for the moment of the write, in a directory
+// of our own on the bpffs, and unpinned again (the object keeps them).
+void install_policy(const Loaded &obj, const std::string &path)
+{
+	auto policy = sluice::load_policy(path);
+	if (!policy)
+		throw Error(path + ": " + policy.error().message());
+	auto compiled = sluice::compile_policy(*policy, sluice::ClassIds{});
+	if (!compiled)
+		throw Error(path + ": " + compiled.error().message());
+	char dir[] = "/sys/fs/bpf/sluice-bench-policy-XXXXXX";
+	if (!mkdtemp(dir))
+		throw Error(std::string("mkdtemp /sys/fs/bpf: ") + std::strerror(errno));
+	const char *names[] = {SLUICE_PIN_CLASSES, SLUICE_PIN_PORT_CLASSES, SLUICE_PIN_CLASS_V4, SLUICE_PIN_CLASS_V6,
+			       SLUICE_PIN_ALLOW_V4, SLUICE_PIN_ALLOW_V6, SLUICE_PIN_DENY_V4, SLUICE_PIN_DENY_V6};
+	std::vector<std::string> pinned;
+	auto unpin = [&] {
+		for (const auto &f : pinned)
+			unlink(f.c_str());
+		rmdir(dir);
+	};
+	try {
+		for (const char *n : names) {
+			std::string f = std::string(dir) + "/" + n;
+			if (bpf_obj_pin(obj.map_fd(n), f.c_str()))
+				throw Error("pin " + f + ": " + std::strerror(errno));
+			pinned.push_back(f);
+		}
+		auto tables = sluice::PolicyTables::open(dir, sluice::ConfigMap(obj.map_fd("config")));
+		if (!tables)
+			throw Error(path + ": " + tables.error().message());
+		auto applied = tables->apply(*compiled, sluice::PolicyLists{policy->allow, policy->deny});
+		if (!applied)
+			throw Error(path + ": " + applied.error().message());
+	} catch (...) {
+		unpin();
+		throw;
+	}
+	unpin();
+}
+
 int cmd_cost(int argc, char **argv)
 {
 	std::vector<std::string> specs;
@@ -354,6 +403,11 @@ int cmd_cost(int argc, char **argv)
 			throw Error("cost: '" + s + "' is not NAME=OBJECT[,drop|,new]");
 		std::string name = s.substr(0, eq), path = s.substr(eq + 1);
 		bool drop = strip(path, ",drop");
+		std::string policy;
+		if (auto at = path.find(",policy="); at != std::string::npos) {
+			policy = path.substr(at + 8);
+			path.resize(at);
+		}
 		bool fresh = !drop && strip(path, ",new");
 		Prog p{name, std::make_unique<Loaded>(path, Loaded::SluiceSetup{}), {}, {}};
 		if (p.obj->sluice()) {
@@ -365,6 +419,10 @@ int cmd_cost(int argc, char **argv)
 			} else {
 				p.obj->set_config(SLUICE_RATE_MAX, SLUICE_BURST_MAX);
 			}
+			if (!policy.empty())
+				install_policy(*p.obj, policy);
+		} else if (!policy.empty()) {
+			throw Error(name + ": ,policy= is for sluice objects");
 		} else if (drop) {
 			throw Error(name + ": ,drop is for sluice objects");
 		}
