@@ -81,6 +81,7 @@
 #include <vector>
 
 #include "frames.h"
+#include "base/defaults.h"
 #include "bpf/policy_tables.h"
 #include "bpf/sluice_abi.h"
 #include "logic/class_tables.h"
@@ -218,6 +219,11 @@ public:
 		c.breaker_state = state;
 		c.admission_ppm = ppm;
 		c.rate_pps = rate;
+		// The standing bucket at sluiced's defaults (looked up only for a
+		// refused frame; a policy write checks the whole config).
+		c.standing_rate_pps = sluice::defaults::kStandingRatePps;
+		c.standing_cost_ns = SLUICE_NSEC_PER_SEC / c.standing_rate_pps;
+		c.standing_burst = sluice::defaults::kStandingBurst;
 		__u32 zero = 0;
 		if (bpf_map_update_elem(bpf_map__fd(config_), &zero, &c, BPF_ANY))
 			throw Error(std::string("config update: ") + std::strerror(errno));
@@ -328,46 +334,25 @@ uint64_t opt_u64(const std::map<std::string, std::string> &o, const char *k, uin
 
 // ",policy=FILE": the policy file read, checked and compiled as sluiced does
 // (policyfile, logic/class_tables) and written into the object's maps by
-// sluiced's own writer (bpf/policy_tables), which opens the maps by their
-// pin names: so they are pinned for the moment of the write, in a directory
-// of our own on the bpffs, and unpinned again (the object keeps them).
+// sluiced's own writer (bpf/policy_tables).
 void install_policy(const Loaded &obj, const std::string &path)
 {
 	auto policy = sluice::load_policy(path);
 	if (!policy)
-		throw Error(path + ": " + policy.error().message());
+		throw Error(path + ": " + policy.error().describe());
 	auto compiled = sluice::compile_policy(*policy, sluice::ClassIds{});
 	if (!compiled)
-		throw Error(path + ": " + compiled.error().message());
-	char dir[] = "/sys/fs/bpf/sluice-bench-policy-XXXXXX";
-	if (!mkdtemp(dir))
-		throw Error(std::string("mkdtemp /sys/fs/bpf: ") + std::strerror(errno));
-	const char *names[] = {SLUICE_PIN_CLASSES, SLUICE_PIN_PORT_CLASSES, SLUICE_PIN_CLASS_V4, SLUICE_PIN_CLASS_V6,
-			       SLUICE_PIN_ALLOW_V4, SLUICE_PIN_ALLOW_V6, SLUICE_PIN_DENY_V4, SLUICE_PIN_DENY_V6};
-	std::vector<std::string> pinned;
-	auto unpin = [&] {
-		for (const auto &f : pinned)
-			unlink(f.c_str());
-		rmdir(dir);
-	};
-	try {
-		for (const char *n : names) {
-			std::string f = std::string(dir) + "/" + n;
-			if (bpf_obj_pin(obj.map_fd(n), f.c_str()))
-				throw Error("pin " + f + ": " + std::strerror(errno));
-			pinned.push_back(f);
-		}
-		auto tables = sluice::PolicyTables::open(dir, sluice::ConfigMap(obj.map_fd("config")));
-		if (!tables)
-			throw Error(path + ": " + tables.error().message());
-		auto applied = tables->apply(*compiled, sluice::PolicyLists{policy->allow, policy->deny});
-		if (!applied)
-			throw Error(path + ": " + applied.error().message());
-	} catch (...) {
-		unpin();
-		throw;
-	}
-	unpin();
+		throw Error(path + ": " + compiled.error().describe());
+	sluice::ConfigMap config(obj.map_fd("config"));
+	sluice::PrefixLists lists({obj.map_fd(SLUICE_PIN_ALLOW_V4), obj.map_fd(SLUICE_PIN_ALLOW_V6),
+				   obj.map_fd(SLUICE_PIN_DENY_V4), obj.map_fd(SLUICE_PIN_DENY_V6)},
+				  config);
+	sluice::PolicyTables tables({obj.map_fd(SLUICE_PIN_CLASSES), obj.map_fd(SLUICE_PIN_PORT_CLASSES),
+				     obj.map_fd(SLUICE_PIN_CLASS_V4), obj.map_fd(SLUICE_PIN_CLASS_V6)},
+				    lists, config);
+	auto applied = tables.apply(*compiled, sluice::PolicyLists{policy->allow, policy->deny});
+	if (!applied)
+		throw Error(path + ": " + applied.error().describe());
 }
 
 int cmd_cost(int argc, char **argv)
