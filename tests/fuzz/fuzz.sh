@@ -41,7 +41,7 @@ bin=${bin:-$build/tests/fuzz/fuzz_$name}
 [ -x "$bin" ] || { echo "fuzz.sh: no $bin (configure with CC=clang-16 CXX=clang++-16 -DSLUICE_FUZZ=ON -DSLUICE_SANITIZE=ON and build)" >&2; exit 2; }
 if [ -z "$max_len" ]; then
 	case $name in
-	xdp) max_len=1603 ;;
+	xdp) max_len=1632 ;; # "SP" + policy (27) + 3 + kMaxFrame (xdp_fuzz.cpp)
 	control_server) max_len=8192 ;;
 	*) max_len=4096 ;;
 	esac

@@ -20,11 +20,21 @@
 //     and standing_burst tokens; what it admitted is what it held; the
 //     newcomer budget (one bucket per CPU) changed on at most one CPU,
 //     within [0, newcomer_burst], and admitted no more than it held.
+//   - under a policy (an input starting "SP", see "policies" below): the
+//     frame's class, from the host's copy of the tables and bpf/class_match.h,
+//     counts it in class_counters exactly as the global counters do (no other
+//     class row moves; without a class flag none does); a deny class drops
+//     (drop_class), an exempt class passes (exempt), a limit class's frames
+//     are held by the slot pair of its own key (source_key.h's class key,
+//     its prefixes) and, with a byte budget, by the byte pair too: those are
+//     the only slots that change, each within its own burst (packets x cost,
+//     byte_burst_ns); without a byte budget, admitted exactly as above with
+//     the class's budgets.
 // The program is the production object (the skeleton embeds it); three
 // instances are loaded with different load-time settings (two choices; dry run
 // with /24 and /48 prefixes; one choice), chosen per input.
 //
-// Input: [scenario][tuning][standing][frame...]
+// Input: ["SP" policy...] [scenario][tuning][standing][frame...]
 //   scenario bits 0-1: instance (0 two-choice, 1 dry-run, 2 one-choice; 3 = 0)
 //            bits 2-3: breaker state (0 serving, 1 shedding, 2 recovering, 3 serving)
 //            bit 4: the deny lists are flagged non-empty, bit 5: the allow lists
@@ -48,6 +58,7 @@
 #include "fuzz_support.h"
 #include "bpf/sluice_abi.h"
 #include "bpf/bucket.h"
+#include "bpf/class_match.h"
 #include "bpf/parse.h"
 #include "bpf/source_key.h"
 #include "bpf/standing.h"
@@ -155,6 +166,11 @@ struct Instance {
 	std::vector<sluice_standing_set> standing; // every standing set as last read
 	std::vector<std::uint64_t> newcomers;      // each CPU's newcomer bucket as last read
 	std::array<sluice_counter, SLUICE_OUTCOMES> counters{};
+	int classes_fd = -1, port_classes_fd = -1, class_v4_fd = -1, class_v6_fd = -1, class_counters_fd = -1;
+	std::vector<sluice_counter> class_counters; // SLUICE_CLASS_COUNTER_KEYS, summed over CPUs
+	std::vector<__u32> port_blocks;             // port_classes elements written (zeroed again next input)
+	std::vector<sluice_lpm_v4> v4_keys;         // class_v4 / class_v6 entries written
+	std::vector<sluice_lpm_v6> v6_keys;
 };
 
 Instance g_inst[3] = {
@@ -164,6 +180,7 @@ Instance g_inst[3] = {
 };
 int g_ncpu = 1;
 bool g_batch = true;
+bool g_trace = false; // SLUICE_FUZZ_TRACE=1: one line per input, what it was judged
 constexpr std::uint32_t kStandingSets = 16;
 constexpr std::uint32_t kStandingLapse = 64; // ticks
 
@@ -240,6 +257,43 @@ std::array<sluice_counter, SLUICE_OUTCOMES> read_counters(const Instance &in)
 	return sum;
 }
 
+// The per-class counters, summed over the CPUs (one batch lookup when the
+// kernel has it).
+void read_class_counters(const Instance &in, std::vector<sluice_counter> &sum)
+{
+	sum.assign(SLUICE_CLASS_COUNTER_KEYS, sluice_counter{});
+	static std::vector<sluice_counter> all;
+	all.resize(std::size_t(g_ncpu) * SLUICE_CLASS_COUNTER_KEYS);
+	if (g_batch) {
+		static std::vector<__u32> keys(SLUICE_CLASS_COUNTER_KEYS);
+		__u32 count = SLUICE_CLASS_COUNTER_KEYS, out_batch = 0;
+		LIBBPF_OPTS(bpf_map_batch_opts, opts);
+		int err = bpf_map_lookup_batch(in.class_counters_fd, nullptr, &out_batch, keys.data(), all.data(), &count,
+					       &opts);
+		if ((err == 0 || err == -ENOENT) && count == SLUICE_CLASS_COUNTER_KEYS) {
+			for (__u32 i = 0; i < count; i++) {
+				if (keys[i] >= SLUICE_CLASS_COUNTER_KEYS)
+					die("batch lookup of class counters returned key %u", keys[i]);
+				for (int cpu = 0; cpu < g_ncpu; cpu++) {
+					const sluice_counter &c = all[std::size_t(i) * std::size_t(g_ncpu) + std::size_t(cpu)];
+					sum[keys[i]].packets += c.packets;
+					sum[keys[i]].bytes += c.bytes;
+				}
+			}
+			return;
+		}
+		g_batch = false;
+	}
+	for (__u32 k = 0; k < SLUICE_CLASS_COUNTER_KEYS; k++) {
+		if (bpf_map_lookup_elem(in.class_counters_fd, &k, all.data()))
+			die("class counter %u lookup: %s", k, std::strerror(errno));
+		for (int cpu = 0; cpu < g_ncpu; cpu++) {
+			sum[k].packets += all[std::size_t(cpu)].packets;
+			sum[k].bytes += all[std::size_t(cpu)].bytes;
+		}
+	}
+}
+
 void add_prefix(int fd, const Prefix &p)
 {
 	std::uint8_t one = 1;
@@ -286,6 +340,11 @@ void load(Instance &in)
 	in.counters_fd = bpf_map__fd(in.skel->maps.counters);
 	in.standing_fd = bpf_map__fd(in.skel->maps.standing);
 	in.newcomers_fd = bpf_map__fd(in.skel->maps.newcomers);
+	in.classes_fd = bpf_map__fd(in.skel->maps.classes);
+	in.port_classes_fd = bpf_map__fd(in.skel->maps.port_classes);
+	in.class_v4_fd = bpf_map__fd(in.skel->maps.class_v4);
+	in.class_v6_fd = bpf_map__fd(in.skel->maps.class_v6);
+	in.class_counters_fd = bpf_map__fd(in.skel->maps.class_counters);
 	for (const Prefix &p : kDeny)
 		add_prefix(bpf_map__fd(p.v6 ? in.skel->maps.deny_v6 : in.skel->maps.deny_v4), p);
 	for (const Prefix &p : kAllow)
@@ -294,6 +353,7 @@ void load(Instance &in)
 	read_standing(in, in.standing);
 	read_newcomers(in, in.newcomers);
 	in.counters = read_counters(in);
+	read_class_counters(in, in.class_counters);
 }
 
 // BPF_PROG_TEST_RUN of an XDP program adds it to the kernel's XDP dispatcher
@@ -353,6 +413,228 @@ sluice_config config_for(std::uint8_t scenario, std::uint8_t tuning, std::uint8_
 	return c;
 }
 
+// ------------------------------------------------------------- policies
+//
+// An input that starts with kPolicyMagic carries kPolicyBytes of a random
+// policy before [scenario][tuning][standing][frame]: raw class tables, as
+// sluice_abi.h lays them out (what logic/class_tables would write, without
+// its checks), written into the set the flags put in force; the other set
+// gets a decoy that would deny the frame (a program reading the wrong set
+// fails the outcome check). Bytes past the end of a short input read as 0.
+//   p[0]       bit 0 SLUICE_CLASS_PORTS, 1 PREFIX_V4, 2 PREFIX_V6,
+//              3 DEFAULT_BYTES, 4 the set in force (SLUICE_POLICY_SET)
+//   p[1..12]   records of classes 0..3, three bytes each:
+//              a: bits 0-1 action (0 limit, 1 exempt, 2 deny, 3 a limit
+//                 record never written: no packet budget), bits 2-4 burst - 1,
+//                 bit 5 a byte budget, bit 6 a standing budget
+//              b: v4 prefix b % 33, v6 prefix (b * 7) % 129
+//              c: byte burst 1514 + 64 c bytes; standing burst 1 + c % 4
+//   p[13..16]  two port_classes entries, two bytes each: e0 bits 0-1 kind,
+//              2-3 class, 4-5 port (0 the frame's, 1 the frame's ^ 1,
+//              2 e1, 3 e1 << 8), e1
+//   p[17..18]  one class_v4 (or class_v6, by the frame's family) entry: the
+//              frame's source to p[17] bits (v4 % 33, v6 % 129); p[18] bit 7:
+//              one bit inside the prefix flipped (the source outside it);
+//              bits 0-1: matches - 1
+//   p[19..26]  up to four matches, two bytes each: m0 bits 0-3 kinds,
+//              4-5 class, 6-7 range (0 every port, 1 the frame's port,
+//              2 above it, 3 [0, m1 << 8]); m1
+constexpr std::uint8_t kPolicyMagic[2] = {'S', 'P'};
+constexpr std::size_t kPolicyBytes = 27;
+constexpr std::uint32_t kPolicyClasses = 4;
+constexpr std::uint64_t kByteRate = 1'000'000; // bytes/s: 1 us a byte, nothing refills within one run
+
+struct Policy {
+	bool on = false;
+	std::uint32_t flags = 0; // config.policy_flags' class and set bits
+	std::uint32_t set = 0;
+	sluice_class rec[kPolicyClasses]{};
+	struct Port {
+		std::uint32_t kind, port;
+		std::uint8_t id;
+	} ports[2]{};
+	bool has_prefix = false, v6 = false;
+	std::array<std::uint8_t, 16> prefix{};
+	std::uint32_t prefix_len = 0;
+	sluice_class_matches matches{};
+};
+
+// A class record as logic/class_tables writes one (rates into costs).
+sluice_class class_record(std::uint8_t a, std::uint8_t b, std::uint8_t c)
+{
+	sluice_class r{};
+	std::uint32_t action = a & 3;
+	r.action = action == 3 ? SLUICE_CLASS_LIMIT : action;
+	r.v4_prefix = b % 33;
+	r.v6_prefix = (b * 7u) % 129;
+	if (action == SLUICE_CLASS_LIMIT) {
+		r.rate_pps = kRate;
+		r.cost_ns = SLUICE_NSEC_PER_SEC / kRate;
+		r.burst = 1 + ((a >> 2) & 7);
+		if (a & 0x20) {
+			r.byte_rate = kByteRate;
+			r.byte_burst = SLUICE_BYTE_BURST_MIN + 64ull * c;
+			r.byte_cost_fp = (SLUICE_NSEC_PER_SEC << SLUICE_BYTE_COST_SHIFT) / kByteRate;
+			r.byte_burst_ns = r.byte_burst * SLUICE_NSEC_PER_SEC / kByteRate;
+		}
+		if (a & 0x40) {
+			r.standing_rate_pps = kRate;
+			r.standing_cost_ns = SLUICE_NSEC_PER_SEC / kRate;
+			r.standing_burst = 1 + c % 4;
+		}
+	}
+	std::snprintf(r.name, sizeof(r.name), "c%u", unsigned(b % 100));
+	return r;
+}
+
+bool prefix_holds(const std::array<std::uint8_t, 16> &p, std::uint32_t len, const std::uint8_t *addr)
+{
+	for (std::uint32_t bit = 0; bit < len; bit++) {
+		std::uint8_t m = std::uint8_t(0x80u >> (bit % 8));
+		if ((addr[bit / 8] & m) != (p[bit / 8] & m))
+			return false;
+	}
+	return true;
+}
+
+Policy policy_for(const std::uint8_t *p, int kind, const sluice_source &src, const sluice_l4 &l4)
+{
+	Policy pol;
+	pol.on = true;
+	pol.flags = (p[0] & 1 ? SLUICE_CLASS_PORTS : 0) | (p[0] & 2 ? SLUICE_CLASS_PREFIX_V4 : 0) |
+		    (p[0] & 4 ? SLUICE_CLASS_PREFIX_V6 : 0) | (p[0] & 8 ? SLUICE_CLASS_DEFAULT_BYTES : 0) |
+		    (p[0] & 0x10 ? SLUICE_POLICY_SET : 0);
+	pol.set = SLUICE_POLICY_SET_OF(pol.flags);
+	for (std::uint32_t id = 0; id < kPolicyClasses; id++)
+		pol.rec[id] = class_record(p[1 + 3 * id], p[2 + 3 * id], p[3 + 3 * id]);
+	for (int i = 0; i < 2; i++) {
+		std::uint8_t e0 = p[13 + 2 * i], e1 = p[14 + 2 * i];
+		Policy::Port &pt = pol.ports[i];
+		pt.kind = e0 & 3;
+		pt.id = std::uint8_t((e0 >> 2) & 3);
+		switch ((e0 >> 4) & 3) {
+		case 0: pt.port = l4.port & 0xffff; break;
+		case 1: pt.port = (l4.port ^ 1) & 0xffff; break;
+		case 2: pt.port = e1; break;
+		default: pt.port = std::uint32_t(e1) << 8; break;
+		}
+	}
+	if (kind == SLUICE_PARSE_IPV4 || kind == SLUICE_PARSE_IPV6) {
+		pol.has_prefix = true;
+		pol.v6 = kind == SLUICE_PARSE_IPV6;
+		pol.prefix_len = p[17] % (pol.v6 ? 129u : 33u);
+		std::memcpy(pol.prefix.data(), src.w, pol.v6 ? 16 : 4);
+		for (std::uint32_t bit = pol.prefix_len; bit < (pol.v6 ? 128u : 32u); bit++)
+			pol.prefix[bit / 8] &= std::uint8_t(~(0x80u >> (bit % 8)));
+		if ((p[18] & 0x80) && pol.prefix_len)
+			pol.prefix[(p[18] % pol.prefix_len) / 8] ^= std::uint8_t(0x80u >> ((p[18] % pol.prefix_len) % 8));
+		pol.matches.count = 1 + (p[18] & 3);
+		for (std::uint32_t i = 0; i < pol.matches.count; i++) {
+			std::uint8_t m0 = p[19 + 2 * i], m1 = p[20 + 2 * i];
+			sluice_class_match &m = pol.matches.m[i];
+			m.kinds = m0 & 15;
+			m.class_id = std::uint8_t((m0 >> 4) & 3);
+			switch (m0 >> 6) {
+			case 0: m.lo = 0, m.hi = 0xffff; break;
+			case 1: m.lo = m.hi = std::uint16_t(l4.port); break;
+			case 2: m.lo = std::uint16_t(l4.port + 1), m.hi = 0xffff; break;
+			default: m.lo = 0, m.hi = std::uint16_t(m1 << 8); break;
+			}
+		}
+	}
+	return pol;
+}
+
+// Every class id of the frame's way, as sluice_classify and
+// sluice_judge_policy give it, from the host's copy of the tables.
+std::uint32_t expected_class(const Policy &pol, bool v6, const sluice_source &src, const sluice_l4 &l4)
+{
+	std::uint32_t id = SLUICE_CLASS_NO_MATCH;
+	if ((pol.flags & (v6 ? SLUICE_CLASS_PREFIX_V6 : SLUICE_CLASS_PREFIX_V4)) && pol.has_prefix && pol.v6 == v6) {
+		std::uint8_t addr[16];
+		std::memcpy(addr, src.w, 16);
+		if (prefix_holds(pol.prefix, pol.prefix_len, addr))
+			id = sluice_match_class(&pol.matches, l4.kind, l4.port);
+	}
+	if (id == SLUICE_CLASS_NO_MATCH) {
+		id = SLUICE_CLASS_DEFAULT;
+		if (pol.flags & SLUICE_CLASS_PORTS)
+			for (int i = 1; i >= 0; i--) // the later entry wins a shared (kind, port)
+				if (pol.ports[i].kind == l4.kind && pol.ports[i].port == l4.port) {
+					id = pol.ports[i].id;
+					break;
+				}
+	}
+	const sluice_class &r = pol.rec[id % kPolicyClasses];
+	if (id != SLUICE_CLASS_DEFAULT && r.action == SLUICE_CLASS_LIMIT && r.cost_ns == 0)
+		id = SLUICE_CLASS_DEFAULT;
+	return id;
+}
+
+void policy_check(int err, const char *what)
+{
+	if (err)
+		die("writing %s: %s", what, std::strerror(errno));
+}
+
+// Clears what the previous input wrote and writes pol (set in force) and
+// its decoy (the other set: every entry there sends the frame to a deny class).
+void write_policy(Instance &in, const Policy &pol)
+{
+	sluice_port_block zero_block{};
+	for (__u32 idx : in.port_blocks)
+		policy_check(bpf_map_update_elem(in.port_classes_fd, &idx, &zero_block, BPF_ANY), "port_classes");
+	for (const auto &k : in.v4_keys)
+		bpf_map_delete_elem(in.class_v4_fd, &k);
+	for (const auto &k : in.v6_keys)
+		bpf_map_delete_elem(in.class_v6_fd, &k);
+	in.port_blocks.clear();
+	in.v4_keys.clear();
+	in.v6_keys.clear();
+	if (!pol.on)
+		return;
+	sluice_class decoy = class_record(SLUICE_CLASS_DENY, 0, 0);
+	for (std::uint32_t set = 0; set < SLUICE_POLICY_SETS; set++) {
+		bool live = set == pol.set;
+		for (std::uint32_t id = 0; id < kPolicyClasses; id++) {
+			__u32 idx = sluice_class_index(set, id);
+			policy_check(bpf_map_update_elem(in.classes_fd, &idx, live ? &pol.rec[id] : &decoy, BPF_ANY),
+				     "classes");
+		}
+		for (const auto &pt : pol.ports) {
+			__u32 idx = sluice_port_block_index(set, pt.kind, pt.port);
+			sluice_port_block b{};
+			policy_check(bpf_map_lookup_elem(in.port_classes_fd, &idx, &b), "port_classes (read)");
+			b.class_of[pt.port % SLUICE_PORTS_PER_BLOCK] = live ? pt.id : 1;
+			policy_check(bpf_map_update_elem(in.port_classes_fd, &idx, &b, BPF_ANY), "port_classes");
+			in.port_blocks.push_back(idx);
+		}
+		if (!pol.has_prefix)
+			continue;
+		sluice_class_matches any{};
+		any.count = 1;
+		any.m[0].hi = 0xffff;
+		any.m[0].kinds = (1u << SLUICE_L4_KINDS) - 1;
+		any.m[0].class_id = 1;
+		const sluice_class_matches &v = live ? pol.matches : any;
+		if (pol.v6) {
+			sluice_lpm_v6 k{};
+			k.prefixlen = SLUICE_LPM_SET_BITS + pol.prefix_len;
+			k.set = std::uint8_t(set);
+			std::memcpy(k.addr, pol.prefix.data(), 16);
+			policy_check(bpf_map_update_elem(in.class_v6_fd, &k, &v, BPF_ANY), "class_v6");
+			in.v6_keys.push_back(k);
+		} else {
+			sluice_lpm_v4 k{};
+			k.prefixlen = SLUICE_LPM_SET_BITS + pol.prefix_len;
+			k.set = std::uint8_t(set);
+			std::memcpy(k.addr, pol.prefix.data(), 4);
+			policy_check(bpf_map_update_elem(in.class_v4_fd, &k, &v, BPF_ANY), "class_v4");
+			in.v4_keys.push_back(k);
+		}
+	}
+}
+
 // What the program must count a frame as, from the host's parse. For frames
 // that reach the buckets, PASSED or DROP_RATE (returned as PASSED here).
 std::uint32_t expected_outcome(const sluice_config &c, int kind, const sluice_source &src, bool has_standing)
@@ -378,7 +660,7 @@ std::uint32_t expected_outcome(const sluice_config &c, int kind, const sluice_so
 bool drop_outcome(std::uint32_t o)
 {
 	return o == SLUICE_DROP_RATE || o == SLUICE_DROP_SHED || o == SLUICE_DROP_DENY || o == SLUICE_MALFORMED ||
-	       o == SLUICE_DROP_VALVE;
+	       o == SLUICE_DROP_VALVE || o == SLUICE_DROP_CLASS || o == SLUICE_DROP_BYTES;
 }
 
 std::string hex(const std::uint8_t *p, std::size_t n)
@@ -395,9 +677,15 @@ std::string hex(const std::uint8_t *p, std::size_t n)
 // ------------------------------------------------------------- seed corpus
 
 void write_file(const std::filesystem::path &p, std::uint8_t scenario, std::uint8_t tuning, std::uint8_t standing,
-		const Bytes &frame)
+		const Bytes &frame, const Bytes &policy = {})
 {
 	std::ofstream f(p, std::ios::binary);
+	if (!policy.empty()) {
+		f.write(reinterpret_cast<const char *>(kPolicyMagic), sizeof(kPolicyMagic));
+		Bytes padded = policy;
+		padded.resize(kPolicyBytes, 0);
+		f.write(reinterpret_cast<const char *>(padded.data()), std::streamsize(padded.size()));
+	}
 	f.put(char(scenario));
 	f.put(char(tuning));
 	f.put(char(standing));
@@ -438,7 +726,51 @@ void write_corpus(const std::string &dir)
 		std::uint8_t scenario, tuning;
 		Bytes frame;
 		std::uint8_t standing = 0;
+		Bytes policy = {}; // kPolicyBytes (zeros past the end): "policies" above
 	};
+	// Frames for the class path: TCP (SYN, ACK, a header cut short), ICMP,
+	// non-first fragments, IPv6 extension headers.
+	Ipv4 tcp4 = v4, icmp4 = v4, frag4 = v4;
+	tcp4.proto = 6;
+	icmp4.proto = kIpProtoIcmp;
+	frag4.frag = 0x0010; // offset 16 x 8 bytes: no L4 header here
+	Ipv6 tcp6 = v6;
+	Bytes syn4 = ip4_frame({}, tcp4, tcp_segment(40000, 80, kTcpSyn));
+	Bytes ack4 = ip4_frame({}, tcp4, tcp_segment(40000, 443, kTcpAck));
+	Bytes syn4_short = truncated(syn4, kEthHeaderLen + 20 + 10);
+	Bytes ping4 = ip4_frame({}, icmp4, icmp_echo());
+	Bytes frag_udp4 = ip4_frame({}, frag4, udp_payload(32));
+	Bytes ext_udp6 = ip6_frame({}, v6, {ipv6_opts(0), ipv6_opts(60, 1)}, kIpProtoUdp, [] {
+		Bytes u;
+		put16(u, 40000);
+		put16(u, 53);
+		put16(u, 16);
+		put16(u, 0);
+		put(u, udp_payload(8));
+		return u;
+	}());
+	Bytes frag6 = ip6_frame({}, v6, {ipv6_opts(0), ipv6_fragment(8, false)}, kIpProtoUdp, udp_payload(16));
+	Bytes syn6 = ip6_frame({}, tcp6, {}, 6, tcp_segment(40000, 22, kTcpSyn));
+	Bytes ping6 = ip6_frame({}, v6, {ipv6_opts(60)}, kIpProtoIcmp6, icmp_echo(128));
+	Bytes ext_short6 = truncated(ext_udp6, kEthHeaderLen + 40 + 4);
+	// Policy bytes (see "policies"): flags; records 0..3 (action/burst,
+	// prefixes, bytes); two port entries; a prefix entry and its matches.
+	const Bytes port_limit = {0x01, 0, 32, 0, 0x08, 32, 0, 0, 0, 0, 0, 0, 0, 0x06};
+	const Bytes syn_exempt = {0x01, 0, 32, 0, 0x01, 0, 0, 0, 0, 0, 0, 0, 0, 0x05};
+	const Bytes ack_deny = {0x01, 0, 32, 0, 0x08, 0, 0, 0x02, 0, 0, 0, 0, 0, 0x08, 0, 0x05};
+	const Bytes ip_deny = {0x01, 0, 32, 0, 0x08, 0, 0, 0x02, 0, 0, 0, 0, 0, 0x0b};
+	const Bytes ip_limit = {0x01, 0, 32, 0, 0x0c, 24, 0, 0, 0, 0, 0, 0, 0, 0x07};
+	const Bytes port_bytes = {0x01, 0, 32, 0, 0x28, 32, 0, 0, 0, 0, 0, 0, 0, 0x06};
+	const Bytes prefix4 = {0x02, 0, 32, 0, 0x08, 32, 0, 0x02, 0, 0, 0x04, 24, 0,
+			       0, 0, 0, 0, 24, 0x01, 0x74, 0, 0x1f, 0};
+	const Bytes prefix6_miss = {0x07, 0, 32, 0, 0x08, 16, 0, 0x02, 0, 0, 0x04, 24, 0,
+				    0x06, 0, 0x0b, 0, 48, 0x82, 0x3f, 0, 0x1c, 0, 0x0f, 0};
+	const Bytes prefix6_ports = {0x05, 0, 32, 0, 0x2c, 16, 3, 0x01, 0, 0, 0x44, 24, 2,
+				     0x0d, 0, 0x05, 0, 32, 0x03, 0x73, 0, 0x4f, 0, 0x20, 0, 0x13, 0};
+	const Bytes default_bytes = {0x08, 0x20, 32, 0};
+	const Bytes set1 = {0x11, 0, 32, 0, 0x08, 32, 0, 0, 0, 0, 0, 0, 0, 0x06};
+	const Bytes standing_class = {0x01, 0, 32, 0, 0x48, 32, 1, 0, 0, 0, 0, 0, 0, 0x06};
+	const Bytes unwritten = {0x01, 0, 32, 0, 0x03, 32, 0, 0, 0, 0, 0, 0, 0, 0x06};
 	std::vector<Seed> seeds = {
 		{"ipv4-udp", 0x00, 0x03, udp4({}, v4)},
 		{"ipv4-udp-64", 0x40, 0x01, udp4_sized(64, {}, v4)},
@@ -483,9 +815,32 @@ void write_corpus(const std::string &dir)
 		{"ipv4-newcomer", 0xc4, 0x00, udp4({}, v4), 0x0c},
 		{"ipv4-newcomer-valve", 0x44, 0x00, udp4({}, v4), 0x0e},
 		{"ipv4-standing-recovering", 0xc8, 0x03, udp4({}, v4), 0x21},
+		{"policy-udp-port-limit", 0xc0, 0x07, udp4({}, v4), 0, port_limit},
+		{"policy-udp-port-limit-set1", 0xc0, 0x07, udp4({}, v4), 0, set1},
+		{"policy-tcp-syn-exempt", 0x04, 0x00, syn4, 0, syn_exempt},
+		{"policy-tcp-ack-deny", 0x00, 0x00, ack4, 0, ack_deny},
+		{"policy-tcp-ack-deny-dry-run", 0x01, 0x00, ack4, 0, ack_deny},
+		{"policy-tcp-truncated", 0x00, 0x00, syn4_short, 0, port_limit},
+		{"policy-icmp-deny", 0x00, 0x00, ping4, 0, ip_deny},
+		{"policy-fragment-v4", 0xc0, 0x01, frag_udp4, 0, ip_limit},
+		{"policy-ipv6-ext-bytes", 0xc0, 0x07, ext_udp6, 0, port_bytes},
+		{"policy-ipv6-fragment", 0x80, 0x01, frag6, 0, ip_limit},
+		{"policy-ipv6-syn-prefix", 0x40, 0x02, syn6, 0, prefix6_ports},
+		{"policy-ipv6-icmp-miss", 0x00, 0x02, ping6, 0, prefix6_miss},
+		{"policy-ipv6-ext-truncated", 0x00, 0x00, ext_short6, 0, prefix6_ports},
+		{"policy-prefix-v4", 0xc0, 0x03, udp4({}, v4), 0, prefix4},
+		{"policy-prefix-v4-recovering", 0xc8, 0x0f, udp4({}, v4), 0, prefix4},
+		{"policy-default-bytes", 0xc0, 0x07, udp4_sized(1514, {}, v4), 0, default_bytes},
+		{"policy-standing-class-shedding", 0xc4, 0x01, udp4({}, v4), 0x71, standing_class},
+		{"policy-standing-class-serving", 0xc0, 0x00, udp4({}, v4), 0x31, standing_class},
+		{"policy-newcomer-class", 0xc4, 0x00, udp4({}, v4), 0x0c, port_limit},
+		{"policy-unwritten-class", 0x40, 0x01, udp4({}, v4), 0, unwritten},
+		{"policy-deny-list", 0x10, 0x01, udp4({}, deny4), 0, port_limit},
+		{"policy-allow-shedding", 0x24, 0x01, udp4({}, allow4), 0, port_limit},
+		{"policy-arp", 0x00, 0x00, arp_request(ip4("198.18.0.7"), ip4("198.18.0.1")), 0, port_limit},
 	};
 	for (const auto &s : seeds)
-		write_file(std::filesystem::path(dir) / s.name, s.scenario, s.tuning, s.standing, s.frame);
+		write_file(std::filesystem::path(dir) / s.name, s.scenario, s.tuning, s.standing, s.frame, s.policy);
 	std::printf("wrote %zu seeds to %s\n", seeds.size(), dir.c_str());
 }
 
@@ -501,6 +856,7 @@ extern "C" int LLVMFuzzerInitialize(int *argc, char ***argv)
 		std::fprintf(stderr, "xdp_fuzz: skipped: needs root (BPF)\n");
 		std::exit(125);
 	}
+	g_trace = std::getenv("SLUICE_FUZZ_TRACE") != nullptr;
 	g_ncpu = libbpf_num_possible_cpus();
 	if (g_ncpu < 1)
 		die("libbpf_num_possible_cpus: %d", g_ncpu);
@@ -512,6 +868,17 @@ extern "C" int LLVMFuzzerInitialize(int *argc, char ***argv)
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t *data, std::size_t size)
 {
+	// A policy input: the magic, then the policy's bytes (zeros past the end).
+	std::uint8_t pbytes[kPolicyBytes] = {};
+	bool with_policy = size >= sizeof(kPolicyMagic) && std::memcmp(data, kPolicyMagic, sizeof(kPolicyMagic)) == 0;
+	if (with_policy) {
+		data += sizeof(kPolicyMagic);
+		size -= sizeof(kPolicyMagic);
+		std::size_t n = std::min(size, kPolicyBytes);
+		std::memcpy(pbytes, data, n);
+		data += n;
+		size -= n;
+	}
 	std::uint8_t scenario = size > 0 ? data[0] : 0;
 	std::uint8_t tuning = size > 1 ? data[1] : 0;
 	std::uint8_t standing = size > 2 ? data[2] : 0;
@@ -521,7 +888,23 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t *data, std::size_t size
 	int repeat = 1 + (scenario >> 6);
 	bool has_standing = standing & 1;
 
+	// The host's parse, down to L4 (for the class).
+	sluice_source src{};
+	const std::uint8_t *l3 = fp;
+	int kind = sluice_parse_at(fp, fp + flen, &src, &l3);
+	bool ip = kind == SLUICE_PARSE_IPV4 || kind == SLUICE_PARSE_IPV6;
+	bool v6 = kind == SLUICE_PARSE_IPV6;
+	sluice_l4 l4{};
+	bool l4_ok = ip && sluice_parse_l4(l3, fp + flen, v6, &l4) == 0;
+
 	sluice_config cfg = config_for(scenario, tuning, standing);
+	Policy pol;
+	if (with_policy)
+		pol = policy_for(pbytes, kind, src, l4);
+	cfg.policy_flags |= pol.flags;
+	bool classed = (cfg.policy_flags & SLUICE_CLASS_ANY) != 0;
+	if (pol.on || !in.port_blocks.empty() || !in.v4_keys.empty() || !in.v6_keys.empty())
+		write_policy(in, pol);
 	if (std::memcmp(&cfg, &in.cfg, sizeof(cfg)) != 0) {
 		__u32 zero = 0;
 		if (bpf_map_update_elem(in.config_fd, &zero, &cfg, BPF_ANY))
@@ -531,19 +914,17 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t *data, std::size_t size
 
 	// The host's view of the frame: its outcome class, its two slots and
 	// its standing set and way.
-	sluice_source src{};
-	int kind = sluice_parse(fp, fp + flen, &src);
-	bool ip = kind == SLUICE_PARSE_IPV4 || kind == SLUICE_PARSE_IPV6;
 	sluice_slot_pair pair{0, 0};
 	std::uint32_t set_idx = 0, way = 0, fpr = 0;
+	std::uint64_t plain_hash = 0;
 	if (ip) {
-		bool v6 = kind == SLUICE_PARSE_IPV6;
 		sluice_source m = src;
 		if (v6)
 			sluice_mask_v6(&m, in.v6_prefix);
 		else
 			m.w[0] = sluice_mask_v4(std::uint32_t(m.w[0]), in.v4_prefix);
 		std::uint64_t hash = sluice_source_hash(kKey, &m, v6);
+		plain_hash = hash;
 		pair = sluice_slots_of(hash, in.slots - 1, in.one_choice);
 		if (pair.a >= in.slots || pair.b >= in.slots || (!in.one_choice && pair.a == pair.b))
 			die("sluice_slots_of gave slots %u, %u of %u", pair.a, pair.b, in.slots);
@@ -566,13 +947,62 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t *data, std::size_t size
 			die("standing set update: %s", std::strerror(errno));
 	}
 	std::uint32_t want = expected_outcome(cfg, kind, src, has_standing);
+	// Under a policy: the frame's class (counted there), and the class's
+	// verdict before any bucket: the deny list first, then a frame too short
+	// for the L4 header a class flag needs, then the class's action.
+	std::uint32_t want_class = SLUICE_CLASS_DEFAULT;
+	const sluice_class *crec = nullptr; // the class's record (for class 0: its byte budget)
+	if (classed && ip && want != SLUICE_DROP_DENY) {
+		bool needs_l4 = cfg.policy_flags & (SLUICE_CLASS_PORTS | (v6 ? SLUICE_CLASS_PREFIX_V6 : SLUICE_CLASS_PREFIX_V4));
+		if (needs_l4 && !l4_ok) {
+			want = SLUICE_MALFORMED;
+		} else {
+			if (needs_l4)
+				want_class = expected_class(pol, v6, src, l4);
+			crec = &pol.rec[want_class];
+			if (want_class != SLUICE_CLASS_DEFAULT && crec->action == SLUICE_CLASS_DENY)
+				want = SLUICE_DROP_CLASS;
+			else if (want_class != SLUICE_CLASS_DEFAULT && crec->action == SLUICE_CLASS_EXEMPT)
+				want = SLUICE_EXEMPT;
+			if (want_class == SLUICE_CLASS_DEFAULT && !(cfg.policy_flags & SLUICE_CLASS_DEFAULT_BYTES))
+				crec = nullptr;
+		}
+	}
 	bool bucket_path = want == SLUICE_PASSED;
+	// A class's own buckets (another key, its budgets, a byte pair): the
+	// harness checks their bounds, not their exact counts.
+	bool class_buckets = bucket_path && crec != nullptr;
+	bool bytes_budget = class_buckets && crec->byte_cost_fp != 0;
 	bool shedding = cfg.breaker_state == SLUICE_SHEDDING;
 	// The slot pair's cost: recovering ramps only sources without standing.
-	std::uint64_t cost = has_standing ? cfg.cost_ns
-					  : sluice_effective_cost(cfg.cost_ns, cfg.breaker_state, cfg.admission_ppm);
-	std::uint64_t burst_ns = cfg.burst * cost;
-	std::uint64_t st_burst_ns = cfg.standing_burst * cfg.standing_cost_ns;
+	// A class of its own: its packet budget, its key (the source masked to
+	// its prefixes, the class folded into the hash key: source_key.h), its
+	// standing budget if it has one.
+	std::uint64_t pkt_cost = cfg.cost_ns, pkt_burst = cfg.burst;
+	std::uint64_t st_cost = cfg.standing_cost_ns, st_burst = cfg.standing_burst;
+	std::uint64_t pkt_hash = plain_hash;
+	if (class_buckets && want_class != SLUICE_CLASS_DEFAULT) {
+		pkt_cost = crec->cost_ns;
+		pkt_burst = crec->burst;
+		if (crec->standing_cost_ns) {
+			st_cost = crec->standing_cost_ns;
+			st_burst = crec->standing_burst;
+		}
+		sluice_source cs = src;
+		__u64 ckey[2];
+		sluice_mask_prefixes(&cs, v6, crec->v4_prefix, crec->v6_prefix);
+		sluice_class_key(kKey, want_class, ckey);
+		pkt_hash = sluice_source_hash(ckey, &cs, v6);
+		pair = sluice_slots_of(pkt_hash, in.slots - 1, in.one_choice);
+	}
+	// The byte budget's pair, never ramped.
+	sluice_slot_pair byte_pair = bytes_budget ? sluice_slots_of(sluice_byte_hash(pkt_hash), in.slots - 1, in.one_choice)
+						  : pair;
+	std::uint64_t byte_burst_ns = bytes_budget ? crec->byte_burst_ns : 0;
+	std::uint64_t cost = has_standing ? pkt_cost
+					  : sluice_effective_cost(pkt_cost, cfg.breaker_state, cfg.admission_ppm);
+	std::uint64_t burst_ns = pkt_burst * cost;
+	std::uint64_t st_burst_ns = st_burst * st_cost;
 	std::uint64_t nc_burst_ns = cfg.newcomer_burst * cfg.newcomer_cost_ns;
 
 	// Run it. Frames shorter than an Ethernet header: BPF_PROG_TEST_RUN
@@ -623,8 +1053,33 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t *data, std::size_t size
 		}
 	}
 	in.counters = now_counters;
+	static std::vector<sluice_counter> now_class;
+	read_class_counters(in, now_class);
 	std::string what = std::string(in.name) + " scenario " + std::to_string(scenario) + " tuning " +
 			   std::to_string(tuning) + " frame " + hex(fp, flen);
+	if (with_policy)
+		what = "policy " + hex(pbytes, kPolicyBytes) + " (class " + std::to_string(want_class) + ") " + what;
+	// Under a policy every IP frame is counted in its class too, exactly as
+	// globally; otherwise no class counter moves.
+	for (std::uint32_t k = 0; k < SLUICE_CLASS_COUNTER_KEYS; k++) {
+		std::uint32_t id = k / SLUICE_OUTCOMES, o = k % SLUICE_OUTCOMES;
+		std::uint64_t p = now_class[k].packets - in.class_counters[k].packets;
+		std::uint64_t b = now_class[k].bytes - in.class_counters[k].bytes;
+		bool mine = classed && ip && id == want_class;
+		if (p != (mine ? dp[o] : 0) || b != (mine ? db[o] : 0))
+			die("class %u outcome %u counted %llu packets %llu bytes, want %llu, %llu: %s", id, o,
+			    (unsigned long long)p, (unsigned long long)b, (unsigned long long)(mine ? dp[o] : 0),
+			    (unsigned long long)(mine ? db[o] : 0), what.c_str());
+	}
+	in.class_counters.swap(now_class);
+	if (g_trace) {
+		std::string outs;
+		for (unsigned o = 0; o < SLUICE_OUTCOMES; o++)
+			if (dp[o])
+				outs += " " + std::to_string(o) + "x" + std::to_string(dp[o]);
+		std::fprintf(stderr, "xdp_fuzz: want %u class %u, counted%s, verdict %u: %s\n", want, want_class,
+			     outs.c_str(), opts.retval, what.c_str());
+	}
 	if (seen != std::uint64_t(repeat))
 		die("%d repetitions counted %llu times: %s", repeat, (unsigned long long)seen, what.c_str());
 	if (seen_bytes != std::uint64_t(repeat) * flen)
@@ -640,7 +1095,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t *data, std::size_t size
 	if (bucket_path) {
 		admitted = dp[SLUICE_PASSED] + dp[SLUICE_STANDING] + dp[SLUICE_NEWCOMER];
 		std::uint64_t shed = shedding && !has_standing ? dp[SLUICE_DROP_SHED] : 0;
-		if (admitted + dp[SLUICE_DROP_RATE] + shed != std::uint64_t(repeat))
+		std::uint64_t over_bytes = bytes_budget ? dp[SLUICE_DROP_BYTES] : 0;
+		if (admitted + dp[SLUICE_DROP_RATE] + shed + over_bytes != std::uint64_t(repeat))
 			die("a bucket frame counted outside its outcomes: %s", what.c_str());
 		if (!has_standing && dp[SLUICE_STANDING])
 			die("standing counted for a source without standing: %s", what.c_str());
@@ -670,22 +1126,26 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t *data, std::size_t size
 	for (std::uint32_t i = 0; i < in.slots; i++) {
 		if (table[i] == in.shadow[i])
 			continue;
-		if (!bucket_path || (i != pair.a && i != pair.b))
+		bool of_pair = i == pair.a || i == pair.b;
+		bool of_bytes = bytes_budget && (i == byte_pair.a || i == byte_pair.b);
+		if (!bucket_path || (!of_pair && !of_bytes))
 			die("slot %u changed (%llu -> %llu), not one of the frame's (%s): %s", i,
 			    (unsigned long long)in.shadow[i], (unsigned long long)table[i],
 			    bucket_path ? "bucket frame" : "no bucket", what.c_str());
 		// Written during the run: the credit left at the program's clock
-		// (in [c0, c1]) is within [0, burst x cost].
-		std::uint64_t lo = c0 + SLUICE_TIME_BIAS - burst_ns, hi = c1 + SLUICE_TIME_BIAS;
+		// (in [c0, c1]) is within [0, burst x cost] (the byte pair's:
+		// [0, byte_burst_ns]): no slot ever holds more than its class's burst.
+		std::uint64_t cap = std::max(of_pair ? burst_ns : 0, of_bytes ? byte_burst_ns : 0);
+		std::uint64_t lo = c0 + SLUICE_TIME_BIAS - cap, hi = c1 + SLUICE_TIME_BIAS;
 		if (table[i] < lo || table[i] > hi)
 			die("slot %u written as %llu, outside [%llu, %llu] (credit over burst or in the future): %s", i,
 			    (unsigned long long)table[i], (unsigned long long)lo, (unsigned long long)hi, what.c_str());
 	}
 	for (std::uint32_t i = 0; i < in.slots; i++) {
-		std::uint64_t t = sluice_tokens(table[i], c1 + SLUICE_TIME_BIAS, cost, cfg.burst);
-		if (t > cfg.burst)
+		std::uint64_t t = sluice_tokens(table[i], c1 + SLUICE_TIME_BIAS, cost, pkt_burst);
+		if (t > pkt_burst)
 			die("slot %u holds %llu tokens, burst %llu", i, (unsigned long long)t,
-			    (unsigned long long)cfg.burst);
+			    (unsigned long long)pkt_burst);
 	}
 	// Admitted by a bucket of `shadow_empty_at` (cost, burst_ns): at least
 	// what it held at c0, at most what it held at c1 plus what can refill
@@ -701,12 +1161,14 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t *data, std::size_t size
 			die("%s admitted %llu of %llu, want [%llu, %llu]: %s", bucket, (unsigned long long)got,
 			    (unsigned long long)offered, (unsigned long long)lo, (unsigned long long)hi, what.c_str());
 	};
-	if (bucket_path) {
+	// With a byte budget the packet pair's admissions are split between
+	// the outcomes of the byte pair: their bounds above, not their counts.
+	if (bucket_path && !bytes_budget) {
 		auto pair_held = [&](std::uint64_t now) {
 			return std::max(held(in.shadow[pair.a], now, cost, burst_ns), held(in.shadow[pair.b], now, cost, burst_ns));
 		};
 		auto st_held = [&](std::uint64_t now) {
-			return held(in.standing[set_idx].empty_at[way], now, cfg.standing_cost_ns, st_burst_ns);
+			return held(in.standing[set_idx].empty_at[way], now, st_cost, st_burst_ns);
 		};
 		if (!shedding && !has_standing) {
 			// The slot pair alone decides: what the fuller slot held.
@@ -714,12 +1176,12 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t *data, std::size_t size
 		} else if (!shedding) {
 			check_admitted("slot pair", dp[SLUICE_PASSED], repeat, pair_held(c0), pair_held(c1), cost);
 			check_admitted("standing bucket", dp[SLUICE_STANDING], repeat - dp[SLUICE_PASSED], st_held(c0),
-				       st_held(c1), cfg.standing_cost_ns);
+				       st_held(c1), st_cost);
 		} else if (has_standing) {
 			// Both buckets count as standing: their sum.
 			check_admitted("slot pair + standing bucket", dp[SLUICE_STANDING], repeat,
 				       std::min<std::uint64_t>(repeat, pair_held(c0)) + st_held(c0),
-				       pair_held(c1) + st_held(c1) + (c1 - c0 + cost - 1) / cost, cfg.standing_cost_ns);
+				       pair_held(c1) + st_held(c1) + (c1 - c0 + cost - 1) / cost, st_cost);
 		} else {
 			// A newcomer: no more than its slot pair or the budget held.
 			std::uint64_t nc_hi = 0;
@@ -755,9 +1217,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t *data, std::size_t size
 				    what.c_str());
 		}
 		for (int w = 0; w < SLUICE_STANDING_WAYS; w++)
-			if (cfg.standing_cost_ns &&
-			    sluice_tokens(b.empty_at[w], c1 + SLUICE_TIME_BIAS, cfg.standing_cost_ns, cfg.standing_burst) >
-				    cfg.standing_burst)
+			if (st_cost && sluice_tokens(b.empty_at[w], c1 + SLUICE_TIME_BIAS, st_cost, st_burst) > st_burst)
 				die("standing bucket %u/%d over its burst: %s", i, w, what.c_str());
 	}
 	in.standing.swap(sets);
