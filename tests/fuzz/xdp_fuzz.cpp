@@ -294,18 +294,21 @@ void read_class_counters(const Instance &in, std::vector<sluice_counter> &sum)
 	}
 }
 
-void add_prefix(int fd, const Prefix &p)
+// A list entry of policy set `set`.
+void add_prefix(int fd, const Prefix &p, std::uint32_t set)
 {
 	std::uint8_t one = 1;
 	if (p.v6) {
 		sluice_lpm_v6 k{};
 		k.prefixlen = SLUICE_LPM_SET_BITS + p.len;
+		k.set = std::uint8_t(set);
 		std::memcpy(k.addr, p.addr.data(), 16);
 		if (bpf_map_update_elem(fd, &k, &one, BPF_ANY))
 			die("list update: %s", std::strerror(errno));
 	} else {
 		sluice_lpm_v4 k{};
 		k.prefixlen = SLUICE_LPM_SET_BITS + p.len;
+		k.set = std::uint8_t(set);
 		std::memcpy(k.addr, p.addr.data(), 4);
 		if (bpf_map_update_elem(fd, &k, &one, BPF_ANY))
 			die("list update: %s", std::strerror(errno));
@@ -345,10 +348,14 @@ void load(Instance &in)
 	in.class_v4_fd = bpf_map__fd(in.skel->maps.class_v4);
 	in.class_v6_fd = bpf_map__fd(in.skel->maps.class_v6);
 	in.class_counters_fd = bpf_map__fd(in.skel->maps.class_counters);
-	for (const Prefix &p : kDeny)
-		add_prefix(bpf_map__fd(p.v6 ? in.skel->maps.deny_v6 : in.skel->maps.deny_v4), p);
-	for (const Prefix &p : kAllow)
-		add_prefix(bpf_map__fd(p.v6 ? in.skel->maps.allow_v6 : in.skel->maps.allow_v4), p);
+	// The lists in both policy sets, as a reload writes them: a policy
+	// input may put either in force.
+	for (std::uint32_t set = 0; set < SLUICE_POLICY_SETS; set++) {
+		for (const Prefix &p : kDeny)
+			add_prefix(bpf_map__fd(p.v6 ? in.skel->maps.deny_v6 : in.skel->maps.deny_v4), p, set);
+		for (const Prefix &p : kAllow)
+			add_prefix(bpf_map__fd(p.v6 ? in.skel->maps.allow_v6 : in.skel->maps.allow_v4), p, set);
+	}
 	read_slots(in, in.shadow);
 	read_standing(in, in.standing);
 	read_newcomers(in, in.newcomers);
