@@ -798,12 +798,67 @@ counted:
 	return outcome | (observe ? SLUICE_OBSERVE_DEFERRED : 0);
 }
 
+/*
+ * Port rules only (issue 12: at most +3 ns), the common frame: is it in the
+ * default class? Only an Ethernet frame without VLAN tags carrying IPv4
+ * without options and not a fragment, or IPv6 without extension headers,
+ * and TCP or UDP whole: its port_classes entry read here (an array: the
+ * lookup is inlined). Anything else, or a rule's class, returns 0 and
+ * sluice_judge_policy decides it as always (sluice_parse_l4, sluice_classify).
+ * Read again from ctx, not from sluice_parse_at's l3: a register kept live
+ * for it would cost the path without a policy.
+ */
+static __always_inline int port_default_class(struct xdp_md *ctx, __u32 flags, int is_v6)
+{
+	const __u8 *data = (const __u8 *)(long)ctx->data;
+	const __u8 *end = (const __u8 *)(long)ctx->data_end;
+	const __u8 *ip = data + 14, *l4;
+	__u32 proto, kind;
+
+	if (!is_v6) {
+		l4 = ip + 20;
+		/* 0x45: version 4, IHL 5 (no options); the ethertype as loaded
+		 * little-endian (08 00) */
+		if (l4 + 8 > end || SLUICE_LOAD(__u16, data + 12) != 0x0008 || ip[0] != 0x45 ||
+		    (sluice_be16_at(ip + 6) & 0x1fff))
+			return 0;
+		proto = ip[9];
+	} else {
+		l4 = ip + 40;
+		if (l4 + 8 > end || SLUICE_LOAD(__u16, data + 12) != 0xdd86)
+			return 0;
+		proto = ip[6];
+	}
+	if (proto == SLUICE_IPPROTO_UDP) {
+		kind = SLUICE_L4_UDP;
+	} else if (proto == SLUICE_IPPROTO_TCP) {
+		if (l4 + 20 > end)
+			return 0;
+		kind = (l4[13] & 0x12) == 0x02 ? SLUICE_L4_TCP_SYN : SLUICE_L4_TCP;
+	} else {
+		return 0;
+	}
+	__u32 port = sluice_be16_at(l4 + 2);
+	__u32 idx = sluice_port_block_index(SLUICE_POLICY_SET_OF(flags), kind, port);
+	const struct sluice_port_block *b = bpf_map_lookup_elem(&port_classes, &idx);
+
+	return b && (sluice_port_block_class(b, port) & (SLUICE_CLASSES_MAX - 1)) == SLUICE_CLASS_DEFAULT;
+}
+
+/* judge()'s: count this frame under class 0 too (sluice_xdp does). */
+#define SLUICE_COUNT_DEFAULT_CLASS 0x200
+
 /* The verdict of an IP frame from `src`, as an outcome, under policy_flags
- * `flags`. */
+ * `flags`; SLUICE_COUNT_DEFAULT_CLASS or'd in for a frame of the default
+ * class judged here under a policy (port rules only). */
 static __always_inline __u32 judge(struct xdp_md *ctx, const struct sluice_config *cfg, __u32 flags,
 				   struct sluice_source *src, int is_v6)
 {
-	if (flags & SLUICE_CLASS_ANY) {
+	__u32 counted = 0;
+
+	if ((flags & SLUICE_CLASS_ANY) &&
+	    (flags & (SLUICE_CLASS_DEFAULT_BYTES | (is_v6 ? SLUICE_CLASS_PREFIX_V6 : SLUICE_CLASS_PREFIX_V4)) ||
+	     !port_default_class(ctx, flags, is_v6))) {
 		__u32 r = sluice_judge_policy(ctx, flags);
 
 		/* (A second SipHash, the plain one, only with observed standing on.) */
@@ -811,9 +866,11 @@ static __always_inline __u32 judge(struct xdp_md *ctx, const struct sluice_confi
 			sluice_observe(sluice_plain_hash(src->w[0], src->w[1], is_v6), SLUICE_CLOCK() + SLUICE_TIME_BIAS);
 		return r & (SLUICE_OBSERVE_DEFERRED - 1);
 	}
+	if (flags & SLUICE_CLASS_ANY)
+		counted = SLUICE_COUNT_DEFAULT_CLASS;
 	if (denied(flags, src, is_v6))
-		return sampled_drop(src, is_v6, SLUICE_DROP_DENY);
-	return judge_buckets(cfg, flags, src, is_v6, 0, NULL, SLUICE_CLASS_DEFAULT, NULL);
+		return sampled_drop(src, is_v6, SLUICE_DROP_DENY) | counted;
+	return judge_buckets(cfg, flags, src, is_v6, 0, NULL, SLUICE_CLASS_DEFAULT, NULL) | counted;
 }
 
 SEC("xdp")
@@ -857,13 +914,20 @@ int sluice_xdp(struct xdp_md *ctx)
 	 * the parsed source out of the stack on the path without a policy. */
 	asm volatile("" : "+r"(ctx));
 	bytes = (long)ctx->data_end - (long)ctx->data;
+	__u32 class0 = outcome & SLUICE_COUNT_DEFAULT_CLASS;
+
+	outcome &= ~SLUICE_COUNT_DEFAULT_CLASS;
 	count(outcome, bytes);
+	if (class0)
+		count_class(SLUICE_CLASS_DEFAULT, outcome, bytes);
 	if (passes(outcome))
 		return XDP_PASS;
 	if (settings.dry_run) {
 		/* WOULD_DROP overlays the reason counted above: frames seen =
 		 * the sum of every outcome but this one. */
 		count(SLUICE_WOULD_DROP, bytes);
+		if (class0)
+			count_class(SLUICE_CLASS_DEFAULT, SLUICE_WOULD_DROP, bytes);
 		return XDP_PASS;
 	}
 	return XDP_DROP;
