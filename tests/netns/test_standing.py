@@ -247,6 +247,10 @@ while True:
     s.sendto(b"answer", a)
 """
 
+# The peer the UDP client check sends to: routed through the testbed, used
+# by no other test (see test_spoofed_handshakes_and_udp_replies_grant_no_standing).
+UDP_CLIENT_PEER = "198.19.29.9"
+
 UDP_CLIENT = r"""
 import socket, sys
 s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
@@ -485,11 +489,16 @@ class Standing(unittest.TestCase):
                 sample = spoofed[::60]
                 said = {a: standing_of(tb, a) for a in sample}
 
-                # a UDP client: sendto from an ephemeral port grants its peer
-                self.assertFalse(view.has_standing(tb.attacker_ip4))
-                port = int(tb.exec("host", ["python3", "-c", UDP_CLIENT, tb.attacker_ip4, "7"]).stdout)
-                udp_client_granted = view.has_standing(tb.attacker_ip4)
-                udp_said = standing_of(tb, tb.attacker_ip4)
+                # a UDP client: sendto from an ephemeral port grants its peer.
+                # The peer is an address of this check's own: the feeders see
+                # every namespace, so the attacker's address may have earned
+                # standing from a test running beside this one (test_policy's
+                # TCP clients); no reply is needed for the grant.
+                peer = UDP_CLIENT_PEER
+                self.assertFalse(view.has_standing(peer))
+                port = int(tb.exec("host", ["python3", "-c", UDP_CLIENT, peer, "7"]).stdout)
+                udp_client_granted = view.has_standing(peer)
+                udp_said = standing_of(tb, peer)
                 c = counters(tb)
                 report("2 spoofed", syns=2 * N, udp_queries=N, tcp_out_segs=out1 - out0, tcp_out_rsts=rst1 - rst0,
                        live_entries_before=before, live_entries_after=after, spoofed_with_standing=len(granted),
