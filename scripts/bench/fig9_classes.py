@@ -66,7 +66,7 @@ def measure(lab):
     for fam, label in FAMILIES:
         none = med["none"][fam]
         rows.add(f"classes_{fam}_ports_vs_none", "ns/packet", med["ports"][fam], none, "sluice, no policy",
-                 floor=("<=", (none + PORT_RULES_NS) / none), samples=d["ports"][fam],
+                 floor=("<=", round((none + PORT_RULES_NS) / none, 4)), samples=d["ports"][fam],
                  note=f"64-byte {label} UDP to port 9; port rules only, none matching: the frame stays in "
                       f"the default class (L4 parse, port table, class counter); floor: at most "
                       f"{PORT_RULES_NS:g} ns more, {med['ports'][fam] - none:+.1f} ns measured")
