@@ -5,6 +5,7 @@
 // the example policy; and the property that matters: for random policies
 // and frames, the class the tables give is the class explain() gives.
 #include "logic/class_tables.h"
+#include "policy_builders.h"
 
 #include "bpf/class_match.h"
 #include "logic/budgets.h"
@@ -24,39 +25,7 @@
 namespace sluice {
 namespace {
 
-Cidr cidr(const std::string &text)
-{
-	auto c = parse_cidr(text);
-	EXPECT_TRUE(c) << text;
-	return c ? *c : Cidr{};
-}
-
-Address addr(const std::string &text)
-{
-	auto a = parse_address(text);
-	EXPECT_TRUE(a) << text;
-	return a ? *a : Address{};
-}
-
-// default + the named limit classes, in order (indices 1, 2, ...).
-Policy with_classes(std::initializer_list<const char *> names)
-{
-	Policy p = default_policy();
-	for (const char *n : names)
-		p.classes.emplace_back().name = n;
-	return p;
-}
-
-ClassRule rule(size_t cls, std::vector<Cidr> sources, Protocol proto = Protocol::any,
-	       std::optional<PortSpan> ports = std::nullopt)
-{
-	return ClassRule{std::move(sources), proto, ports, cls, 0};
-}
-
-Frame frame(const std::string &src, Protocol p = Protocol::any, uint16_t port = 0)
-{
-	return Frame{addr(src), p, port};
-}
+using namespace sluice::test;
 
 CompiledPolicy compiled(const Policy &p, const ClassIds &previous = {})
 {

@@ -3,6 +3,7 @@
 // rule, the losers and why they lost, the bucket, the allow list), and every
 // bound check_policy holds.
 #include "logic/classes.h"
+#include "policy_builders.h"
 
 #include "bpf/sluice_abi.h"
 
@@ -13,39 +14,7 @@
 namespace sluice {
 namespace {
 
-Cidr cidr(const std::string &text)
-{
-	auto c = parse_cidr(text);
-	EXPECT_TRUE(c) << text;
-	return c ? *c : Cidr{};
-}
-
-Address addr(const std::string &text)
-{
-	auto a = parse_address(text);
-	EXPECT_TRUE(a) << text;
-	return a ? *a : Address{};
-}
-
-// default + the named limit classes, in order (indices 1, 2, ...).
-Policy with_classes(std::initializer_list<const char *> names)
-{
-	Policy p = default_policy();
-	for (const char *n : names)
-		p.classes.emplace_back().name = n;
-	return p;
-}
-
-ClassRule rule(size_t cls, std::vector<Cidr> sources, Protocol proto = Protocol::any,
-	       std::optional<PortSpan> ports = std::nullopt)
-{
-	return ClassRule{std::move(sources), proto, ports, cls, 0};
-}
-
-Frame frame(const std::string &src, Protocol p = Protocol::any, uint16_t port = 0)
-{
-	return Frame{addr(src), p, port};
-}
+using namespace sluice::test;
 
 TEST(Classes, NoRuleMatchesTheDefaultClass)
 {

@@ -4,6 +4,7 @@
 // refused at its 65,537th prefix, deep nesting where it crosses the bound.
 // write_netset round-trips and replaces a file atomically.
 #include "policyfile/policy_file.h"
+#include "policy_builders.h"
 
 #include "bpf/sluice_abi.h"
 #include "temp_dir.h"
@@ -22,12 +23,7 @@
 namespace sluice {
 namespace {
 
-Cidr cidr(const std::string &text)
-{
-	auto c = parse_cidr(text);
-	EXPECT_TRUE(c) << text;
-	return c ? *c : Cidr{};
-}
+using namespace sluice::test;
 
 const PolicyClass *find_class(const Policy &p, const std::string &name)
 {
