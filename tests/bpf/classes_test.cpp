@@ -524,3 +524,47 @@ TEST(Classes, AClassIdWithoutARecordIsTheDefaultClass)
 }
 
 } // namespace
+
+// Port rules are decided inline for the common frame (no VLAN tag, IPv4
+// without options, IPv6 straight to TCP/UDP) and by sluice_judge_policy for
+// every other shape: both ways give the same class, and a frame no rule names
+// is counted in the default class either way.
+TEST(Classes, PortRulesHoldOnEveryFrameShape)
+{
+	SLUICE_REQUIRE_ROOT();
+	SLUICE_LOAD_OR_FAIL(s, serving());
+	ClassTables t(s);
+	t.set_class(0, 1, make_class({.burst = 2, .name = "dns"}));
+	t.set_port(0, SLUICE_L4_UDP, 53, 1);
+	t.set_flags(SLUICE_CLASS_PORTS);
+	Ipv4 with_options{.src = ip4("198.18.3.3")};
+	with_options.options = {0x01, 0x01, 0x01, 0x00}; // NOP NOP NOP EOL
+	struct Shape {
+		const char *what;
+		Bytes to53, to54;
+	} shapes[] = {
+		{"plain IPv4", udp4({}, {.src = ip4("198.18.3.1")}, {.dport = 53}),
+		 udp4({}, {.src = ip4("198.18.3.1")}, {.dport = 54})},
+		{"VLAN-tagged IPv4", udp4({.tags = {vlan(10)}}, {.src = ip4("198.18.3.2")}, {.dport = 53}),
+		 udp4({.tags = {vlan(10)}}, {.src = ip4("198.18.3.2")}, {.dport = 54})},
+		{"IPv4 with options", udp4({}, with_options, {.dport = 53}), udp4({}, with_options, {.dport = 54})},
+		{"plain IPv6", udp6({}, {.src = ip6("2001:2:0:3::1")}, {.dport = 53}),
+		 udp6({}, {.src = ip6("2001:2:0:3::1")}, {.dport = 54})},
+		{"VLAN-tagged IPv6", udp6({.tags = {vlan(10)}}, {.src = ip6("2001:2:0:4::2")}, {.dport = 53}),
+		 udp6({.tags = {vlan(10)}}, {.src = ip6("2001:2:0:4::2")}, {.dport = 54})},
+	};
+	std::uint64_t dns_passed = 0, dns_dropped = 0, default_passed = 0;
+	for (const auto &sh : shapes) {
+		Counters c = run_n(s, sh.to53, 5);
+		EXPECT_EQ(c.packets(SLUICE_PASSED), 2u) << sh.what << ": " << c.str();
+		EXPECT_EQ(c.packets(SLUICE_DROP_RATE), 3u) << sh.what << ": " << c.str();
+		c = run_n(s, sh.to54, 10);
+		EXPECT_EQ(c.packets(SLUICE_PASSED), 10u) << sh.what << ": " << c.str();
+		dns_passed += 2;
+		dns_dropped += 3;
+		default_passed += 10;
+		EXPECT_EQ(t.class_counters(1).packets(SLUICE_PASSED), dns_passed) << sh.what;
+		EXPECT_EQ(t.class_counters(1).packets(SLUICE_DROP_RATE), dns_dropped) << sh.what;
+		EXPECT_EQ(t.class_counters(0).packets(SLUICE_PASSED), default_passed) << sh.what;
+	}
+}
