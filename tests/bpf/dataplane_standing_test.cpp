@@ -3,6 +3,7 @@
 // kind of feeder's reason and since read back with StandingTable::lookup;
 // sock_diag's kind of grant (StandingTable::grant); occupancy; and adopting
 // pins of an older layout refused, naming the path and the fix.
+#include "fixture.h"
 #include "require.h"
 
 #include "base/clock.h"
@@ -35,16 +36,7 @@ constexpr uint64_t kTickNs = 1ull << SLUICE_STANDING_TICK_SHIFT;
 
 sluice_config initial_config()
 {
-	sluice_config c{};
-	c.cost_ns = *cost_for_rate(1000);
-	c.burst = 100;
-	c.rate_pps = 1000;
-	c.breaker_state = SLUICE_SERVING;
-	c.admission_ppm = SLUICE_PPM_FULL;
-	c.standing_cost_ns = *cost_for_rate(1000);
-	c.standing_burst = 50;
-	c.standing_rate_pps = 1000;
-	return c;
+	return test::make_config(1000, 100, 1000, 50);
 }
 
 Dataplane load(uint32_t standing_sets = defaults::kStandingSets)

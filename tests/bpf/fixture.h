@@ -22,6 +22,7 @@
 #include <memory>
 #include <stdexcept>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "frames.h"
@@ -96,16 +97,35 @@ struct Options {
 	sluice_config config{};
 };
 
+// Nanoseconds per token at rate_pps, rounded to nearest (as the control
+// plane's cost_for_rate).
+inline std::uint64_t cost_ns_of(std::uint64_t rate_pps)
+{
+	return (SLUICE_NSEC_PER_SEC + rate_pps / 2) / rate_pps;
+}
+
 // A config for rate (tokens/s) and burst; serving, no lists.
 inline sluice_config make_config(std::uint64_t rate_pps, std::uint64_t burst)
 {
 	sluice_config c{};
-	c.cost_ns = (SLUICE_NSEC_PER_SEC + rate_pps / 2) / rate_pps;
+	c.cost_ns = cost_ns_of(rate_pps);
 	c.burst = burst;
 	c.breaker_state = SLUICE_SERVING;
 	c.admission_ppm = SLUICE_PPM_FULL;
 	c.policy_flags = 0;
 	c.rate_pps = rate_pps;
+	return c;
+}
+
+// The same with a standing bucket beside it: what Dataplane::load takes (the
+// control plane's config invariants refuse a standing bucket of nothing).
+inline sluice_config make_config(std::uint64_t rate_pps, std::uint64_t burst, std::uint64_t standing_rate_pps,
+				 std::uint64_t standing_burst)
+{
+	sluice_config c = make_config(rate_pps, burst);
+	c.standing_cost_ns = cost_ns_of(standing_rate_pps);
+	c.standing_burst = standing_burst;
+	c.standing_rate_pps = standing_rate_pps;
 	return c;
 }
 
@@ -180,6 +200,11 @@ inline sluice_source source_of(const frames::Ip6 &a)
 
 // The loaded sluice program. Construction failure is reported through ok()
 // and error(), so the test can assert (not throw) on it.
+// An LPM trie's key type for an address of frames.h.
+template <class Addr>
+	requires std::is_same_v<Addr, frames::Ip4> || std::is_same_v<Addr, frames::Ip6>
+using LpmKeyOf = std::conditional_t<std::is_same_v<Addr, frames::Ip4>, sluice_lpm_v4, sluice_lpm_v6>;
+
 class Sluice {
 public:
 	explicit Sluice(const Options &o = {}) : opt_(o)
@@ -308,32 +333,22 @@ public:
 	// LPM list entries (value 1) in allow_v4 / deny_v4 / allow_v6 / deny_v6,
 	// of policy set `set`: prefixlen is the address's (the set byte's 8
 	// bits are added here).
-	int list_add(bpf_map *m, const frames::Ip4 &a, std::uint32_t prefixlen, std::uint32_t set = 0)
+	template <class Addr>
+	int list_add(bpf_map *m, const Addr &a, std::uint32_t prefixlen, std::uint32_t set = 0)
 	{
-		sluice_lpm_v4 k = lpm_key(a, prefixlen, set);
+		auto k = lpm_key(a, prefixlen, set);
 		std::uint8_t one = 1;
 		return bpf_map_update_elem(map_fd(m), &k, &one, BPF_ANY) ? -errno : 0;
 	}
-	int list_add(bpf_map *m, const frames::Ip6 &a, std::uint32_t prefixlen, std::uint32_t set = 0)
+	// The list or class trie key of a (sluice_lpm_v4 for frames::Ip4, v6 for Ip6).
+	template <class Addr>
+	static LpmKeyOf<Addr> lpm_key(const Addr &a, std::uint32_t prefixlen, std::uint32_t set)
 	{
-		sluice_lpm_v6 k = lpm_key(a, prefixlen, set);
-		std::uint8_t one = 1;
-		return bpf_map_update_elem(map_fd(m), &k, &one, BPF_ANY) ? -errno : 0;
-	}
-	static sluice_lpm_v4 lpm_key(const frames::Ip4 &a, std::uint32_t prefixlen, std::uint32_t set)
-	{
-		sluice_lpm_v4 k{};
+		LpmKeyOf<Addr> k{};
+		static_assert(sizeof(k.addr) == sizeof(Addr));
 		k.prefixlen = SLUICE_LPM_SET_BITS + prefixlen;
 		k.set = std::uint8_t(set);
-		std::memcpy(k.addr, a.data(), 4);
-		return k;
-	}
-	static sluice_lpm_v6 lpm_key(const frames::Ip6 &a, std::uint32_t prefixlen, std::uint32_t set)
-	{
-		sluice_lpm_v6 k{};
-		k.prefixlen = SLUICE_LPM_SET_BITS + prefixlen;
-		k.set = std::uint8_t(set);
-		std::memcpy(k.addr, a.data(), 16);
+		std::memcpy(k.addr, a.data(), sizeof(k.addr));
 		return k;
 	}
 

@@ -19,23 +19,9 @@ using namespace sluice;
 using sluice::test::run_prog;
 namespace frames = sluice::frames;
 
-sluice_config initial_config()
-{
-	sluice_config c{};
-	c.cost_ns = *cost_for_rate(1000);
-	c.burst = 100;
-	c.rate_pps = 1000;
-	c.breaker_state = SLUICE_SERVING;
-	c.admission_ppm = SLUICE_PPM_FULL;
-	c.standing_cost_ns = *cost_for_rate(1000);
-	c.standing_burst = 50;
-	c.standing_rate_pps = 1000;
-	return c;
-}
-
 Dataplane load()
 {
-	auto dp = Dataplane::load(LoadOptions{}, initial_config());
+	auto dp = Dataplane::load(LoadOptions{}, sluice::test::make_config(1000, 100, 1000, 50));
 	if (!dp)
 		throw std::runtime_error(dp.error().describe());
 	return std::move(*dp);
