@@ -113,10 +113,12 @@ public:
 	// The ring buffer of sampled drops (struct sluice_drop_sample).
 	int drop_samples_fd() const { return maps_.drop_samples.get(); }
 	StandingTable standing() const { return StandingTable(maps_.standing.get(), settings_); }
+	// Every PrefixLists of this Dataplane shares one count of what the lists
+	// hold (PrefixLists::Counts): the tries are counted once, not per write.
 	PrefixLists lists() const
 	{
 		return PrefixLists({maps_.allow_v4.get(), maps_.allow_v6.get(), maps_.deny_v4.get(), maps_.deny_v6.get()},
-				   config());
+				   config(), list_counts_);
 	}
 	// The policy classes' maps (sluice_abi.h), both sets: bpf/policy_tables
 	// writes them, bpf/class_maps reads them. Plain fds, owned by this Dataplane.
@@ -138,6 +140,7 @@ private:
 	FeederLinks feeder_links_;
 	sluice_settings settings_{};
 	std::unique_ptr<Attachment> attachment_;
+	std::shared_ptr<PrefixLists::Counts> list_counts_ = std::make_shared<PrefixLists::Counts>();
 };
 
 } // namespace sluice

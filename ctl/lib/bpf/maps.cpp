@@ -271,19 +271,22 @@ std::vector<LpmKey> keys_of_set(int fd, uint32_t set)
 	return out;
 }
 
-// Has the trie an entry of `set`? Stops at the first (after a reload the
-// other set is empty, so that is the first key).
-bool set_has_entries(int fd, uint32_t set)
+// How many keys of each policy set the trie fd holds: one walk.
+Result<std::array<size_t, SLUICE_POLICY_SETS>> count_by_set(int fd)
 {
+	std::array<size_t, SLUICE_POLICY_SETS> out{};
 	LpmKey cur{}, next{};
 	void *prev = nullptr;
-	while (bpf_map_get_next_key(fd, prev, &next) == 0) {
-		if (next.set == set)
-			return true;
+	int err;
+	while ((err = bpf_map_get_next_key(fd, prev, &next)) == 0) {
+		if (next.set < SLUICE_POLICY_SETS)
+			out[next.set]++;
 		cur = next;
 		prev = &cur;
 	}
-	return false;
+	if (err != -ENOENT)
+		return fail_bpf(err, "counting a list's entries");
+	return out;
 }
 
 constexpr uint32_t kListBits = SLUICE_LIST_ALLOW_V4 | SLUICE_LIST_ALLOW_V6 | SLUICE_LIST_DENY_V4 | SLUICE_LIST_DENY_V6;
@@ -298,16 +301,42 @@ Result<uint32_t> PrefixLists::set_in_force() const
 	return SLUICE_POLICY_SET_OF(cfg->policy_flags);
 }
 
-uint32_t PrefixLists::list_flags(uint32_t set) const
+Status PrefixLists::count() const
 {
+	if (counts_->counted)
+		return {};
+	Counts c;
+	for (ListKind list : {ListKind::allow, ListKind::deny})
+		for (Family f : {Family::v4, Family::v6}) {
+			auto sets = count_by_set(fd_for(list, f));
+			if (!sets)
+				return std::unexpected(sets.error());
+			c.held[list == ListKind::allow ? 0 : 1][f == Family::v4 ? 0 : 1] = *sets;
+		}
+	c.counted = true;
+	*counts_ = c;
+	return {};
+}
+
+size_t &PrefixLists::held(ListKind list, Family f, uint32_t set) const
+{
+	return counts_->held[list == ListKind::allow ? 0 : 1][f == Family::v4 ? 0 : 1][set];
+}
+
+Result<uint32_t> PrefixLists::list_flags(uint32_t set) const
+{
+	if (set >= SLUICE_POLICY_SETS)
+		return invalid("policy set " + std::to_string(set) + " does not exist (0 or 1)");
+	if (auto ok = count(); !ok)
+		return std::unexpected(ok.error());
 	uint32_t flags = 0;
-	if (set_has_entries(fds_.allow_v4, set))
+	if (held(ListKind::allow, Family::v4, set))
 		flags |= SLUICE_LIST_ALLOW_V4;
-	if (set_has_entries(fds_.allow_v6, set))
+	if (held(ListKind::allow, Family::v6, set))
 		flags |= SLUICE_LIST_ALLOW_V6;
-	if (set_has_entries(fds_.deny_v4, set))
+	if (held(ListKind::deny, Family::v4, set))
 		flags |= SLUICE_LIST_DENY_V4;
-	if (set_has_entries(fds_.deny_v6, set))
+	if (held(ListKind::deny, Family::v6, set))
 		flags |= SLUICE_LIST_DENY_V6;
 	return flags;
 }
@@ -317,7 +346,10 @@ Status PrefixLists::sync_flags() const
 	auto cfg = config_.read();
 	if (!cfg)
 		return std::unexpected(cfg.error());
-	uint32_t flags = (cfg->policy_flags & ~kListBits) | list_flags(SLUICE_POLICY_SET_OF(cfg->policy_flags));
+	auto held_flags = list_flags(SLUICE_POLICY_SET_OF(cfg->policy_flags));
+	if (!held_flags)
+		return std::unexpected(held_flags.error());
+	uint32_t flags = (cfg->policy_flags & ~kListBits) | *held_flags;
 	if (flags == cfg->policy_flags)
 		return {};
 	cfg->policy_flags = flags;
@@ -346,21 +378,25 @@ Status PrefixLists::insert(ListKind list, uint32_t set, std::span<const Cidr> ci
 	}
 	// Each set holds at most SLUICE_LIST_MAX_ENTRIES a family (the trie
 	// twice that): so a reload always has room to write the other set.
+	if (auto ok = count(); !ok)
+		return ok;
 	for (int fam = 0; fam < 2; fam++) {
 		if (fresh[fam].empty())
 			continue;
-		size_t held = keys_of_set(fd_for(list, fam ? Family::v6 : Family::v4), set).size();
-		if (held + fresh[fam].size() > SLUICE_LIST_MAX_ENTRIES)
+		size_t before = held(list, fam ? Family::v6 : Family::v4, set);
+		if (!check_list_entries(before + fresh[fam].size()))
 			return refused("invariant a list holds at most " + std::to_string(SLUICE_LIST_MAX_ENTRIES) +
 				       " prefixes per family violated: rejected " + std::to_string(fresh[fam].size()) +
-				       " new IPv" + (fam ? "6" : "4") + " prefixes beside the " + std::to_string(held) +
+				       " new IPv" + (fam ? "6" : "4") + " prefixes beside the " + std::to_string(before) +
 				       " of the " + to_string(list) + " list; nothing was added");
 	}
 	size_t done[2] = {0, 0};
 	auto rollback = [&] {
 		for (int fam = 0; fam < 2; fam++)
 			for (size_t i = 0; i < done[fam]; i++)
-				bpf_map_delete_elem(fd_for(list, fam ? Family::v6 : Family::v4), &fresh[fam][i]);
+				if (int err = bpf_map_delete_elem(fd_for(list, fam ? Family::v6 : Family::v4), &fresh[fam][i]);
+				    err && err != -ENOENT)
+					counts_->counted = false; // the trie holds what is not counted
 	};
 	for (int fam = 0; fam < 2; fam++) {
 		if (fresh[fam].empty())
@@ -390,6 +426,8 @@ Status PrefixLists::insert(ListKind list, uint32_t set, std::span<const Cidr> ci
 						     to_string(list) + " list; nothing was added");
 		}
 	}
+	for (int fam = 0; fam < 2; fam++)
+		held(list, fam ? Family::v6 : Family::v4, set) += fresh[fam].size();
 	return {};
 }
 
@@ -414,10 +452,13 @@ Status PrefixLists::remove(ListKind list, std::span<const Cidr> cidrs) const
 		if (bpf_map_lookup_elem(fd_for(list, c.addr.family), &k, &v) != 0)
 			return invalid(c.str() + " is not in the " + std::string(to_string(list)) + " list; nothing was removed");
 	}
+	if (auto ok = count(); !ok)
+		return ok;
 	for (const auto &c : cidrs) {
 		LpmKey k = key_of(c, *set);
 		if (int err = bpf_map_delete_elem(fd_for(list, c.addr.family), &k); err)
 			return fail_bpf(err, "removing " + c.str() + " from the " + to_string(list) + " list");
+		held(list, c.addr.family, *set)--;
 	}
 	return sync_flags();
 }
@@ -447,13 +488,20 @@ Result<std::vector<Cidr>> PrefixLists::entries(ListKind list) const
 
 Status PrefixLists::clear(uint32_t set) const
 {
+	if (set >= SLUICE_POLICY_SETS)
+		return invalid("policy set " + std::to_string(set) + " does not exist (0 or 1)");
+	if (auto ok = count(); !ok)
+		return ok;
 	for (ListKind list : {ListKind::allow, ListKind::deny})
 		for (Family f : {Family::v4, Family::v6}) {
 			int fd = fd_for(list, f);
 			for (const LpmKey &k : keys_of_set(fd, set))
-				if (int err = bpf_map_delete_elem(fd, &k); err && err != -ENOENT)
+				if (int err = bpf_map_delete_elem(fd, &k); err && err != -ENOENT) {
+					counts_->counted = false; // some deleted, some not
 					return fail_bpf(err, std::string("clearing policy set ") + std::to_string(set) +
 								     " of the " + to_string(list) + " list");
+				}
+			held(list, f, set) = 0;
 		}
 	return {};
 }

@@ -19,7 +19,9 @@
 #include "bpf/sluice_abi.h"
 
 #include <array>
+#include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <span>
 #include <vector>
 
@@ -98,12 +100,32 @@ const char *to_string(ListKind k);
 // is the set in force (config.policy_flags' SLUICE_POLICY_SET); a reload
 // (bpf/policy_tables) writes the other set with insert() and clear() and
 // flips config itself.
+//
+// Each list holds at most SLUICE_LIST_MAX_ENTRIES prefixes of a family in
+// each set (base/limits' check_list_entries). What it holds is counted once,
+// from the tries, on the first call that needs it, and kept by every write
+// after, so an add or remove is a few map operations however full the list
+// is. The count is shared by the copies of a PrefixLists and by those of one
+// Dataplane (Dataplane::lists()); it holds while they are the maps' only
+// writer (sluiced is its lists' only writer). A write that fails half way
+// drops it, to be counted again.
 class PrefixLists {
 public:
 	struct Fds {
 		int allow_v4, allow_v6, deny_v4, deny_v6;
 	};
-	PrefixLists(Fds fds, ConfigMap config) : fds_(fds), config_(config) {}
+	// Prefixes held, by list (allow, deny), family (v4, v6) and set.
+	struct Counts {
+		bool counted = false;
+		std::array<std::array<std::array<size_t, SLUICE_POLICY_SETS>, 2>, 2> held{};
+	};
+	// Lists with a count of their own.
+	PrefixLists(Fds fds, ConfigMap config) : PrefixLists(fds, config, nullptr) {}
+	// Lists sharing `counts` with every other PrefixLists of the same maps.
+	PrefixLists(Fds fds, ConfigMap config, std::shared_ptr<Counts> counts)
+		: fds_(fds), config_(config), counts_(counts ? std::move(counts) : std::make_shared<Counts>())
+	{
+	}
 
 	// The set in force. All or nothing: every CIDR is parsed and checked
 	// first; if one insert fails the ones already made are removed again.
@@ -124,13 +146,17 @@ public:
 	Status insert(ListKind list, uint32_t set, std::span<const Cidr> cidrs) const;
 	Result<std::vector<Cidr>> entries(ListKind list, uint32_t set) const;
 	Status clear(uint32_t set) const;
-	uint32_t list_flags(uint32_t set) const;
+	Result<uint32_t> list_flags(uint32_t set) const;
 
 private:
 	int fd_for(ListKind list, Family f) const;
 	Result<uint32_t> set_in_force() const;
+	// Count the tries if not yet counted (or dropped by a failed write).
+	Status count() const;
+	size_t &held(ListKind list, Family f, uint32_t set) const;
 	Fds fds_;
 	ConfigMap config_;
+	std::shared_ptr<Counts> counts_;
 };
 
 } // namespace sluice
