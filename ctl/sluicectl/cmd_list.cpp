@@ -46,28 +46,25 @@ Result<sluice::UniqueFd> open_cidr_file(const std::string &path, size_t &count)
 	return fd;
 }
 
+void print_list(Context &ctx, const json &reply)
+{
+	const json &cidrs = reply.at("cidrs");
+	ctx.out << reply.at("iface").get<std::string>() << ": " << reply.at("list").get<std::string>() << " list, "
+		<< cidrs.size() << (cidrs.size() == 1 ? " prefix" : " prefixes") << '\n';
+	Table table;
+	for (const auto &c : cidrs)
+		table.row({c.get<std::string>()});
+	table.print(ctx.out, 2);
+}
+
 Status show(Context &ctx, const Invocation &inv, const std::string &iface)
 {
 	if (inv.option("from"))
 		return std::unexpected(inv.usage_error("--from is for add and del"));
 	if (auto ok = inv.at_most(2); !ok)
 		return ok;
-	auto reply =
-		Client(ctx.socket).call(request_for(sluice::Command::list_show, {{"iface", iface}, {"list", inv.command}}));
-	if (!reply)
-		return std::unexpected(reply.error());
-	if (ctx.json) {
-		print_json(ctx, *reply);
-		return {};
-	}
-	const json &cidrs = reply->at("cidrs");
-	ctx.out << iface << ": " << inv.command << " list, " << cidrs.size()
-		<< (cidrs.size() == 1 ? " prefix" : " prefixes") << '\n';
-	Table table;
-	for (const auto &c : cidrs)
-		table.row({c.get<std::string>()});
-	table.print(ctx.out, 2);
-	return {};
+	return show_replies(ctx, inv, request_for(sluice::Command::list_show, {{"iface", iface}, {"list", inv.command}}),
+			    print_list);
 }
 
 // The running list (the policy set in force, both families), as the pins

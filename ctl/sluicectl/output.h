@@ -29,10 +29,12 @@ void print_bucket(const Context &ctx, const json &reply);
 class Table;
 void standing_rows(Table &block, const json &standing);
 
-// What a read command with --watch [--interval S] does: send `request`,
-// show the reply (-j: one JSON line; else `print_text`), and with --watch
-// again every interval on one connection, redrawing in place, until an error
-// or Ctrl-C. --interval without --watch is an input error. `amend`, if
+// What a command that asks the daemon and shows its reply does: send
+// `request`, show the reply (-j: one JSON line; else `print_text`), or the
+// daemon's error (its kind picks the exit code). A read command that takes
+// --watch [--interval S] asks again every interval on one connection,
+// redrawing in place, until an error or Ctrl-C (the commands without those
+// options never see them). --interval without --watch is an input error. `amend`, if
 // given, adds to each reply before it is shown (stats: the per-class
 // counters sluicectl reads from the pins).
 Status show_replies(Context &ctx, const Invocation &inv, const json &request,
