@@ -285,4 +285,31 @@ TEST(PrefixLists, AReloadsWriteFlipAndClearKeepTheCountTrue)
 	EXPECT_EQ(dp.lists().entries(ListKind::deny, 1)->size(), 1u);
 }
 
+// A prefix inside a listed one is an entry of its own (a lookup in the trie
+// would find the wider one and call it there): added, listed, enforced when
+// the wider one goes, removed; one only covered is not in the list.
+TEST(PrefixLists, APrefixInsideAListedOneIsItsOwnEntry)
+{
+	SLUICE_REQUIRE_ROOT();
+	Dataplane dp = load();
+	Cidr wide = cidr("198.18.0.0/16"), narrow = cidr("198.18.7.0/24"), covered = cidr("198.18.9.0/24");
+	ASSERT_TRUE(dp.lists().add(ListKind::deny, std::span(&wide, 1)));
+	ASSERT_TRUE(dp.lists().add(ListKind::deny, std::span(&narrow, 1)));
+	EXPECT_EQ(strs(dp.lists().entries(ListKind::deny)), (std::vector<std::string>{"198.18.0.0/16", "198.18.7.0/24"}));
+
+	auto gone = dp.lists().remove(ListKind::deny, std::span(&covered, 1));
+	ASSERT_FALSE(gone);
+	EXPECT_EQ(gone.error().kind, ErrorKind::invalid) << gone.error().describe();
+	EXPECT_NE(gone.error().message.find("198.18.9.0/24 is not in the deny list"), std::string::npos)
+		<< gone.error().message;
+
+	ASSERT_TRUE(dp.lists().remove(ListKind::deny, std::span(&wide, 1)));
+	EXPECT_EQ(verdict(dp, "198.18.7.1"), uint32_t(XDP_DROP));
+	EXPECT_EQ(verdict(dp, "198.18.9.1"), uint32_t(XDP_PASS));
+	Cidr twice[] = {narrow, narrow};
+	ASSERT_TRUE(dp.lists().remove(ListKind::deny, twice));
+	EXPECT_TRUE(strs(dp.lists().entries(ListKind::deny)).empty());
+	EXPECT_EQ(flags(dp), 0u);
+}
+
 } // namespace

@@ -256,6 +256,23 @@ size_t key_size(Family f)
 	return f == Family::v4 ? sizeof(sluice_lpm_v4) : sizeof(sluice_lpm_v6);
 }
 
+// Does the trie hold exactly this prefix? Not a lookup: in an LPM trie that
+// finds the longest prefix containing the key, so 198.18.7.0/24 would be
+// "there" beside 198.18.0.0/16 alone. An update that may only replace
+// (BPF_EXIST) fails with ENOENT unless the very prefix is there, and else
+// writes the value it has (1) again. (Kernels before 6.13 refuse any update,
+// ENOSPC, of a trie at max_entries: both sets full.)
+Result<bool> holds_exactly(int fd, const LpmKey &k, Family f)
+{
+	uint8_t one = 1;
+	int err = bpf_map_update_elem(fd, &k, &one, BPF_EXIST);
+	if (err == 0)
+		return true;
+	if (err == -ENOENT)
+		return false;
+	return fail_bpf(err, "looking up " + std::string(f == Family::v4 ? "an IPv4" : "an IPv6") + " list entry");
+}
+
 // Every key of policy set `set` in the trie fd (both sets share it).
 std::vector<LpmKey> keys_of_set(int fd, uint32_t set)
 {
@@ -365,10 +382,11 @@ Status PrefixLists::insert(ListKind list, uint32_t set, std::span<const Cidr> ci
 	std::vector<LpmKey> fresh[2];
 	for (const auto &c : cidrs) {
 		LpmKey k = key_of(c, set);
-		uint8_t v;
-		int fam = c.addr.family == Family::v4 ? 0 : 1;
-		if (bpf_map_lookup_elem(fd_for(list, c.addr.family), &k, &v) != 0)
-			fresh[fam].push_back(k);
+		auto there = holds_exactly(fd_for(list, c.addr.family), k, c.addr.family);
+		if (!there)
+			return std::unexpected(there.error());
+		if (!*there)
+			fresh[c.addr.family == Family::v4 ? 0 : 1].push_back(k);
 	}
 	for (auto &keys : fresh) { // the same prefix twice in one request is one insert
 		auto less = [](const LpmKey &x, const LpmKey &y) { return std::memcmp(&x, &y, sizeof(x)) < 0; };
@@ -447,16 +465,20 @@ Status PrefixLists::remove(ListKind list, std::span<const Cidr> cidrs) const
 	if (!set)
 		return std::unexpected(set.error());
 	for (const auto &c : cidrs) {
-		LpmKey k = key_of(c, *set);
-		uint8_t v;
-		if (bpf_map_lookup_elem(fd_for(list, c.addr.family), &k, &v) != 0)
+		auto there = holds_exactly(fd_for(list, c.addr.family), key_of(c, *set), c.addr.family);
+		if (!there)
+			return std::unexpected(there.error());
+		if (!*there)
 			return invalid(c.str() + " is not in the " + std::string(to_string(list)) + " list; nothing was removed");
 	}
 	if (auto ok = count(); !ok)
 		return ok;
 	for (const auto &c : cidrs) {
 		LpmKey k = key_of(c, *set);
-		if (int err = bpf_map_delete_elem(fd_for(list, c.addr.family), &k); err)
+		int err = bpf_map_delete_elem(fd_for(list, c.addr.family), &k);
+		if (err == -ENOENT)
+			continue; // named twice in this request: gone with the first
+		if (err)
 			return fail_bpf(err, "removing " + c.str() + " from the " + to_string(list) + " list");
 		held(list, c.addr.family, *set)--;
 	}
