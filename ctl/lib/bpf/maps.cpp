@@ -306,6 +306,13 @@ Result<std::array<size_t, SLUICE_POLICY_SETS>> count_by_set(int fd)
 	return out;
 }
 
+Status policy_set_exists(uint32_t set)
+{
+	if (set >= SLUICE_POLICY_SETS)
+		return invalid("policy set " + std::to_string(set) + " does not exist (0 or 1)");
+	return {};
+}
+
 constexpr uint32_t kListBits = SLUICE_LIST_ALLOW_V4 | SLUICE_LIST_ALLOW_V6 | SLUICE_LIST_DENY_V4 | SLUICE_LIST_DENY_V6;
 
 } // namespace
@@ -342,8 +349,8 @@ size_t &PrefixLists::held(ListKind list, Family f, uint32_t set) const
 
 Result<uint32_t> PrefixLists::list_flags(uint32_t set) const
 {
-	if (set >= SLUICE_POLICY_SETS)
-		return invalid("policy set " + std::to_string(set) + " does not exist (0 or 1)");
+	if (auto ok = policy_set_exists(set); !ok)
+		return std::unexpected(ok.error());
 	if (auto ok = count(); !ok)
 		return std::unexpected(ok.error());
 	uint32_t flags = 0;
@@ -375,8 +382,8 @@ Status PrefixLists::sync_flags() const
 
 Status PrefixLists::insert(ListKind list, uint32_t set, std::span<const Cidr> cidrs) const
 {
-	if (set >= SLUICE_POLICY_SETS)
-		return invalid("policy set " + std::to_string(set) + " does not exist (0 or 1)");
+	if (auto ok = policy_set_exists(set); !ok)
+		return std::unexpected(ok.error());
 	// Only the prefixes not yet present are inserted (and would be rolled
 	// back), so a failed add never removes one that was there before.
 	std::vector<LpmKey> fresh[2];
@@ -510,8 +517,8 @@ Result<std::vector<Cidr>> PrefixLists::entries(ListKind list) const
 
 Status PrefixLists::clear(uint32_t set) const
 {
-	if (set >= SLUICE_POLICY_SETS)
-		return invalid("policy set " + std::to_string(set) + " does not exist (0 or 1)");
+	if (auto ok = policy_set_exists(set); !ok)
+		return std::unexpected(ok.error());
 	if (auto ok = count(); !ok)
 		return ok;
 	for (ListKind list : {ListKind::allow, ListKind::deny})
