@@ -153,7 +153,13 @@ struct sluice_l4 {
 	__u32 port; /* destination port, or IP protocol for SLUICE_L4_IP */
 };
 
-/* The transport header at l4 of protocol proto. */
+/*
+ * The transport header at l4 of protocol proto: the one home of "which
+ * (kind, port) is this L4 header" (the SYN test, the kinds, the port read).
+ * sluice_parse_l4 calls it past whatever it walked, and the XDP program's
+ * inline port path (sluice.bpf.c, port_class) straight past a plain IP
+ * header, so the two cannot disagree on a frame.
+ */
 static inline int sluice_parse_transport(const __u8 *l4, const __u8 *end, __u32 proto, struct sluice_l4 *out)
 {
 	if (proto == SLUICE_IPPROTO_TCP) {
@@ -176,6 +182,13 @@ static inline int sluice_parse_transport(const __u8 *l4, const __u8 *end, __u32 
 	return 0;
 }
 
+/* IPv4 header l3 (its first 20 bytes whole) is a non-first fragment: the
+ * fragment offset (13 bits of bytes 6-7) is not 0, and no L4 header follows. */
+static inline int sluice_ipv4_later_fragment(const __u8 *l3)
+{
+	return (sluice_be16_at(l3 + 6) & 0x1fff) != 0;
+}
+
 static inline int sluice_ipv6_ext(__u32 next)
 {
 	return next == 0 || next == 43 || next == 44 || next == 60 || next == 51 || next == 135 || next == 139 ||
@@ -191,8 +204,7 @@ static inline int sluice_parse_l4(const __u8 *l3, const void *data_end, int is_v
 			return SLUICE_PARSE_MALFORMED; /* cannot happen after sluice_parse_at */
 		__u32 proto = l3[9];
 
-		/* The fragment offset (13 bits of bytes 6-7): not the first fragment. */
-		if (sluice_be16_at(l3 + 6) & 0x1fff) {
+		if (sluice_ipv4_later_fragment(l3)) {
 			out->kind = SLUICE_L4_IP;
 			out->port = proto;
 			return 0;

@@ -8,11 +8,13 @@
  *   policy_flags   read once: the policy set in force (lists, classes) and
  *                  what it holds
  *   deny list      only when the config says the family's list has entries
- *   class          only under a policy (a SLUICE_CLASS_* flag; all of it in
- *                  sluice_judge_policy): the class prefix entry of the source
- *                  matched on (kind, port) from parse.h's sluice_parse_l4,
- *                  else the port table, else the default class (class_match.h);
- *                  deny -> drop_class, exempt -> exempt, in every state
+ *   class          only under a policy (a SLUICE_CLASS_* flag; in
+ *                  sluice_judge_policy, but port rules alone read a plain
+ *                  header's class inline, port_class): the class prefix entry
+ *                  of the source matched on (kind, port) from parse.h's
+ *                  sluice_parse_l4, else the port table, else the default
+ *                  class (class_match.h); deny -> drop_class, exempt ->
+ *                  exempt, in every state
  *   source_key.h   mask to the prefix, keyed SipHash: two slot indices, and
  *                  the standing set and fingerprint (standing.h). A class
  *                  other than the default: its prefixes, the key with its id
@@ -729,14 +731,17 @@ static __always_inline int denied(__u32 flags, const struct sluice_source *src, 
  * into sluice_xdp, the class path's registers and stack cost the path
  * without a policy several ns a frame (measured), though it never runs
  * there. So it finds the frame again from ctx (parse.h once more, no
- * helper) and config (an inlined array lookup); the flags are the caller's.
+ * helper) and config (an inlined array lookup); the flags are the caller's,
+ * and so is port_id: the class judge()'s port_class already read from the
+ * port table (a plain header under port rules only), or SLUICE_CLASS_NO_MATCH
+ * to find it here from L4 (sluice_parse_l4, sluice_classify).
  * Observed standing's count of a frame it passed is left to the caller
  * (SLUICE_OBSERVE_DEFERRED): called from here, sluice_observe and its grant
  * would stack four frames past the verifier's 512 bytes.
  */
 #define SLUICE_OBSERVE_DEFERRED 0x100 /* sluice_judge_policy's: observed standing counts this frame */
 
-__noinline __u32 sluice_judge_policy(struct xdp_md *ctx, __u32 flags)
+__noinline __u32 sluice_judge_policy(struct xdp_md *ctx, __u32 flags, __u32 port_id)
 {
 	const void *data = (const void *)(long)ctx->data;
 	const void *data_end = (const void *)(long)ctx->data_end;
@@ -763,8 +768,10 @@ __noinline __u32 sluice_judge_policy(struct xdp_md *ctx, __u32 flags)
 		outcome = sampled_drop(&src, is_v6, SLUICE_DROP_DENY);
 		goto counted;
 	}
-	/* The class, L4 parsed only for rules that need it. */
-	if (flags & (SLUICE_CLASS_PORTS | (is_v6 ? SLUICE_CLASS_PREFIX_V6 : SLUICE_CLASS_PREFIX_V4))) {
+	/* The class: found already, or L4 parsed only for rules that need it. */
+	if (port_id != SLUICE_CLASS_NO_MATCH) {
+		id = port_id & (SLUICE_CLASSES_MAX - 1);
+	} else if (flags & (SLUICE_CLASS_PORTS | (is_v6 ? SLUICE_CLASS_PREFIX_V6 : SLUICE_CLASS_PREFIX_V4))) {
 		struct sluice_l4 l4;
 
 		if (sluice_parse_l4(l3, data_end, is_v6, &l4)) {
@@ -799,50 +806,45 @@ counted:
 }
 
 /*
- * Port rules only (issue 12: at most +3 ns), the common frame: is it in the
- * default class? Only an Ethernet frame without VLAN tags carrying IPv4
- * without options and not a fragment, or IPv6 without extension headers,
- * and TCP or UDP whole: its port_classes entry read here (an array: the
- * lookup is inlined). Anything else, or a rule's class, returns 0 and
- * sluice_judge_policy decides it as always (sluice_parse_l4, sluice_classify).
- * Read again from ctx, not from sluice_parse_at's l3: a register kept live
- * for it would cost the path without a policy.
+ * Port rules only (issue 12: at most +3 ns), the common frame's class, read
+ * here: only an Ethernet frame without VLAN tags carrying IPv4 without
+ * options and not a fragment, or IPv6 without extension headers, and TCP or
+ * UDP whole (parse.h's sluice_parse_transport, the (kind, port) that
+ * sluice_parse_l4 finds for it too); its port_classes entry (an array: the
+ * lookup is inlined). Anything else is SLUICE_CLASS_NO_MATCH, and
+ * sluice_judge_policy finds its class the whole way (sluice_parse_l4,
+ * sluice_classify). Read again from ctx, not from sluice_parse_at's l3: a
+ * register kept live for it would cost the path without a policy.
  */
-static __always_inline int port_default_class(struct xdp_md *ctx, __u32 flags, int is_v6)
+static __always_inline __u32 port_class(struct xdp_md *ctx, __u32 flags, int is_v6)
 {
 	const __u8 *data = (const __u8 *)(long)ctx->data;
 	const __u8 *end = (const __u8 *)(long)ctx->data_end;
 	const __u8 *ip = data + 14, *l4;
-	__u32 proto, kind;
+	struct sluice_l4 t;
+	__u32 proto;
 
 	if (!is_v6) {
 		l4 = ip + 20;
 		/* 0x45: version 4, IHL 5 (no options); the ethertype as loaded
 		 * little-endian (08 00) */
-		if (l4 + 8 > end || SLUICE_LOAD(__u16, data + 12) != 0x0008 || ip[0] != 0x45 ||
-		    (sluice_be16_at(ip + 6) & 0x1fff))
-			return 0;
+		if (l4 > end || SLUICE_LOAD(__u16, data + 12) != 0x0008 || ip[0] != 0x45 ||
+		    sluice_ipv4_later_fragment(ip))
+			return SLUICE_CLASS_NO_MATCH;
 		proto = ip[9];
 	} else {
 		l4 = ip + 40;
-		if (l4 + 8 > end || SLUICE_LOAD(__u16, data + 12) != 0xdd86)
-			return 0;
+		if (l4 > end || SLUICE_LOAD(__u16, data + 12) != 0xdd86)
+			return SLUICE_CLASS_NO_MATCH;
 		proto = ip[6];
 	}
-	if (proto == SLUICE_IPPROTO_UDP) {
-		kind = SLUICE_L4_UDP;
-	} else if (proto == SLUICE_IPPROTO_TCP) {
-		if (l4 + 20 > end)
-			return 0;
-		kind = (l4[13] & 0x12) == 0x02 ? SLUICE_L4_TCP_SYN : SLUICE_L4_TCP;
-	} else {
-		return 0;
-	}
-	__u32 port = sluice_be16_at(l4 + 2);
-	__u32 idx = sluice_port_block_index(SLUICE_POLICY_SET_OF(flags), kind, port);
+	/* SLUICE_L4_IP here is ICMP and the like, or (IPv6) an extension header */
+	if (sluice_parse_transport(l4, end, proto, &t) || t.kind == SLUICE_L4_IP)
+		return SLUICE_CLASS_NO_MATCH;
+	__u32 idx = sluice_port_block_index(SLUICE_POLICY_SET_OF(flags), t.kind, t.port);
 	const struct sluice_port_block *b = bpf_map_lookup_elem(&port_classes, &idx);
 
-	return b && (sluice_port_block_class(b, port) & (SLUICE_CLASSES_MAX - 1)) == SLUICE_CLASS_DEFAULT;
+	return b ? sluice_port_block_class(b, t.port) & (SLUICE_CLASSES_MAX - 1) : SLUICE_CLASS_NO_MATCH;
 }
 
 /* judge()'s: count this frame under class 0 too (sluice_xdp does). */
@@ -856,18 +858,26 @@ static __always_inline __u32 judge(struct xdp_md *ctx, const struct sluice_confi
 {
 	__u32 counted = 0;
 
-	if ((flags & SLUICE_CLASS_ANY) &&
-	    (flags & (SLUICE_CLASS_DEFAULT_BYTES | (is_v6 ? SLUICE_CLASS_PREFIX_V6 : SLUICE_CLASS_PREFIX_V4)) ||
-	     !port_default_class(ctx, flags, is_v6))) {
-		__u32 r = sluice_judge_policy(ctx, flags);
+	if (flags & SLUICE_CLASS_ANY) {
+		/* Neither port rules nor this family's prefix rules: the
+		 * default class, as sluice_judge_policy would find it. */
+		__u32 id = SLUICE_CLASS_DEFAULT;
 
-		/* (A second SipHash, the plain one, only with observed standing on.) */
-		if (settings.observe_periods && (r & SLUICE_OBSERVE_DEFERRED))
-			sluice_observe(sluice_plain_hash(src->w[0], src->w[1], is_v6), SLUICE_CLOCK() + SLUICE_TIME_BIAS);
-		return r & (SLUICE_OBSERVE_DEFERRED - 1);
-	}
-	if (flags & SLUICE_CLASS_ANY)
+		if (flags & (SLUICE_CLASS_DEFAULT_BYTES | (is_v6 ? SLUICE_CLASS_PREFIX_V6 : SLUICE_CLASS_PREFIX_V4)))
+			id = SLUICE_CLASS_NO_MATCH;
+		else if (flags & SLUICE_CLASS_PORTS)
+			id = port_class(ctx, flags, is_v6);
+		if (id != SLUICE_CLASS_DEFAULT) {
+			__u32 r = sluice_judge_policy(ctx, flags, id);
+
+			/* (A second SipHash, the plain one, only with observed standing on.) */
+			if (settings.observe_periods && (r & SLUICE_OBSERVE_DEFERRED))
+				sluice_observe(sluice_plain_hash(src->w[0], src->w[1], is_v6),
+					       SLUICE_CLOCK() + SLUICE_TIME_BIAS);
+			return r & (SLUICE_OBSERVE_DEFERRED - 1);
+		}
 		counted = SLUICE_COUNT_DEFAULT_CLASS;
+	}
 	if (denied(flags, src, is_v6))
 		return sampled_drop(src, is_v6, SLUICE_DROP_DENY) | counted;
 	return judge_buckets(cfg, flags, src, is_v6, 0, NULL, SLUICE_CLASS_DEFAULT, NULL) | counted;
