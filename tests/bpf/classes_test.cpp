@@ -523,6 +523,25 @@ TEST(Classes, AClassIdWithoutARecordIsTheDefaultClass)
 	EXPECT_EQ(t.class_counters(0).packets(SLUICE_PASSED), 10u);
 }
 
+// A port table entry is read only under SLUICE_CLASS_PORTS, by the inline
+// path (an IPv6 frame here: no IPv6 prefix rules) and by sluice_judge_policy
+// (IPv4: the prefix flag sends it the whole way) alike.
+TEST(Classes, WithoutThePortsFlagThePortTableIsNotRead)
+{
+	SLUICE_REQUIRE_ROOT();
+	SLUICE_LOAD_OR_FAIL(s, serving());
+	ClassTables t(s);
+	t.set_class(0, 1, make_class({.burst = 2, .name = "dns"}));
+	t.set_port(0, SLUICE_L4_UDP, 53, 1);
+	t.set_flags(SLUICE_CLASS_PREFIX_V4);
+	Counters c = run_n(s, udp6({}, {.src = ip6("2001:2:0:5::1")}, {.dport = 53}), 6);
+	EXPECT_EQ(c.packets(SLUICE_PASSED), 6u) << c.str();
+	c = run_n(s, udp4({}, {.src = ip4("198.18.5.1")}, {.dport = 53}), 6);
+	EXPECT_EQ(c.packets(SLUICE_PASSED), 6u) << c.str();
+	EXPECT_EQ(t.class_counters(0).packets(SLUICE_PASSED), 12u);
+	EXPECT_EQ(t.class_counters(1).packets(SLUICE_PASSED), 0u);
+}
+
 } // namespace
 
 // Port rules are decided inline for the common frame (no VLAN tag, IPv4
