@@ -25,13 +25,12 @@ Status do_reload(Context &ctx, const Invocation &inv)
 {
 	if (auto ok = inv.at_most(1); !ok)
 		return ok;
+	auto iface = inv.optional_iface(0);
+	if (!iface)
+		return std::unexpected(iface.error());
 	json request = request_for(sluice::Command::reload);
-	if (!inv.args.empty()) {
-		auto iface = inv.iface(0);
-		if (!iface)
-			return std::unexpected(iface.error());
-		request["iface"] = *iface;
-	}
+	if (*iface)
+		request["iface"] = **iface;
 	return show_replies(ctx, inv, request, print_applied);
 }
 

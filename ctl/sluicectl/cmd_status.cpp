@@ -159,13 +159,10 @@ Status do_status(Context &ctx, const Invocation &inv)
 {
 	if (auto ok = inv.at_most(1); !ok)
 		return ok;
-	std::optional<std::string> iface;
-	if (!inv.args.empty()) {
-		auto name = inv.iface(0);
-		if (!name)
-			return std::unexpected(name.error());
-		iface = *name;
-	}
+	auto name = inv.optional_iface(0);
+	if (!name)
+		return std::unexpected(name.error());
+	const std::optional<std::string> &iface = *name;
 
 	Client client(ctx.socket);
 	if (auto connected = client.connect(); !connected) {

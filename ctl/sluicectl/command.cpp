@@ -30,6 +30,16 @@ Result<std::string> Invocation::iface(size_t i) const
 	return name;
 }
 
+Result<std::optional<std::string>> Invocation::optional_iface(size_t i) const
+{
+	if (args.size() <= i)
+		return std::nullopt;
+	auto name = iface(i);
+	if (!name)
+		return std::unexpected(name.error());
+	return *name;
+}
+
 Status Invocation::at_most(size_t n) const
 {
 	if (args.size() > n)

@@ -52,6 +52,9 @@ struct Invocation {
 	Result<std::string> arg(size_t i, const char *name) const;
 	// Positional argument i as an interface name.
 	Result<std::string> iface(size_t i) const;
+	// The optional [IFACE] of status, stats and reload: argument i checked
+	// as iface(i) when given, nullopt when not.
+	Result<std::optional<std::string>> optional_iface(size_t i) const;
 	// Refuses positional arguments beyond the first n.
 	Status at_most(size_t n) const;
 	std::optional<std::string> option(const char *name) const;
