@@ -50,6 +50,13 @@ std::string pps_text(const json &rates, const char *outcome)
 	return rate.is_number() ? text_of(rate) : "-";
 }
 
+// The daemon counts standing entries at most every few seconds: say how
+// old the count is when it is not from this reply.
+std::string counted_ago(double seconds)
+{
+	return seconds >= 1 ? " (counted " + fixed(seconds, 0) + " s ago)" : "";
+}
+
 } // namespace
 
 void print_counters(std::ostream &out, const json &entry, size_t indent)
@@ -97,7 +104,7 @@ void standing_rows(Table &block, const json &s)
 	block.row({"standing", text_of(s.at("entries")) + " of " + text_of(s.at("capacity")) + " entries (" +
 				       fixed(s.at("occupancy_pct").get<double>(), 2) + "%), " +
 				       text_of(s.at("full_sets")) + " full sets, lapse " + text_of(s.at("lapse_s")) +
-				       " s"})
+				       " s" + counted_ago(s.value("counted_s_ago", 0.0))})
 		.row({"valve", valve_text})
 		.row({"standing bucket", text_of(s.at("rate_pps")) + " pps, burst " + text_of(s.at("burst")) +
 						 " (beside the rate: a standing source gets both)"})

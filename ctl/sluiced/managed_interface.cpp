@@ -349,11 +349,32 @@ Status ManagedInterface::transition(BreakerState to, bool manual, const std::str
 	return {};
 }
 
+// Counting live entries reads every set (one lookup each: up to 2^22 at
+// --standing-sets' maximum; 10 ms at 65,536 slots here), which a storm of
+// status requests must not repeat, so it is counted again at most every
+// kOccupancyEveryS, not for every reply.
+std::optional<CountedOccupancy> ManagedInterface::counted_occupancy() const
+{
+	double now = monotonic_seconds();
+	if (!occupancy_ || now - occupancy_at_s_ >= kOccupancyEveryS) {
+		if (auto o = dp_->standing().occupancy()) {
+			occupancy_ = *o;
+			occupancy_at_s_ = now;
+		} else {
+			log_error(name_ + ": counting standing entries: " + o.error().describe());
+		}
+	}
+	if (!occupancy_)
+		return std::nullopt;
+	return CountedOccupancy{*occupancy_, now - occupancy_at_s_};
+}
+
 ManagedStatus ManagedInterface::status() const
 {
 	ManagedStatus st;
 	st.iface = name_;
-	if (auto s = interface_status(*dp_, name_))
+	auto counted = counted_occupancy();
+	if (auto s = interface_status(*dp_, name_, counted ? &*counted : nullptr))
 		st.maps = std::move(*s);
 	else
 		st.error = s.error().describe();
@@ -397,20 +418,8 @@ InterfaceMetrics ManagedInterface::metrics() const
 	}
 	m.audit_violations = auditor_->report().violations;
 	m.table_slots = dp_->slots().size();
-	// Counting live entries reads every set (one lookup each: up to 2^22
-	// at --standing-sets' maximum), so it is counted again at most every
-	// kOccupancyEveryS, not every period.
-	double now = monotonic_seconds();
-	if (!occupancy_ || now - occupancy_at_s_ >= kOccupancyEveryS) {
-		if (auto o = dp_->standing().occupancy()) {
-			occupancy_ = *o;
-			occupancy_at_s_ = now;
-		} else {
-			log_error(name_ + ": counting standing entries: " + o.error().describe());
-		}
-	}
-	if (occupancy_)
-		m.standing_entries = occupancy_->live;
+	if (auto counted = counted_occupancy())
+		m.standing_entries = counted->occupancy.live;
 	m.standing_capacity = uint64_t(dp_->standing().sets()) * SLUICE_STANDING_WAYS;
 	m.valve_closes = valve_closes_;
 	if (in_force_) {

@@ -119,9 +119,10 @@ private:
 	std::optional<Valve> valve_;
 	uint64_t valve_closes_ = 0; // closes this daemon made (for /metrics)
 	uint32_t cpus_ = 1;         // possible CPUs: the newcomer budget is divided over them
-	// The standing table's occupancy for /metrics, counted at most every
-	// kOccupancyEveryS (metrics()).
+	// The standing table's occupancy for /metrics and status, counted at
+	// most every kOccupancyEveryS (counted_occupancy()).
 	static constexpr double kOccupancyEveryS = 10;
+	std::optional<CountedOccupancy> counted_occupancy() const;
 	mutable std::optional<StandingOccupancy> occupancy_;
 	mutable double occupancy_at_s_ = 0;
 	std::optional<Auditor> auditor_;

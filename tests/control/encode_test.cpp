@@ -20,6 +20,7 @@ StandingStatus table()
 	s.newcomer_pps = 100000;
 	s.newcomer_burst = 10000;
 	s.observe_periods = 0;
+	s.occupancy_age_s = 4.23;
 	return s;
 }
 
@@ -30,6 +31,7 @@ TEST(Encode, StandingStatus)
 			   {"capacity", 524288},
 			   {"full_sets", 2},
 			   {"occupancy_pct", 0.25},
+			   {"counted_s_ago", 4.2},
 			   {"lapse_s", 3600},
 			   {"feeders", true},
 			   {"valve", {{"closed", true}, {"since", "2025-12-01T05:55:33Z"}}},

@@ -198,6 +198,28 @@ class ControlPlane(unittest.TestCase):
             finally:
                 d.kill(signal.SIGTERM)
 
+    def test_status_gives_the_standing_count_it_made_last_and_its_age(self):
+        """Counting the standing table reads every set, so status gives the
+        count the daemon made last (at most 10 s old) and says how old it
+        is; `standing` counts afresh."""
+        with Testbed("count") as tb, Daemon(tb, "--period", "0.2"):
+            first = ctl_json(tb, "status")["interfaces"][0]["standing"]
+            time.sleep(1.5)
+            t0 = time.monotonic()
+            second = ctl_json(tb, "status")["interfaces"][0]["standing"]
+            human = ctl(tb, "status", check=True).stdout
+            elapsed = 1.5 + (time.monotonic() - t0)
+            if second["counted_s_ago"] < first["counted_s_ago"]:  # counted again between the two: 10 s passed
+                self.assertGreaterEqual(first["counted_s_ago"] + elapsed, 10 - 0.2, (first, second))
+            else:
+                self.assertAlmostEqual(second["counted_s_ago"] - first["counted_s_ago"], 1.5, delta=0.5)
+                self.assertRegex(human, r"full sets, lapse \d+ s \(counted \d+ s ago\)")
+            self.assertLessEqual(second["counted_s_ago"], 10.2)
+            self.assertEqual(second["capacity"], first["capacity"])
+            fresh = ctl_json(tb, "standing", tb.host_if)["standing"]
+            self.assertEqual(fresh["counted_s_ago"], 0)
+            self.assertEqual(fresh["capacity"], second["capacity"])
+
     def test_second_daemon_on_the_interface_is_refused(self):
         with Testbed("two") as tb, Daemon(tb, "--period", "0.2"):
             second = Daemon(tb, socket=os.path.join(tb.rundir, "second.sock"))

@@ -19,14 +19,19 @@ std::string iso_time(uint64_t ns)
 	return buf;
 }
 
-Result<StandingStatus> standing_status(const Dataplane &dp, const sluice_config &cfg)
+Result<StandingStatus> standing_status(const Dataplane &dp, const sluice_config &cfg, const CountedOccupancy *counted)
 {
-	auto occupancy = dp.standing().occupancy();
-	if (!occupancy)
-		return std::unexpected(occupancy.error());
-	const auto &s = dp.settings();
 	StandingStatus st;
-	st.occupancy = *occupancy;
+	if (counted) {
+		st.occupancy = counted->occupancy;
+		st.occupancy_age_s = counted->age_s;
+	} else {
+		auto occupancy = dp.standing().occupancy();
+		if (!occupancy)
+			return std::unexpected(occupancy.error());
+		st.occupancy = *occupancy;
+	}
+	const auto &s = dp.settings();
 	st.lapse_s = (uint64_t(s.standing_lapse_ticks) << SLUICE_STANDING_TICK_SHIFT) / SLUICE_NSEC_PER_SEC;
 	st.feeders = dp.feeders_attached();
 	st.valve_closed = cfg.valve_closed != 0;
@@ -39,7 +44,7 @@ Result<StandingStatus> standing_status(const Dataplane &dp, const sluice_config 
 	return st;
 }
 
-Result<InterfaceStatus> interface_status(const Dataplane &dp, const std::string &iface)
+Result<InterfaceStatus> interface_status(const Dataplane &dp, const std::string &iface, const CountedOccupancy *counted)
 {
 	auto cfg = dp.config().read();
 	if (!cfg)
@@ -62,7 +67,7 @@ Result<InterfaceStatus> interface_status(const Dataplane &dp, const std::string 
 	st.breaker = breaker_state_from(cfg->breaker_state);
 	st.breaker_since_ns = cfg->breaker_since_ns;
 	st.breaker_manual = cfg->breaker_manual != 0;
-	auto standing = standing_status(dp, *cfg);
+	auto standing = standing_status(dp, *cfg, counted);
 	if (!standing)
 		return std::unexpected(standing.error());
 	st.standing = *standing;

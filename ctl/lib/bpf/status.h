@@ -20,6 +20,7 @@ namespace sluice {
 // "Standing"): its occupancy now, the valve, the budgets in force.
 struct StandingStatus {
 	StandingOccupancy occupancy{};
+	double occupancy_age_s = 0;       // how long ago it was counted; 0: for this status
 	uint64_t lapse_s = 0;             // the lapse, to a tick (2^30 ns)
 	bool feeders = false;             // the feeders are attached (not --no-standing, not failed)
 	bool valve_closed = false;
@@ -59,10 +60,21 @@ struct InterfaceStatus {
 	bool attached() const { return ifindex != 0; }
 };
 
-Result<InterfaceStatus> interface_status(const Dataplane &dp, const std::string &iface);
-// The standing part alone, under the config `cfg` read from dp (it reads
-// every set of the table: one lookup each).
-Result<StandingStatus> standing_status(const Dataplane &dp, const sluice_config &cfg);
+// An occupancy of the standing table counted earlier, and how long ago:
+// counting reads every set (one lookup each, up to 2^22), so a daemon
+// answering status many times a second gives the one it counted last.
+struct CountedOccupancy {
+	StandingOccupancy occupancy{};
+	double age_s = 0;
+};
+
+// With `counted`, the standing occupancy is that one; without, it is
+// counted now.
+Result<InterfaceStatus> interface_status(const Dataplane &dp, const std::string &iface,
+					 const CountedOccupancy *counted = nullptr);
+// The standing part alone, under the config `cfg` read from dp.
+Result<StandingStatus> standing_status(const Dataplane &dp, const sluice_config &cfg,
+				       const CountedOccupancy *counted = nullptr);
 
 // The interfaces with pins under pin_root (one directory each).
 std::vector<std::string> pinned_interfaces(const std::string &pin_root);

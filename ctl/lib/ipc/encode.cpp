@@ -49,6 +49,7 @@ json encode(const StandingStatus &s)
 		{"capacity", s.occupancy.capacity},
 		{"full_sets", s.occupancy.full_sets},
 		{"occupancy_pct", std::round(s.occupancy_pct() * 100) / 100},
+		{"counted_s_ago", std::round(s.occupancy_age_s * 10) / 10},
 		{"lapse_s", s.lapse_s},
 		{"feeders", s.feeders},
 		{"valve", {{"closed", s.valve_closed}, {"since", iso_time(s.valve_since_ns)}}},
