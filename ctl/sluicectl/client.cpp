@@ -2,13 +2,16 @@
 
 #include "base/limits.h"
 
+#include <algorithm>
 #include <cerrno>
+#include <chrono>
 #include <cstring>
 #include <grp.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/time.h>
 #include <sys/un.h>
+#include <thread>
 
 namespace sluicectl {
 
@@ -19,6 +22,8 @@ namespace {
 
 // Long enough for `audit` (a full sweep of the table) on the largest table.
 constexpr int kReplyTimeoutSeconds = 60;
+// How long a request is offered again while the daemon answers busy.
+constexpr std::chrono::seconds kBusyRetryFor{5};
 // A sanity bound: the longest real reply is a full allow or deny list.
 constexpr size_t kMaxReplyBytes = 64u << 20;
 
@@ -111,6 +116,28 @@ ssize_t send_with_fd(int sock, const std::string &line, int fd)
 
 sluice::Result<json> Client::call(const json &request, int pass_fd)
 {
+	// A busy reply comes before the daemon reads anything (all its client
+	// places are taken, by a storm of connections, say): nothing was done,
+	// so asking again is safe whatever the command. Backing off from 10 ms.
+	auto give_up = std::chrono::steady_clock::now() + kBusyRetryFor;
+	auto pause = std::chrono::milliseconds(10);
+	for (int tries = 1;; tries++) {
+		auto reply = call_once(request, pass_fd);
+		if (reply || !busy_ || std::chrono::steady_clock::now() + pause > give_up) {
+			if (!reply && busy_ && tries > 1)
+				return sluice::fail(reply.error().kind, reply.error().message + " (still busy after " +
+									   std::to_string(tries) + " tries in " +
+									   std::to_string(kBusyRetryFor.count()) + " s)");
+			return reply;
+		}
+		std::this_thread::sleep_for(pause);
+		pause = std::min(pause * 2, std::chrono::milliseconds(200));
+	}
+}
+
+sluice::Result<json> Client::call_once(const json &request, int pass_fd)
+{
+	busy_ = false;
 	// Replace rather than throw on bytes that are not UTF-8 (in an interface
 	// name, say): the daemon then refuses the name with a message.
 	std::string line = request.dump(-1, ' ', false, json::error_handler_t::replace);
@@ -157,6 +184,9 @@ sluice::Result<json> Client::call(const json &request, int pass_fd)
 		reply.erase("ok");
 		return reply;
 	}
+	busy_ = sluice::is_busy_reply(reply);
+	if (busy_)
+		fd_.reset(); // it closed after saying so: the next try connects anew
 	auto text = [&](const char *key) {
 		auto it = reply.find(key);
 		return it != reply.end() && it->is_string() ? it->get<std::string>() : std::string();

@@ -24,16 +24,20 @@ public:
 	// Send one request; the body of an ok reply (without "ok"), or the
 	// daemon's error with the kind it gave (which picks the exit code).
 	// With pass_fd >= 0 the descriptor travels with the request (SCM_RIGHTS).
+	// A busy reply (the daemon's client places are all taken) is asked
+	// again for a few seconds before it is returned.
 	sluice::Result<sluice::json> call(const sluice::json &request, int pass_fd = -1);
 
 	const std::string &path() const { return path_; }
 
 private:
+	sluice::Result<sluice::json> call_once(const sluice::json &request, int pass_fd);
 	sluice::Result<std::string> read_line();
 
 	std::string path_;
 	sluice::UniqueFd fd_;
 	int connect_errno_ = 0;
+	bool busy_ = false; // the last call_once got a busy reply
 	std::string pending_; // bytes read past the last reply line
 };
 

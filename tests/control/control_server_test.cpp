@@ -39,7 +39,8 @@ json echo(const Request &r)
 // A ControlServer served by a poll loop in a thread until destroyed.
 class Loop {
 public:
-	explicit Loop(ControlServer server) : server_(std::move(server))
+	explicit Loop(ControlServer server, ControlServer::Handler handler = echo)
+		: server_(std::move(server)), handler_(std::move(handler))
 	{
 		thread_ = std::thread([this] { run(); });
 	}
@@ -62,7 +63,7 @@ private:
 			server_.poll_fds(fds);
 			::poll(fds.data(), fds.size(), 10);
 			auto t0 = Clock::now();
-			server_.serve(fds, echo);
+			server_.serve(fds, handler_);
 			auto ns = std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now() - t0).count();
 			if (ns > longest_ns_)
 				longest_ns_ = ns;
@@ -72,6 +73,7 @@ private:
 	}
 
 	ControlServer server_;
+	ControlServer::Handler handler_;
 	std::atomic<bool> stop_{false};
 	std::atomic<size_t> clients_{0};
 	std::atomic<int64_t> longest_ns_{0};
@@ -186,13 +188,13 @@ protected:
 	std::string sock() const { return dir_.path() + "/run/sluiced.sock"; }
 
 	// Listen at sock() and serve it from a loop thread.
-	void start(size_t max_clients = 8)
+	void start(size_t max_clients = 8, ControlServer::Handler handler = echo)
 	{
 		auto s = ControlServer::listen(sock(), std::optional<gid_t>{getgid()}, max_clients);
 		ASSERT_TRUE(s.has_value()) << s.error().describe();
 		EXPECT_EQ(s->path(), sock());
 		EXPECT_EQ(s->clients(), 0u);
-		loop_.emplace(std::move(*s));
+		loop_.emplace(std::move(*s), std::move(handler));
 	}
 
 	// A connected client whose round trip has worked (so the server holds it).
@@ -340,6 +342,7 @@ TEST_F(ControlServerTest, ExtraClientOverMaxGetsAnErrorLine)
 	EXPECT_EQ((*r)["ok"], false);
 	EXPECT_EQ((*r)["kind"], "system");
 	EXPECT_NE((*r)["error"].get<std::string>().find("too many control clients"), std::string::npos) << r->dump();
+	EXPECT_EQ((*r)["busy"], true) << "the refusal says nothing was read, so the client may try again";
 	EXPECT_TRUE(extra.closed_by_peer()) << "the extra connection was kept open";
 	EXPECT_EQ(loop_->clients(), 2u);
 	// The two admitted clients are unaffected.
@@ -351,6 +354,46 @@ TEST_F(ControlServerTest, ExtraClientOverMaxGetsAnErrorLine)
 	ASSERT_TRUE(wait_for_clients(1));
 	auto c = served_client();
 	EXPECT_TRUE(wait_for_clients(2));
+}
+
+// Requests that take a millisecond each, so the 10 ms budget of a round
+// answers about ten: 40 clients keep hundreds queued, and a 41st, connected
+// last, asks one at a time. Its turn must come within one pass over the
+// others (each answered about once meanwhile), round after round: the turn
+// carries over when the budget runs out. Counted in answers, not time, so a
+// slow machine changes nothing.
+TEST_F(ControlServerTest, ABudgetSpentOnPipelinersStillComesRoundToEveryClient)
+{
+	constexpr int kPipeliners = 40;
+	std::atomic<uint64_t> answers{0};
+	start(/*max_clients=*/64, [&](const Request &r) {
+		std::this_thread::sleep_for(1ms);
+		answers++;
+		return echo(r);
+	});
+	std::vector<std::unique_ptr<Client>> pipeliners;
+	std::string many;
+	for (int i = 0; i < 400; i++)
+		many += "{\"cmd\": \"stats\"}\n";
+	for (int i = 0; i < kPipeliners; i++) {
+		pipeliners.push_back(served_client());
+		ASSERT_TRUE(pipeliners.back()->send(many));
+	}
+	ASSERT_TRUE(wait_for_clients(kPipeliners));
+	auto late = served_client();
+	uint64_t worst = 0;
+	for (int call = 0; call < 5; call++) {
+		uint64_t before = answers;
+		auto r = late->call(R"({"cmd": "status"})");
+		ASSERT_TRUE(r.has_value()) << "call " << call;
+		EXPECT_EQ((*r)["cmd"], "status");
+		worst = std::max(worst, answers - before);
+	}
+	// The others' answers between a request and its reply: one pass (40)
+	// plus what the round that read it and the round that answered it spent
+	// before reaching it.
+	EXPECT_LE(worst, 2u * kPipeliners + 2) << "answers to others while one request waited";
+	EXPECT_GT(answers.load(), 5u * kPipeliners) << "the pipeliners were answered meanwhile";
 }
 
 TEST_F(ControlServerTest, ExtraClientThatAlreadyLeftDoesNotHurtTheServer)

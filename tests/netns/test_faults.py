@@ -16,7 +16,9 @@ load exits 0 promptly, frees the socket and the lock, leaves enforcement on.
 Each test prints one line "FAULTS <name>: ..." with what it measured (stderr)."""
 
 import json
+import multiprocessing
 import os
+import queue
 import random
 import signal
 import socket
@@ -35,6 +37,113 @@ from sluice_netns import (SLUICECTL, SLUICED, Daemon, Testbed, Traffic, XdpSampl
 
 def report(name, **kv):
     print(f"FAULTS {name}: " + ", ".join(f"{k}={v}" for k, v in kv.items()), file=sys.stderr, flush=True)
+
+
+# The four kinds of client in the control socket storm. Each runs as
+# `count` threads in a process of its own (storm_clients) until `stop`, then
+# puts what it counted on `results`.
+def _storm_connect(path):
+    s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    s.settimeout(2)
+    s.connect(path)
+    return s
+
+
+_rng = random.Random(7)
+STORM_JUNK = [bytes(_rng.getrandbits(8) for _ in range(_rng.randint(1, 3000))) for _ in range(64)]
+STORM_JUNK += [b"{" * 5000 + b"\n", b"\x00\xff\n", b'{"cmd": "status", "from_fd": 1}\n', b"[]\n" * 100,
+               b'{"cmd": "set", "iface": "x", "rate": -1}\n', "\u2603\n".encode() * 50]
+
+
+def _storm_garbage(i, path, stop, bump):
+    """Connects, sends junk (reading what comes back), leaves, comes back."""
+    r = random.Random(i)
+    while not stop.is_set():
+        try:
+            s = _storm_connect(path)
+            s.setblocking(False)
+            for _ in range(r.randint(1, 50)):
+                if stop.is_set():
+                    break
+                try:
+                    s.send(r.choice(STORM_JUNK))
+                    bump("garbage_sent")
+                    s.recv(1 << 16)
+                except (BlockingIOError, InterruptedError):
+                    time.sleep(0.005)
+            s.close()
+        except OSError:
+            bump("connect_errors")
+            time.sleep(0.05)
+
+
+def _storm_endless(i, path, stop, bump):
+    """Streams one line that never ends."""
+    while not stop.is_set():
+        try:
+            s = _storm_connect(path)
+            s.settimeout(0.2)
+            chunk = b"x" * 8192
+            while not stop.is_set():
+                try:
+                    s.send(chunk)
+                    bump("endless_sent")
+                except socket.timeout:
+                    pass
+            s.close()
+        except OSError:
+            bump("disconnects")
+            time.sleep(0.05)
+
+
+def _storm_pipeline(i, path, stop, bump):
+    """Pipelines requests and never reads a reply."""
+    req = b'{"cmd": "status"}\n' * 256
+    while not stop.is_set():
+        try:
+            s = _storm_connect(path)
+            s.settimeout(0.2)
+            while not stop.is_set():
+                try:
+                    s.send(req)
+                    bump("pipelined_sent", 256)
+                except socket.timeout:
+                    pass
+            s.close()
+        except OSError:  # disconnected for owing too much: come back
+            bump("disconnects")
+            time.sleep(0.05)
+
+
+def _storm_silent(i, path, stop, bump):
+    """Connects and says nothing."""
+    try:
+        s = _storm_connect(path)
+        stop.wait()
+        s.close()
+    except OSError:
+        bump("connect_errors")
+
+
+STORM_CLIENTS = {"garbage": _storm_garbage, "endless": _storm_endless, "pipeline": _storm_pipeline,
+                 "silent": _storm_silent}
+
+
+def storm_clients(kind, count, path, stop, results):
+    stats = {"garbage_sent": 0, "endless_sent": 0, "pipelined_sent": 0, "disconnects": 0, "connect_errors": 0}
+    lock = threading.Lock()
+
+    def bump(k, n=1):
+        with lock:
+            stats[k] += n
+
+    threads = [threading.Thread(target=STORM_CLIENTS[kind], args=(i, path, stop, bump), daemon=True)
+               for i in range(count)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=15)
+    results.put(stats)
 
 
 def flood_bg(tb, pps, duration, src=None):
@@ -336,115 +445,49 @@ class Faults(unittest.TestCase):
                     del os.environ["ASAN_OPTIONS"]
                 else:
                     os.environ["ASAN_OPTIONS"] = asan
-            stop = threading.Event()
-            stats = {"garbage_sent": 0, "pipelined_sent": 0, "disconnects": 0, "connect_errors": 0}
-            lock = threading.Lock()
-
-            def bump(k, n=1):
-                with lock:
-                    stats[k] += n
-
-            def connect():
-                s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-                s.settimeout(2)
-                s.connect(tb.socket)
-                return s
-
-            rng = random.Random(7)
-            junk = [bytes(rng.getrandbits(8) for _ in range(rng.randint(1, 3000))) for _ in range(64)]
-            junk += [b"{" * 5000 + b"\n", b"\x00\xff\n", b'{"cmd": "status", "from_fd": 1}\n', b"[]\n" * 100,
-                     b'{"cmd": "set", "iface": "x", "rate": -1}\n', "\u2603\n".encode() * 50]
-
-            def garbage(i):
-                r = random.Random(i)
-                while not stop.is_set():
-                    try:
-                        s = connect()
-                        s.setblocking(False)
-                        for _ in range(r.randint(1, 50)):
-                            if stop.is_set():
-                                break
-                            try:
-                                s.send(r.choice(junk))
-                                bump("garbage_sent")
-                                s.recv(1 << 16)
-                            except (BlockingIOError, InterruptedError):
-                                time.sleep(0.005)
-                        s.close()
-                    except OSError:
-                        bump("connect_errors")
-                        time.sleep(0.05)
-
-            def endless(i):
-                while not stop.is_set():
-                    try:
-                        s = connect()
-                        s.settimeout(0.2)
-                        chunk = b"x" * 8192
-                        while not stop.is_set():
-                            try:
-                                s.send(chunk)
-                            except socket.timeout:
-                                pass
-                        s.close()
-                    except OSError:
-                        bump("disconnects")
-                        time.sleep(0.05)
-
-            def pipeline(i):
-                req = b'{"cmd": "status"}\n' * 256
-                while not stop.is_set():
-                    try:
-                        s = connect()
-                        s.settimeout(0.2)
-                        while not stop.is_set():
-                            try:
-                                s.send(req)
-                                bump("pipelined_sent", 256)
-                            except socket.timeout:
-                                pass
-                        s.close()
-                    except OSError:  # disconnected for owing too much: come back
-                        bump("disconnects")
-                        time.sleep(0.05)
-
-            def silent(i):
-                try:
-                    s = connect()
-                    stop.wait()
-                    s.close()
-                except OSError:
-                    bump("connect_errors")
-
+            stop = multiprocessing.get_context("fork").Event()
+            results = multiprocessing.get_context("fork").Queue()
             pid = daemon_pid(d)
             rss0 = vm_rss_kib(pid)
             swept0 = ctl_json(tb, "status")["interfaces"][0]["audit"]["swept"]
-            threads = [threading.Thread(target=fn, args=(i,), daemon=True)
-                       for fn in (garbage, endless, pipeline, silent) for i in range(50)]
+            # Each kind of client in a process of its own: 150 busy threads
+            # in this one would hold the interpreter's lock for seconds, and
+            # the latencies measured below would be this process's, not the
+            # daemon's.
+            workers = [multiprocessing.get_context("fork").Process(target=storm_clients, args=(kind, 50, tb.socket, stop, results))
+                       for kind in STORM_CLIENTS]
             t0 = time.monotonic()
-            for t in threads:
-                t.start()
-            lat, raw_lat, rss, failures, rss_mid = [], [], [], [], None
+            for w in workers:
+                w.start()
+            lat, raw_lat, rss, failures, busy_replies, rss_mid = [], [], [], [], [], None
 
             def raw_status():
                 # a fresh connection, one request, its reply: the daemon's own
-                # latency, without a process start (sluicectl's is below)
+                # latency, without a process start (sluicectl's is below). A
+                # busy reply (all client places taken) is asked again, as
+                # the protocol allows and sluicectl does.
                 a = time.monotonic()
-                s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-                try:
-                    s.connect(tb.socket)  # blocking: waits while the listen backlog is full, as sluicectl does
-                    s.settimeout(10)
-                    s.sendall(b'{"cmd": "status"}\n')
-                    buf = b""
-                    while not buf.endswith(b"\n"):
-                        chunk = s.recv(65536)
-                        if not chunk:
-                            break
-                        buf += chunk
-                finally:
-                    s.close()
+                while True:
+                    s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+                    try:
+                        s.connect(tb.socket)  # blocking: waits while the listen backlog is full, as sluicectl does
+                        s.settimeout(10)
+                        s.sendall(b'{"cmd": "status"}\n')
+                        buf = b""
+                        while not buf.endswith(b"\n"):
+                            chunk = s.recv(65536)
+                            if not chunk:
+                                break
+                            buf += chunk
+                    finally:
+                        s.close()
+                    reply = json.loads(buf or b"{}")
+                    if not reply.get("busy") or time.monotonic() - a > 5:
+                        break
+                    busy_replies.append(1)
+                    time.sleep(0.01)
                 raw_lat.append(time.monotonic() - a)
-                if not json.loads(buf or b"{}").get("ok"):
+                if not reply.get("ok"):
                     failures.append(f"raw status: {buf[:300]!r}")
 
             try:
@@ -465,8 +508,20 @@ class Faults(unittest.TestCase):
                 st = json.loads(p.stdout)
             finally:
                 stop.set()
-                for t in threads:
-                    t.join(timeout=10)
+                stats, reported = {}, 0
+                for _ in workers:
+                    try:
+                        for k, v in results.get(timeout=20).items():
+                            stats[k] = stats.get(k, 0) + v
+                        reported += 1
+                    except queue.Empty:
+                        pass
+                for w in workers:
+                    w.join(timeout=10)
+                    if w.is_alive():
+                        w.kill()
+                        w.join()
+            self.assertEqual(reported, len(workers), "every storm process reported")
             swept1 = st["interfaces"][0]["audit"]["swept"]
             alive = d.proc.poll() is None
             ticks = (swept1 - swept0) / AUDIT
@@ -481,7 +536,8 @@ class Faults(unittest.TestCase):
                    status_calls=len(lat), status_failures=len(failures), status_latency_max_s=round(max(lat), 3),
                    status_latency_median_s=round(sorted(lat)[len(lat) // 2], 3),
                    socket_latency_max_s=round(max(raw_lat), 3),
-                   socket_latency_median_s=round(sorted(raw_lat)[len(raw_lat) // 2], 3), rss_before_kib=rss0,
+                   socket_latency_median_s=round(sorted(raw_lat)[len(raw_lat) // 2], 3),
+                   socket_busy_replies=len(busy_replies), rss_before_kib=rss0,
                    rss_peak_kib=max(rss), rss_mid_kib=rss_mid, rss_bound_kib=rss0 + bound_kib, sanitized=sanitized, **stats)
             d.kill(signal.SIGTERM)
             self.assertTrue(alive, d.output()[-2000:])
@@ -496,6 +552,57 @@ class Faults(unittest.TestCase):
             self.assertLessEqual(max(rss) - rss_mid, 32 * 1024, "memory does not grow with the storm's length")
             self.assertGreater(stats["pipelined_sent"], 0)
             self.assertGreater(stats["garbage_sent"], 0)
+            self.assertGreater(stats["endless_sent"], 0)
+
+    def test_sluicectl_waits_out_a_full_client_table(self):
+        """With every client place taken, a connection gets a busy reply
+        before anything of it is read. sluicectl asks again for up to 5 s:
+        it succeeds once a place frees, and gives up after 5 s saying so,
+        with nothing done."""
+        with Testbed("fbusy") as tb, Daemon(tb, "--period", "0.2", "--max-clients", "2", "--rate", "100") as d:
+            def holder():
+                s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+                s.settimeout(5)
+                s.connect(tb.socket)
+                s.sendall(b'{"cmd": "status"}\n')
+                self.assertIn(b'"ok":true', s.recv(1 << 20).replace(b" ", b""))  # accepted and served: it holds a place
+                return s
+
+            holders = [holder(), holder()]
+            try:
+                s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+                s.settimeout(5)
+                s.connect(tb.socket)
+                raw = json.loads(s.recv(4096))
+                s.close()
+                report("busy reply", reply=raw)
+                self.assertEqual((raw["ok"], raw.get("busy"), raw["kind"]), (False, True, "system"))
+                self.assertIn("too many control clients (2 connected)", raw["error"])
+
+                # a place frees after 0.6 s: sluicectl's status succeeds then
+                threading.Timer(0.6, holders[0].close).start()
+                t0 = time.monotonic()
+                p = ctl(tb, "-j", "status")
+                waited = time.monotonic() - t0
+                self.assertEqual(p.returncode, 0, p.stderr)
+                self.assertGreaterEqual(waited, 0.5, "it waited for the place")
+                self.assertEqual(json.loads(p.stdout)["interfaces"][0]["iface"], tb.host_if)
+                holders[0] = holder()
+
+                # no place frees: a write gives up after 5 s, refused, nothing done
+                t0 = time.monotonic()
+                p = ctl(tb, "set", tb.host_if, "--rate", "7")
+                waited = time.monotonic() - t0
+                report("sluicectl against a full table", rc=p.returncode, waited_s=round(waited, 2), stderr=p.stderr.strip())
+                self.assertEqual(p.returncode, 1, p.stderr)
+                self.assertIn("too many control clients", p.stderr)
+                self.assertIn("still busy after", p.stderr)
+                self.assertGreaterEqual(waited, 4.5)
+                self.assertLess(waited, 10)
+            finally:
+                for h in holders:
+                    h.close()
+            self.assertEqual(ctl_json(tb, "status")["interfaces"][0]["rate_pps"], 100, "the refused set did nothing")
 
     # ------------------------------------------------------------------ who may connect
 

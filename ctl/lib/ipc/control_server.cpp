@@ -100,7 +100,10 @@ Result<ControlServer> ControlServer::listen(const std::string &path, std::option
 		if (chown(path.c_str(), static_cast<uid_t>(-1), *group) != 0 || chmod(path.c_str(), 0660) != 0)
 			return fail_errno("giving group " + std::to_string(*group) + " access to " + path);
 	}
-	if (::listen(s.listen_fd_.get(), 64) != 0)
+	// The kernel's largest backlog (net.core.somaxconn): a storm of
+	// connections then waits for accept() without blocking an operator's
+	// connect() behind it; past max_clients each gets a busy reply at once.
+	if (::listen(s.listen_fd_.get(), SOMAXCONN) != 0)
 		return fail_errno("listening on " + path);
 	return s;
 }
@@ -148,7 +151,7 @@ void ControlServer::accept_clients()
 		if (clients_.size() >= max_clients_) {
 			log_warn("control: " + std::to_string(clients_.size()) + " clients connected; refusing pid " +
 				 std::to_string(cred.pid));
-			std::string line = error_reply(Error{ErrorKind::system, EBUSY, "too many control clients; try again"}).dump() + "\n";
+			std::string line = busy_reply(max_clients_).dump() + "\n";
 			(void)!::send(fd.get(), line.data(), line.size(), MSG_NOSIGNAL); // peer may be gone: no SIGPIPE
 			continue;
 		}
@@ -286,23 +289,32 @@ void ControlServer::serve(const std::vector<pollfd> &fds, const Handler &handler
 		if ((fds[i].revents & (POLLIN | POLLHUP)) && !c.closing && !has_backlog(c))
 			read_client(c);
 	}
-	// Answer, one request per client in turn, within the round's budget.
+	// Answer, one request per client in turn, within the round's budget. The
+	// turn carries over between rounds: when the budget runs out, the next
+	// round starts with the client after the last one answered, so a client
+	// waits at most one pass over the others however many requests they
+	// queue (starting just one further each round left a client far from
+	// the start waiting a round per client ahead of it).
 	size_t n = clients_.size(), budget = kRequestsPerRound;
 	uint64_t deadline = monotonic_ns() + kServeBudgetNs;
 	std::string line;
+	size_t turn = n ? next_first_ % n : 0;
+	bool answered_any = false;
 	for (bool progress = true; progress && budget > 0 && n > 0;) {
 		progress = false;
-		for (size_t k = 0; k < n && budget > 0; k++) {
-			Client &c = *clients_[(next_first_ + k) % n];
+		for (size_t k = 0; k < n && budget > 0; k++, turn = (turn + 1) % n) {
+			Client &c = *clients_[turn];
 			if (!c.fd || !next_line(c, line))
 				continue;
 			answer(c, line, handler);
-			progress = true;
+			progress = answered_any = true;
 			if (--budget > 0 && monotonic_ns() >= deadline)
 				budget = 0;
 		}
 	}
-	next_first_ = n ? (next_first_ + 1) % n : 0;
+	// Everyone answered in full: the next round starts one further, as a
+	// tie-break; otherwise where this one stopped.
+	next_first_ = n == 0 ? 0 : budget == 0 ? turn : (next_first_ + (answered_any ? 1 : 0)) % n;
 	bool backlog = false;
 	for (auto &c : clients_) {
 		if (c->fd && !c->out.empty())
@@ -310,9 +322,20 @@ void ControlServer::serve(const std::vector<pollfd> &fds, const Handler &handler
 		if (c->fd && has_backlog(*c))
 			backlog = true;
 	}
-	std::erase_if(clients_, [](const auto &c) {
-		return !c->fd || (c->closing && c->out.empty() && !has_backlog(*c));
-	});
+	// Forget the clients that are done, keeping next_first_ on the same
+	// client it named.
+	size_t kept = 0, first = next_first_;
+	for (size_t i = 0; i < clients_.size(); i++) {
+		const Client &c = *clients_[i];
+		if (!c.fd || (c.closing && c.out.empty() && !has_backlog(c))) {
+			if (i < next_first_)
+				first--;
+			continue;
+		}
+		clients_[kept++] = std::move(clients_[i]);
+	}
+	clients_.resize(kept);
+	next_first_ = kept ? first % kept : 0;
 	if (!fds.empty() && (fds[0].revents & POLLIN))
 		accept_clients();
 	if (backlog) { // requests wait: the next poll must not sleep

@@ -5,12 +5,14 @@
 // when the kernel says it will not block, and one serve() call does a bounded
 // amount of work however much the clients send: it reads at most
 // kReadPerRound bytes from each client, and answers requests one per client in
-// turn (round robin, starting one further each call) until kServeBudgetNs
-// have been spent or kRequestsPerRound answered.
+// turn until kServeBudgetNs have been spent or kRequestsPerRound answered (the
+// turn carries over to the next call, so a client waits at most one pass over
+// the others).
 // Requests left over wait in their client's buffer (which is not read from
 // again until they are answered) and an eventfd among the poll fds makes the
 // next poll return at once. Bounded everywhere: at most max_clients
-// connections (the next one gets an error line and is closed), a request
+// connections (the next one gets a busy reply -- nothing of it was read, so
+// it may connect again -- and is closed), a request
 // line of at most kMaxLineBytes (longer ones get an error reply and the rest
 // of the line is skipped), and at most kMaxPendingReply bytes of replies
 // waiting for a client that does not read (then it is disconnected).
@@ -83,7 +85,7 @@ private:
 
 	UniqueFd listen_fd_;
 	UniqueFd wake_fd_; // readable while a client has requests waiting
-	size_t next_first_ = 0; // round robin: the client served first next round
+	size_t next_first_ = 0; // round robin: whose turn it is at the next round
 	std::string path_;
 	std::optional<gid_t> group_;
 	size_t max_clients_ = 64;

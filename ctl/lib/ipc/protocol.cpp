@@ -2,6 +2,8 @@
 
 #include "base/names.h"
 
+#include <cerrno>
+
 namespace sluice {
 
 namespace {
@@ -108,6 +110,20 @@ json ok_reply(json body)
 json error_reply(const Error &e)
 {
 	return json{{"ok", false}, {"error", e.describe()}, {"kind", kind_name(e.kind)}};
+}
+
+json busy_reply(size_t max_clients)
+{
+	json r = error_reply(Error{ErrorKind::system, EBUSY,
+				   "too many control clients (" + std::to_string(max_clients) + " connected); try again"});
+	r["busy"] = true;
+	return r;
+}
+
+bool is_busy_reply(const json &reply)
+{
+	auto it = reply.find("busy");
+	return reply.is_object() && it != reply.end() && *it == true;
 }
 
 } // namespace sluice

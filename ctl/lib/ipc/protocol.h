@@ -9,6 +9,10 @@
 // Reply:    {"ok": true, ...result}
 //           {"ok": false, "error": "<message>", "kind": "refused|invalid|system"}
 //           (kind decides sluicectl's exit code: refused/system 1, invalid 2)
+//           {"ok": false, "error": "...", "kind": "system", "busy": true}
+//           (sent on connecting when max_clients are connected, before any
+//           request is read: nothing was done, and the client may connect
+//           again; sluicectl does, for a few seconds)
 //
 // Commands and their arguments (iface is an interface name; the registry,
 // ipc/commands.h, holds the same list and checks the arguments' types):
@@ -136,6 +140,9 @@ Result<Request> parse_request(std::string_view line);
 
 json ok_reply(json body = json::object());
 json error_reply(const Error &e);
+// The refusal of a connection over max_clients, and the test for it.
+json busy_reply(size_t max_clients);
+bool is_busy_reply(const json &reply);
 const char *kind_name(ErrorKind k);
 std::optional<ErrorKind> kind_from(std::string_view name);
 
