@@ -80,10 +80,9 @@ Result<std::unique_ptr<Daemon>> Daemon::start(DaemonOptions opts)
 	// its file:line:col (exit 2), and its default class decides the budgets
 	// and the prefixes a fresh program is loaded with.
 	if (!d->opts_.policy_file.empty()) {
-		d->file_identity_ = identity_of(d->opts_.policy_file);
 		// Any refusal of the file at start is bad input (exit 2): the
 		// operator named it, and a daemon must not start without it.
-		auto p = load_policy(d->opts_.policy_file);
+		auto p = d->load_watched_policy();
 		if (!p)
 			return fail(ErrorKind::invalid, p.error().message, p.error().code);
 		if (!p->default_from_options && !p->classes.empty()) {
@@ -346,7 +345,7 @@ json Daemon::standing(ManagedInterface &mi, const Request &req)
 	return reply_of(mi.standing(*addr));
 }
 
-Result<ReloadReply> Daemon::reload_policy(const std::optional<std::string> &only, const char *why)
+Result<ReloadReply> Daemon::reload_policy(const std::optional<std::string> &only, const std::string &why)
 {
 	if (opts_.policy_file.empty())
 		return refused("sluiced runs without a policy file (--no-policy, or none at " +
@@ -358,8 +357,7 @@ Result<ReloadReply> Daemon::reload_policy(const std::optional<std::string> &only
 				out.push_back(m.get());
 		return out;
 	}();
-	file_identity_ = identity_of(opts_.policy_file);
-	auto p = load_policy(opts_.policy_file);
+	auto p = load_watched_policy();
 	if (!p) {
 		for (auto *m : targets)
 			m->refuse_reload(p.error());
@@ -398,16 +396,45 @@ std::optional<Daemon::FileIdentity> Daemon::identity_of(const std::string &path)
 	return id;
 }
 
+// An identity is taken before the read for a file known from the last read
+// (a change while it is read is then seen at the next look) and after it for
+// a netset named for the first time.
+Result<Policy> Daemon::load_watched_policy()
+{
+	std::vector<WatchedFile> before;
+	before.push_back({opts_.policy_file, identity_of(opts_.policy_file)});
+	for (const auto &w : watched_)
+		if (w.path != opts_.policy_file)
+			before.push_back({w.path, identity_of(w.path)});
+	std::vector<std::string> netsets;
+	auto p = load_policy(opts_.policy_file, &netsets);
+	auto find = [](std::vector<WatchedFile> &in, const std::string &path) {
+		return std::find_if(in.begin(), in.end(), [&](const WatchedFile &w) { return w.path == path; });
+	};
+	std::vector<WatchedFile> watched{before.front()};
+	for (const auto &path : netsets) {
+		if (find(watched, path) != watched.end())
+			continue; // named twice
+		auto known = find(before, path);
+		watched.push_back(known != before.end() ? *known : WatchedFile{path, identity_of(path)});
+	}
+	watched_ = std::move(watched);
+	return p;
+}
+
 void Daemon::watch_policy()
 {
 	if (!opts_.policy_watch || opts_.policy_file.empty())
 		return;
-	auto now = identity_of(opts_.policy_file);
-	if (now == file_identity_)
+	for (const auto &w : watched_) {
+		if (identity_of(w.path) == w.identity)
+			continue;
+		// A vanished file (a ConfigMap mid-swap) is refused like any bad
+		// file, once: the identities are taken anew, so it is not retried
+		// every period.
+		(void)reload_policy(std::nullopt, "--policy-watch: " + w.path + " changed");
 		return;
-	// A vanished file (a ConfigMap mid-swap) is refused like any bad file,
-	// once: the identity is remembered, so it is not retried every period.
-	(void)reload_policy(std::nullopt, "--policy-watch: the file changed");
+	}
 }
 
 json Daemon::reload(const Request &req)

@@ -52,8 +52,8 @@ private:
 
 	// The policy file: read it again and apply it to `only` (none: every
 	// interface). A bad file is refused, counted on each, nothing changes.
-	Result<ReloadReply> reload_policy(const std::optional<std::string> &only, const char *why);
-	// The file's identity (--policy-watch): the resolved path and the
+	Result<ReloadReply> reload_policy(const std::optional<std::string> &only, const std::string &why);
+	// A file's identity (--policy-watch): the resolved path and the
 	// target's inode, mtime and size. A Kubernetes ConfigMap volume swaps a
 	// symlink, so the path's target is part of it.
 	struct FileIdentity {
@@ -63,6 +63,9 @@ private:
 		bool operator==(const FileIdentity &) const = default;
 	};
 	static std::optional<FileIdentity> identity_of(const std::string &path);
+	// The policy file read, and its identity and every netset's it names
+	// remembered in watched_ (on a refusal too, up to the file refused).
+	Result<Policy> load_watched_policy();
 	void watch_policy();
 
 	DaemonOptions opts_;
@@ -71,7 +74,11 @@ private:
 	double started_s_ = 0;
 	std::unique_ptr<MetricsServer> metrics_; // --metrics-listen; null when off
 	std::optional<Policy> file_policy_;      // the policy file as last read and applied
-	std::optional<FileIdentity> file_identity_;
+	struct WatchedFile {
+		std::string path;
+		std::optional<FileIdentity> identity; // none: it could not be looked at
+	};
+	std::vector<WatchedFile> watched_; // the policy file first, then its netsets
 };
 
 } // namespace sluice

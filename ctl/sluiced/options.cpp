@@ -127,7 +127,7 @@ Result<ParsedOptions> parse_daemon_options(int argc, const char *const *argv)
 		("detach-on-exit", po::bool_switch(&o.detach_on_exit), "detach the program when sluiced exits (default: enforcement stays)")
 		("policy", po::value(&o.policy_file), "policy file (YAML, docs/policy.md; default: /etc/sluice/policy.yaml when it exists); reloaded on SIGHUP and `sluicectl reload`")
 		("no-policy", po::bool_switch(&no_policy), "read no policy file, even at the default path")
-		("policy-watch", po::bool_switch(&o.policy_watch), "reload the policy file when it changes (its path's target, inode, mtime or size; checked once a period)");
+		("policy-watch", po::bool_switch(&o.policy_watch), "reload the policy file when it or a netset it names changes (the path's target, inode, mtime or size; checked once a period)");
 
 	std::ostringstream usage;
 	usage << "usage: sluiced -i IFACE [-i IFACE...] [options]\n" << desc;

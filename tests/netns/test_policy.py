@@ -383,6 +383,46 @@ class PolicyTest(unittest.TestCase):
             finally:
                 d.kill(signal.SIGTERM)
 
+    def test_policy_watch_follows_a_netset_it_names(self):
+        """A blocklist refreshed by hand or by cron, the policy file
+        untouched: the watch sees the netset change, whether replaced by a
+        rename or rewritten in place; a bad version is refused once, naming
+        the netset's line, and the fix is applied."""
+        with Testbed("pol-wnet") as tb:
+            net = os.path.join(tb.rundir, "deny.netset")
+            write_policy(net, "# blocklist\n198.18.73.0/24\n")
+            path = os.path.join(tb.rundir, "policy.yaml")
+            write_policy(path, policy_text(extra_deny=(f"{{file: {net}}}",)))
+            d = Daemon(tb, "--policy", path, "--policy-watch", "--period", "0.2", "--no-standing").start()
+            try:
+                self.assertEqual(policy_status(tb)["generation"], 1)
+                self.assertIn("198.18.73.0/24", ctl_json(tb, "deny", "list", tb.host_if)["cidrs"])
+                write_policy(net, "198.18.73.0/24\n198.18.74.0/24\n")  # replaced: a new inode
+                wait_until(lambda: policy_status(tb)["generation"] == 2, 10, what="the watch's reload")
+                self.assertIn("198.18.74.0/24", ctl_json(tb, "deny", "list", tb.host_if)["cidrs"])
+                self.assertIn("--policy-watch: " + net + " changed", d.output())
+                # rewritten in place, one write of as many bytes: the same
+                # inode and size, only the mtime tells
+                fd = os.open(net, os.O_WRONLY)
+                try:
+                    self.assertEqual(os.write(fd, b"198.18.73.0/24\n198.18.75.0/33\n"), os.path.getsize(net))
+                finally:
+                    os.close(fd)
+                wait_until(lambda: policy_status(tb)["reloads_refused"] == 1, 10, what="the watch's refusal")
+                time.sleep(1)
+                st = policy_status(tb)
+                self.assertEqual((st["reloads_refused"], st["generation"]), (1, 2), "refused once, not every period")
+                self.assertIn(net + ":2:", st["last_refused"])
+                self.assertIn("198.18.74.0/24", ctl_json(tb, "deny", "list", tb.host_if)["cidrs"], "nothing changed")
+                write_policy(net, "198.18.75.0/24\n")
+                wait_until(lambda: policy_status(tb)["generation"] == 3, 10, what="the fixed netset's reload")
+                deny = ctl_json(tb, "deny", "list", tb.host_if)["cidrs"]
+                self.assertIn("198.18.75.0/24", deny)
+                self.assertNotIn("198.18.74.0/24", deny)
+                report("watch_netset", generation=3, refused=1)
+            finally:
+                d.kill(signal.SIGTERM)
+
     def test_restart_on_fresh_pins_restores_lists_and_classes(self):
         with Testbed("pol-rst") as tb:
             d = self.start(tb, "--detach-on-exit")

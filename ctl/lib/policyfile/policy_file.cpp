@@ -166,7 +166,10 @@ struct Entry {
 
 class Reader {
 public:
-	Reader(const std::string &file, const std::string &dir) : file_(file), dir_(dir) {}
+	Reader(const std::string &file, const std::string &dir, std::vector<std::string> *files)
+		: file_(file), dir_(dir), files_(files)
+	{
+	}
 
 	Policy read(const Node &root)
 	{
@@ -494,6 +497,8 @@ private:
 					refuse(*file, PolicyError::bad_value, "a netset's file is empty");
 				if (path[0] != '/')
 					path = dir_ + "/" + path;
+				if (files_)
+					files_->push_back(path);
 				auto entries = read_netset(path, room.v4, room.v6);
 				if (!entries) {
 					// The netset's own errors carry its lines; an open
@@ -571,6 +576,7 @@ private:
 
 	const std::string &file_;
 	std::string dir_;
+	std::vector<std::string> *files_; // the netsets read, when asked
 	Room allow_room_, deny_room_, sources_room_;
 };
 
@@ -586,7 +592,8 @@ std::string directory_of(const std::string &path)
 
 } // namespace
 
-PolicyResult<Policy> parse_policy(std::string_view text, const std::string &name, const std::string &dir)
+PolicyResult<Policy> parse_policy(std::string_view text, const std::string &name, const std::string &dir,
+				  std::vector<std::string> *files)
 {
 	if (auto ok = check_file_bytes(text.size()); !ok)
 		return std::unexpected(PolicyFileError{PolicyError::too_large, name, 0, 0, ok.error().message, 0});
@@ -599,7 +606,7 @@ PolicyResult<Policy> parse_policy(std::string_view text, const std::string &name
 		TreeBuilder tree(name);
 		while (parser.HandleNextDocument(tree)) {
 		}
-		return Reader(name, dir).read(tree.root);
+		return Reader(name, dir, files).read(tree.root);
 	} catch (const Refusal &r) {
 		return std::unexpected(r.e);
 	} catch (const YAML::DeepRecursion &e) {
@@ -612,17 +619,17 @@ PolicyResult<Policy> parse_policy(std::string_view text, const std::string &name
 	}
 }
 
-PolicyResult<Policy> read_policy(const std::string &path)
+PolicyResult<Policy> read_policy(const std::string &path, std::vector<std::string> *files)
 {
 	auto text = read_bounded_file(path);
 	if (!text)
 		return std::unexpected(std::move(text.error()));
-	return parse_policy(*text, path, directory_of(path));
+	return parse_policy(*text, path, directory_of(path), files);
 }
 
-Result<Policy> load_policy(const std::string &path)
+Result<Policy> load_policy(const std::string &path, std::vector<std::string> *files)
 {
-	auto p = read_policy(path);
+	auto p = read_policy(path, files);
 	if (!p)
 		return std::unexpected(p.error().as_error());
 	return std::move(*p);

@@ -81,13 +81,16 @@ struct PolicyFileError {
 template <class T>
 using PolicyResult = std::expected<T, PolicyFileError>;
 
-// The policy file at `path`, and every netset it names.
-PolicyResult<Policy> read_policy(const std::string &path);
+// The policy file at `path`, and every netset it names. With `files`, the
+// paths of the netsets it opened or tried to, in order, are appended there,
+// on a refusal too (up to the one refused): what --policy-watch watches.
+PolicyResult<Policy> read_policy(const std::string &path, std::vector<std::string> *files = nullptr);
 // The same from text already read: `name` is what errors call the file and
 // `dir` is where relative netset paths start. (The fuzz harness uses it.)
-PolicyResult<Policy> parse_policy(std::string_view text, const std::string &name, const std::string &dir);
+PolicyResult<Policy> parse_policy(std::string_view text, const std::string &name, const std::string &dir,
+				  std::vector<std::string> *files = nullptr);
 // read_policy with the project's Error.
-Result<Policy> load_policy(const std::string &path);
+Result<Policy> load_policy(const std::string &path, std::vector<std::string> *files = nullptr);
 
 // A file's bytes, opened without blocking; a regular file of at most
 // kPolicyFileBytesMax bytes, or the refusal.
