@@ -105,8 +105,13 @@ Result<StandingOccupancy> StandingTable::occupancy() const
 		o.full_sets += live == SLUICE_STANDING_WAYS;
 	};
 	// Batched reads, a chunk of sets per syscall: one lookup per set took
-	// 50 ms a status call at the default 65,536 sets.
-	constexpr uint32_t kChunk = 4096;
+	// 50 ms a status call at the default 65,536 sets. 512 sets (80 KiB) is
+	// under malloc's mmap threshold: a chunk of 4,096 (640 KiB) was mapped
+	// and unmapped the first time, which raises the threshold, so the next
+	// count took it from the heap and the daemon's resident memory grew by
+	// as much once, in the middle of a flood (tests/netns/test_e2e.py's
+	// bound on that growth caught it).
+	constexpr uint32_t kChunk = 512;
 	std::vector<uint32_t> keys(kChunk);
 	std::vector<sluice_standing_set> chunk(kChunk);
 	for (uint32_t first = 0; first < sets(); first += kChunk) {
