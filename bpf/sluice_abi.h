@@ -169,6 +169,15 @@ struct sluice_config {
 #define SLUICE_POLICY_SETS 2
 #define SLUICE_POLICY_SET_OF(flags) ((flags) >> 31)
 
+/* The value of an allow or deny entry: who put it there. The data plane
+ * reads only the key. A reload reads the value: an entry the policy file put
+ * there is replaced by the new file's, one added at run time (sluicectl
+ * allow|deny add) is kept, after a daemon restart on adopted pins too. An
+ * entry written before the origin was recorded holds 1: added at run time,
+ * so kept, as every entry then was. */
+#define SLUICE_LIST_AT_RUN_TIME 1
+#define SLUICE_LIST_FROM_FILE 2
+
 /* LPM trie keys for the allow/deny lists and the class prefixes, in network
  * byte order. The first data byte is the policy set (0 or 1), so one trie
  * holds both sets: prefixlen is 8 + the source prefix length, a lookup asks

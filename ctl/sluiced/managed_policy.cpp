@@ -16,8 +16,7 @@ namespace sluice {
 
 namespace {
 
-// Prefixes in `running` that `named` does not hold: what `sluicectl
-// allow|deny add` added at run time.
+// Prefixes in `running` that `named` does not hold.
 std::vector<Cidr> not_named(const std::vector<Cidr> &running, const std::vector<Cidr> &named)
 {
 	std::set<std::string> in_file;
@@ -26,19 +25,6 @@ std::vector<Cidr> not_named(const std::vector<Cidr> &running, const std::vector<
 	std::vector<Cidr> out;
 	for (const auto &c : running)
 		if (!in_file.count(c.str()))
-			out.push_back(c);
-	return out;
-}
-
-// The file's list and the kept entries, each prefix once.
-std::vector<Cidr> merged(const std::vector<Cidr> &file, const std::vector<Cidr> &kept)
-{
-	std::vector<Cidr> out = file;
-	std::set<std::string> seen;
-	for (const auto &c : file)
-		seen.insert(c.str());
-	for (const auto &c : kept)
-		if (seen.insert(c.str()).second)
 			out.push_back(c);
 	return out;
 }
@@ -134,22 +120,19 @@ Result<PolicyApplied> ManagedInterface::apply_policy(const Policy &file, const s
 	if (!compiled)
 		return refuse(Error{compiled.error().kind, compiled.error().code, path + ": " + compiled.error().message});
 
-	// The running lists: what the previous file named is replaced by this
-	// file's; what `sluicectl allow|deny add` added besides is kept. A
-	// daemon that has applied no file yet (adopted pins) keeps every entry
-	// in force.
-	PolicyLists lists;
+	// The running lists: the entries a file put there (their origin in the
+	// trie says so, whichever daemon wrote them) are replaced by this
+	// file's; those `sluicectl allow|deny add` added at run time are kept
+	// beside them, unless this file names them (then they are the file's).
+	PolicyLists lists{file.allow, file.deny, {}, {}};
 	size_t kept = 0;
 	for (ListKind list : {ListKind::allow, ListKind::deny}) {
-		auto running = tables.list_in_force(list);
-		if (!running)
-			return refuse(running.error());
-		const std::vector<Cidr> &now = list == ListKind::allow ? file.allow : file.deny;
-		std::vector<Cidr> before = in_force_ ? (list == ListKind::allow ? in_force_->file.allow : in_force_->file.deny)
-						     : std::vector<Cidr>{};
-		auto extra = not_named(not_named(*running, before), now);
+		auto added = tables.list_in_force(list, ListOrigin::run_time);
+		if (!added)
+			return refuse(added.error());
+		auto extra = not_named(*added, lists.file(list));
 		kept += extra.size();
-		(list == ListKind::allow ? lists.allow : lists.deny) = merged(now, extra);
+		(list == ListKind::allow ? lists.kept_allow : lists.kept_deny) = std::move(extra);
 	}
 
 	ConfigEdit edit;

@@ -285,6 +285,50 @@ TEST(PrefixLists, AReloadsWriteFlipAndClearKeepTheCountTrue)
 	EXPECT_EQ(dp.lists().entries(ListKind::deny, 1)->size(), 1u);
 }
 
+// Each entry's value says who put it there: a reload's file entries, the
+// entries it kept, an operator's add (which makes a file entry theirs); a
+// value that is not the file's mark (what was written before origins were
+// kept was 1, the run-time mark) reads as added at run time, so it is kept.
+TEST(PrefixLists, EachEntryKeepsWhoPutItThere)
+{
+	SLUICE_REQUIRE_ROOT();
+	Dataplane dp = load();
+	auto m = dp.policy_maps();
+	PolicyTables tables({m.classes, m.port_classes, m.class_v4, m.class_v6}, dp.lists(), dp.config());
+	using V = std::vector<std::string>;
+	auto of = [&](ListOrigin o) { return strs(dp.lists().entries(ListKind::deny, o)); };
+
+	auto a = tables.apply(CompiledPolicy{}, PolicyLists{{}, {cidr("192.0.2.0/24"), cidr("2001:db8::/32")}, {},
+							   {cidr("198.51.100.0/24")}});
+	ASSERT_TRUE(a) << a.error().describe();
+	EXPECT_EQ(a->list_entries, 3u);
+	EXPECT_EQ(of(ListOrigin::file), (V{"192.0.2.0/24", "2001:db8::/32"}));
+	EXPECT_EQ(of(ListOrigin::run_time), (V{"198.51.100.0/24"}));
+	EXPECT_EQ(strs(dp.lists().entries(ListKind::deny)), (V{"192.0.2.0/24", "198.51.100.0/24", "2001:db8::/32"}));
+	EXPECT_EQ(verdict(dp, "198.51.100.9"), uint32_t(XDP_DROP)) << "a kept entry is enforced";
+
+	Cidr added[] = {cidr("203.0.113.0/24"), cidr("192.0.2.0/24")};
+	ASSERT_TRUE(dp.lists().add(ListKind::deny, added));
+	EXPECT_EQ(of(ListOrigin::file), (V{"2001:db8::/32"}));
+	EXPECT_EQ(of(ListOrigin::run_time), (V{"192.0.2.0/24", "198.51.100.0/24", "203.0.113.0/24"}));
+
+	// An entry with some other value, written straight into the trie
+	std::string dir = "/sys/fs/bpf/sluice-origin-test-" + std::to_string(getpid());
+	ASSERT_TRUE(dp.pin(dir));
+	int deny_v4 = bpf_obj_get((dir + "/" + SLUICE_PIN_DENY_V4).c_str());
+	ASSERT_TRUE(dp.detach(dir));
+	ASSERT_GE(deny_v4, 0);
+	sluice_lpm_v4 k{};
+	k.prefixlen = SLUICE_LPM_SET_BITS + 16;
+	k.set = uint8_t(a->set);
+	k.addr[0] = 198, k.addr[1] = 18;
+	uint8_t odd = 0;
+	EXPECT_EQ(bpf_map_update_elem(deny_v4, &k, &odd, BPF_ANY), 0);
+	close(deny_v4);
+	EXPECT_EQ(of(ListOrigin::run_time), (V{"192.0.2.0/24", "198.18.0.0/16", "198.51.100.0/24", "203.0.113.0/24"}));
+	EXPECT_EQ(of(ListOrigin::file), (V{"2001:db8::/32"}));
+}
+
 // A prefix inside a listed one is an entry of its own (a lookup in the trie
 // would find the wider one and call it there): added, listed, enforced when
 // the wider one goes, removed; one only covered is not in the list.

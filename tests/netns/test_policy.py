@@ -31,7 +31,7 @@ import time
 import unittest
 
 from sluice_netns import (OUTCOMES, Daemon, Testbed, bpftool_json, counters, ctl, ctl_json, main, pinned_config,
-                          require_root, run, send, settle, sluice_abi, wait_until)
+                          require_root, run, send, settle, sluice_abi, wait_until, xdp_prog_id)
 
 NAT_NET = "198.18.50.0/24"
 NAT_SRC = "198.18.50.7"
@@ -439,6 +439,31 @@ class PolicyTest(unittest.TestCase):
                 send(tb, 20, "198.18.70.9", pps=10000)
                 wait_until(lambda: counters(tb)["drop_deny"] - before["drop_deny"] >= 20, 10,
                            what="the deny list's drops")
+            finally:
+                d.kill(signal.SIGTERM)
+
+    def test_restart_on_adopted_pins_replaces_what_the_old_file_put_there(self):
+        """Each list entry's value says who put it there, so a daemon
+        restarted on adopted pins (it never saw the file in force before)
+        still replaces the file's entries and keeps an operator's: an entry
+        the file dropped while the daemon was down goes, a `deny add` stays."""
+        with Testbed("pol-adopt") as tb:
+            d = self.start(tb, text=policy_text(extra_deny=("198.18.72.0/24",)))
+            ctl(tb, "deny", "add", tb.host_if, RUNTIME_DENY, check=True)
+            self.assertEqual(d.kill(signal.SIGTERM), 0)
+            self.assertIsNotNone(xdp_prog_id(tb), "enforcement stayed attached: the pins are adopted")
+            write_policy(self.policy, policy_text())  # 198.18.72.0/24 dropped while it was down
+            d = self.start(tb)
+            try:
+                self.assertIn("adopt", d.output())
+                deny = ctl_json(tb, "deny", "list", tb.host_if)["cidrs"]
+                self.assertEqual(sorted(deny), sorted([FILE_DENY, RUNTIME_DENY]))
+                self.assertIn("kept 1 list entries added at run time", d.output())
+                before = counters(tb)
+                send(tb, 20, "198.18.72.9", pps=10000)
+                wait_until(lambda: counters(tb)["passed"] - before["passed"] >= 20, 10,
+                           what="the dropped entry's source passing")
+                self.assertEqual(counters(tb)["drop_deny"], before["drop_deny"])
             finally:
                 d.kill(signal.SIGTERM)
 

@@ -260,12 +260,12 @@ size_t key_size(Family f)
 // finds the longest prefix containing the key, so 198.18.7.0/24 would be
 // "there" beside 198.18.0.0/16 alone. An update that may only replace
 // (BPF_EXIST) fails with ENOENT unless the very prefix is there, and else
-// writes the value it has (1) again. (Kernels before 6.13 refuse any update,
+// writes `origin` as its value. (Kernels before 6.13 refuse any update,
 // ENOSPC, of a trie at max_entries: both sets full.)
-Result<bool> holds_exactly(int fd, const LpmKey &k, Family f)
+Result<bool> holds_exactly(int fd, const LpmKey &k, Family f, ListOrigin origin)
 {
-	uint8_t one = 1;
-	int err = bpf_map_update_elem(fd, &k, &one, BPF_EXIST);
+	uint8_t value = static_cast<uint8_t>(origin);
+	int err = bpf_map_update_elem(fd, &k, &value, BPF_EXIST);
 	if (err == 0)
 		return true;
 	if (err == -ENOENT)
@@ -380,7 +380,7 @@ Status PrefixLists::sync_flags() const
 	return config_.write(*cfg);
 }
 
-Status PrefixLists::insert(ListKind list, uint32_t set, std::span<const Cidr> cidrs) const
+Status PrefixLists::insert(ListKind list, uint32_t set, std::span<const Cidr> cidrs, ListOrigin origin) const
 {
 	if (auto ok = policy_set_exists(set); !ok)
 		return std::unexpected(ok.error());
@@ -389,7 +389,7 @@ Status PrefixLists::insert(ListKind list, uint32_t set, std::span<const Cidr> ci
 	std::vector<LpmKey> fresh[2];
 	for (const auto &c : cidrs) {
 		LpmKey k = key_of(c, set);
-		auto there = holds_exactly(fd_for(list, c.addr.family), k, c.addr.family);
+		auto there = holds_exactly(fd_for(list, c.addr.family), k, c.addr.family, origin);
 		if (!there)
 			return std::unexpected(there.error());
 		if (!*there)
@@ -432,7 +432,7 @@ Status PrefixLists::insert(ListKind list, uint32_t set, std::span<const Cidr> ci
 		std::vector<uint8_t> keys(fresh[fam].size() * ksize);
 		for (size_t i = 0; i < fresh[fam].size(); i++)
 			std::memcpy(keys.data() + i * ksize, &fresh[fam][i], ksize);
-		std::vector<uint8_t> values(fresh[fam].size(), 1);
+		std::vector<uint8_t> values(fresh[fam].size(), static_cast<uint8_t>(origin));
 		uint32_t count = static_cast<uint32_t>(fresh[fam].size());
 		LIBBPF_OPTS(bpf_map_batch_opts, opts);
 		int err = bpf_map_update_batch(fd, keys.data(), values.data(), &count, &opts);
@@ -472,7 +472,8 @@ Status PrefixLists::remove(ListKind list, std::span<const Cidr> cidrs) const
 	if (!set)
 		return std::unexpected(set.error());
 	for (const auto &c : cidrs) {
-		auto there = holds_exactly(fd_for(list, c.addr.family), key_of(c, *set), c.addr.family);
+		// (the origin written here goes with the entry just after)
+		auto there = holds_exactly(fd_for(list, c.addr.family), key_of(c, *set), c.addr.family, ListOrigin::run_time);
 		if (!there)
 			return std::unexpected(there.error());
 		if (!*there)
@@ -492,11 +493,24 @@ Status PrefixLists::remove(ListKind list, std::span<const Cidr> cidrs) const
 	return sync_flags();
 }
 
-Result<std::vector<Cidr>> PrefixLists::entries(ListKind list, uint32_t set) const
+Result<std::vector<Cidr>> PrefixLists::entries(ListKind list, uint32_t set, std::optional<ListOrigin> only) const
 {
 	std::vector<Cidr> out;
 	for (Family f : {Family::v4, Family::v6}) {
 		for (const LpmKey &k : keys_of_set(fd_for(list, f), set)) {
+			if (only) {
+				// A lookup with the entry's own prefix length finds the
+				// entry itself: no longer prefix of it can match.
+				uint8_t value = 0;
+				if (int err = bpf_map_lookup_elem(fd_for(list, f), &k, &value); err == -ENOENT)
+					continue; // deleted since the walk
+				else if (err)
+					return fail_bpf(err, std::string("reading a ") + to_string(list) + " list entry's origin");
+				// Anything but the file's mark is an operator's (1 before marks were kept)
+				ListOrigin origin = value == SLUICE_LIST_FROM_FILE ? ListOrigin::file : ListOrigin::run_time;
+				if (origin != *only)
+					continue;
+			}
 			Cidr c;
 			c.addr.family = f;
 			c.prefix = k.prefixlen - SLUICE_LPM_SET_BITS;
@@ -507,12 +521,12 @@ Result<std::vector<Cidr>> PrefixLists::entries(ListKind list, uint32_t set) cons
 	return out;
 }
 
-Result<std::vector<Cidr>> PrefixLists::entries(ListKind list) const
+Result<std::vector<Cidr>> PrefixLists::entries(ListKind list, std::optional<ListOrigin> only) const
 {
 	auto set = set_in_force();
 	if (!set)
 		return std::unexpected(set.error());
-	return entries(list, *set);
+	return entries(list, *set, only);
 }
 
 Status PrefixLists::clear(uint32_t set) const

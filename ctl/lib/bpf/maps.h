@@ -93,6 +93,8 @@ const char *outcome_name(uint32_t outcome); // "passed", "drop_rate", ...
 
 enum class ListKind { allow, deny };
 const char *to_string(ListKind k);
+// Who put a list entry there (its value in the trie, sluice_abi.h).
+enum class ListOrigin : uint8_t { run_time = SLUICE_LIST_AT_RUN_TIME, file = SLUICE_LIST_FROM_FILE };
 
 // The allow and deny lists: one LPM trie per family each, holding both
 // policy sets (sluice_abi.h: the key's first data byte is the set). What an
@@ -133,7 +135,7 @@ public:
 	// plane skips empty lists.
 	Status add(ListKind list, std::span<const Cidr> cidrs) const;
 	Status remove(ListKind list, std::span<const Cidr> cidrs) const;
-	Result<std::vector<Cidr>> entries(ListKind list) const;
+	Result<std::vector<Cidr>> entries(ListKind list, std::optional<ListOrigin> only = {}) const;
 	// Set the list bits of config.policy_flags from what the set in force
 	// holds (the class bits and the set bit are kept). add/remove call it
 	// last; a daemon adopting pins calls it too, since a daemon killed
@@ -141,10 +143,14 @@ public:
 	Status sync_flags() const;
 
 	// One policy set, in force or not; config is not touched.
-	// insert: all or nothing, as add(). clear: every entry of the set, in
-	// all four tries. list_flags: the SLUICE_LIST_* bits of what it holds.
-	Status insert(ListKind list, uint32_t set, std::span<const Cidr> cidrs) const;
-	Result<std::vector<Cidr>> entries(ListKind list, uint32_t set) const;
+	// insert: all or nothing, as add(); an entry there already takes
+	// `origin` too (an operator's add of what the file named makes it
+	// theirs). entries: with `only`, those of that origin. clear: every
+	// entry of the set, in all four tries. list_flags: the SLUICE_LIST_*
+	// bits of what it holds.
+	Status insert(ListKind list, uint32_t set, std::span<const Cidr> cidrs,
+		      ListOrigin origin = ListOrigin::run_time) const;
+	Result<std::vector<Cidr>> entries(ListKind list, uint32_t set, std::optional<ListOrigin> only = {}) const;
 	Status clear(uint32_t set) const;
 	Result<uint32_t> list_flags(uint32_t set) const;
 

@@ -223,10 +223,12 @@ Status PolicyTables::write_set(uint32_t set, const CompiledPolicy &c, const Poli
 		return ok;
 	if (auto ok = write_entries<sluice_lpm_v6>(fds_.class_v6, set, c.prefixes_v6, "class IPv6 prefix"); !ok)
 		return ok;
-	if (auto ok = lists_.insert(ListKind::allow, set, lists.allow); !ok)
-		return ok;
-	if (auto ok = lists_.insert(ListKind::deny, set, lists.deny); !ok)
-		return ok;
+	for (ListKind list : {ListKind::allow, ListKind::deny}) {
+		if (auto ok = lists_.insert(list, set, lists.file(list), ListOrigin::file); !ok)
+			return ok;
+		if (auto ok = lists_.insert(list, set, lists.kept(list), ListOrigin::run_time); !ok)
+			return ok;
+	}
 	return {};
 }
 
@@ -255,8 +257,9 @@ Result<AppliedSet> PolicyTables::apply(const CompiledPolicy &c, const PolicyList
 	out.set = new_set;
 	uint32_t flags = (c.class_flags & SLUICE_CLASS_ANY) | (new_set ? SLUICE_POLICY_SET : 0);
 	for (ListKind list : {ListKind::allow, ListKind::deny})
-		for (const auto &cidr : list == ListKind::allow ? lists.allow : lists.deny)
-			flags |= list_bit(list, cidr.addr.family);
+		for (const auto *part : {&lists.file(list), &lists.kept(list)})
+			for (const auto &cidr : *part)
+				flags |= list_bit(list, cidr.addr.family);
 	out.policy_flags = flags;
 	auto cfg = config_.read();
 	if (!cfg)
@@ -281,7 +284,7 @@ Result<AppliedSet> PolicyTables::apply(const CompiledPolicy &c, const PolicyList
 	for (const auto &n : c.ids.names)
 		out.classes += !n.empty();
 	out.prefixes = c.prefixes_v4.size() + c.prefixes_v6.size();
-	out.list_entries = lists.allow.size() + lists.deny.size();
+	out.list_entries = lists.size();
 	return out;
 }
 

@@ -30,9 +30,16 @@
 
 namespace sluice {
 
-// The allow and deny lists a policy puts in force (both families each).
+// The allow and deny lists a policy puts in force (both families each):
+// the file's, and the entries added at run time that are kept beside them
+// (written with their origin, maps.h's ListOrigin).
 struct PolicyLists {
 	std::vector<Cidr> allow, deny;
+	std::vector<Cidr> kept_allow, kept_deny;
+
+	const std::vector<Cidr> &file(ListKind list) const { return list == ListKind::allow ? allow : deny; }
+	const std::vector<Cidr> &kept(ListKind list) const { return list == ListKind::allow ? kept_allow : kept_deny; }
+	size_t size() const { return allow.size() + deny.size() + kept_allow.size() + kept_deny.size(); }
 };
 
 // A change the caller makes to config in the flip's write (the default
@@ -61,8 +68,11 @@ public:
 	Result<uint32_t> set_in_force() const;
 	// The class names of the set in force, by id (what a reload keeps ids from).
 	Result<ClassIds> ids_in_force() const;
-	// A list's prefixes in the set in force.
-	Result<std::vector<Cidr>> list_in_force(ListKind list) const { return lists_.entries(list); }
+	// A list's prefixes in the set in force (with `only`, of that origin).
+	Result<std::vector<Cidr>> list_in_force(ListKind list, std::optional<ListOrigin> only = {}) const
+	{
+		return lists_.entries(list, only);
+	}
 
 	Result<AppliedSet> apply(const CompiledPolicy &c, const PolicyLists &lists, const ConfigEdit &edit = {}) const;
 
