@@ -37,6 +37,24 @@ if [ ${#missing[@]} -gt 0 ]; then
   apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 fi
 
+# promtool, which checks and unit-tests deploy/prometheus's alerting rules
+# (tests/packaging/test_dashboards.py): the binary alone, taken from Debian's
+# prometheus package without installing it (installing it would start a
+# Prometheus server); a static Go binary.
+if [ "$(id -u)" -eq 0 ] && ! command -v promtool >/dev/null; then
+  fetch=$(mktemp -d)
+  trap 'rm -rf "$fetch"' EXIT
+  echo "setup.sh: fetching promtool (Debian's prometheus package, unpacked, not installed)"
+  if ! (cd "$fetch" && apt-get download prometheus >/dev/null 2>&1); then
+    apt-get update -qq
+    (cd "$fetch" && apt-get download prometheus >/dev/null)
+  fi
+  dpkg-deb -x "$fetch"/prometheus_*.deb "$fetch/root"
+  install -m 0755 "$fetch/root/usr/bin/promtool" /usr/local/bin/promtool
+  rm -rf "$fetch"
+  trap - EXIT
+fi
+
 # The BPF filesystem: the daemon pins its links and maps there.
 if [ "$(id -u)" -eq 0 ] && ! mountpoint -q /sys/fs/bpf; then
   mount -t bpf bpf /sys/fs/bpf

@@ -3,7 +3,10 @@
 metric name either names is a family of ctl/sluiced/metrics.cpp's one table
 (listed by the sluice-metric-families tool, built from it), every label they
 select on is one that family carries, the dashboard's panels and variables
-are well formed, and the alerts the issue asks for are there.
+are well formed, and the alerts the issue asks for are there. Then
+Prometheus's own promtool (scripts/setup.sh takes it from Debian's package)
+checks the rules' PromQL and runs sluice-alerts.test.yaml: when each alert
+fires and when it must not, with its labels and rendered annotations.
 
 Environment (tests/packaging/CMakeLists.txt): SLUICE_SOURCE_DIR,
 SLUICE_METRIC_FAMILIES."""
@@ -11,6 +14,7 @@ SLUICE_METRIC_FAMILIES."""
 import json
 import os
 import re
+import shutil
 import subprocess
 import unittest
 
@@ -20,6 +24,7 @@ FAMILIES_TOOL = os.environ.get("SLUICE_METRIC_FAMILIES",
                                os.path.join(BUILD_DIR, "tests", "packaging", "sluice-metric-families"))
 DASHBOARD = os.path.join(SOURCE_DIR, "deploy", "grafana", "sluice.json")
 ALERTS = os.path.join(SOURCE_DIR, "deploy", "prometheus", "sluice-alerts.yaml")
+ALERT_TESTS = os.path.join(SOURCE_DIR, "tests", "packaging", "sluice-alerts.test.yaml")
 
 try:
     import yaml
@@ -154,6 +159,43 @@ class Dashboards(unittest.TestCase):
             self.assertRegex(rule["for"], r"^\d+[smh]$", rule["alert"])
             for fn, name in re.findall(r"\b(rate|increase)\(\s*(sluice_[a-z0-9_]+)", rule["expr"]):
                 self.assertEqual(self.families[name][0], "counter", f"{rule['alert']}: {fn}({name})")
+
+
+class Promtool(unittest.TestCase):
+    def setUp(self):
+        self.promtool = shutil.which("promtool")
+        if self.promtool is None:
+            if os.environ.get("CI", "") in ("true", "1"):
+                self.fail("promtool is not installed (scripts/setup.sh takes it from Debian's prometheus package)")
+            raise unittest.SkipTest("promtool is not installed")
+
+    def promtool_run(self, *args):
+        p = subprocess.run([self.promtool, *args], capture_output=True, text=True, timeout=60)
+        self.assertEqual(p.returncode, 0, f"promtool {' '.join(args)}:\n{p.stdout}{p.stderr}")
+        return p.stdout + p.stderr
+
+    def test_promtool_checks_the_rules(self):
+        out = self.promtool_run("check", "rules", ALERTS)
+        self.assertIn("SUCCESS", out)
+
+    def test_each_alert_fires_when_it_should_and_only_then(self):
+        if yaml is None:
+            self.skipTest("python3-yaml is not installed")
+        with open(ALERTS) as f:
+            alerts = {r["alert"] for r in alert_rules(yaml.safe_load(f))}
+        with open(ALERT_TESTS) as f:
+            cases = yaml.safe_load(f)["tests"]
+        tested = {t["alertname"] for c in cases for t in c["alert_rule_test"]}
+        self.assertEqual(tested, alerts, "every alert has a test in sluice-alerts.test.yaml, and only those")
+        for c in cases:  # each alert is seen firing and seen quiet
+            by_alert = {}
+            for t in c["alert_rule_test"]:
+                by_alert.setdefault(t["alertname"], set()).add(bool(t["exp_alerts"]))
+            for alert, seen in by_alert.items():
+                self.assertEqual(seen, {True, False}, f"{alert}: tested firing and not firing")
+        # promtool resolves rule_files from the test file's directory
+        out = self.promtool_run("test", "rules", ALERT_TESTS)
+        self.assertIn("SUCCESS", out)
 
 
 if __name__ == "__main__":
