@@ -13,6 +13,7 @@
 #include <filesystem>
 #include <fstream>
 #include <grp.h>
+#include <memory>
 #include <optional>
 #include <poll.h>
 #include <string>
@@ -365,10 +366,13 @@ TEST_F(ControlServerTest, ExtraClientOverMaxGetsAnErrorLine)
 TEST_F(ControlServerTest, ABudgetSpentOnPipelinersStillComesRoundToEveryClient)
 {
 	constexpr int kPipeliners = 40;
-	std::atomic<uint64_t> answers{0};
-	start(/*max_clients=*/64, [&](const Request &r) {
+	// Shared with the handler: the loop serves on after this body returns,
+	// until the fixture is torn down.
+	auto counted = std::make_shared<std::atomic<uint64_t>>(0);
+	std::atomic<uint64_t> &answers = *counted;
+	start(/*max_clients=*/64, [counted](const Request &r) {
 		std::this_thread::sleep_for(1ms);
-		answers++;
+		(*counted)++;
 		return echo(r);
 	});
 	std::vector<std::unique_ptr<Client>> pipeliners;
