@@ -180,6 +180,32 @@ inline RunResult run_prog(int prog_fd, const Bytes &frame, int repeat = 1)
 	return r;
 }
 
+// run_prog with the frame as the program left it (data_out): an XDP_TX
+// reply written in the frame's place, grown or cut by bpf_xdp_adjust_tail.
+struct RunOut : RunResult {
+	Bytes out;
+};
+
+inline RunOut run_prog_out(int prog_fd, const Bytes &frame)
+{
+	Bytes in = frame;
+	RunOut r;
+	r.out.assign(4096, 0);
+	LIBBPF_OPTS(bpf_test_run_opts, opts);
+	opts.data_in = in.data();
+	opts.data_size_in = std::uint32_t(in.size());
+	opts.data_out = r.out.data();
+	opts.data_size_out = std::uint32_t(r.out.size());
+	opts.repeat = 1;
+	r.err = bpf_prog_test_run_opts(prog_fd, &opts);
+	if (r.err)
+		r.err = -errno;
+	r.retval = opts.retval;
+	r.duration = opts.duration;
+	r.out.resize(std::min<std::size_t>(opts.data_size_out, r.out.size()));
+	return r;
+}
+
 // The source as the parser yields it from the address bytes.
 inline sluice_source source_of(const frames::Ip4 &a)
 {
@@ -269,6 +295,7 @@ public:
 	const sluice_config &config() const { return opt_.config; }
 
 	RunResult run(const Bytes &frame, int repeat = 1) const { return run_prog(prog_fd(), frame, repeat); }
+	RunOut run_out(const Bytes &frame) const { return run_prog_out(prog_fd(), frame); }
 
 	Counters counters() const
 	{

@@ -460,6 +460,78 @@ inline Bytes lldp(const Eth &eth_in = eth_to(kLldpMulticast))
 	return b;
 }
 
+// ------------------------------------------------------ TCP with options
+
+// A whole TCP segment: any flags, sequence numbers and options (padded with
+// EOL to a multiple of 4), checksummed over its IP pseudo header by tcp4 /
+// tcp6 (the SYN-cookie tests: a SYN as a client's stack sends it).
+struct Tcp {
+	std::uint16_t sport = 40000;
+	std::uint16_t dport = 80;
+	std::uint32_t seq = 1;
+	std::uint32_t ack = 0;
+	std::uint8_t flags = kTcpSyn;
+	std::uint16_t window = 64240;
+	Bytes options; // raw option bytes
+	std::size_t payload_len = 0;
+};
+
+// The options of a Linux SYN: MSS, SACK-permitted, timestamp (tsval, echo
+// 0), NOP, window scale.
+inline Bytes linux_syn_options(std::uint16_t mss, std::uint32_t tsval, std::uint8_t wscale)
+{
+	Bytes o{2, 4};
+	put16(o, mss);
+	put8(o, 4);
+	put8(o, 2);
+	put8(o, 8);
+	put8(o, 10);
+	put32(o, tsval);
+	put32(o, 0);
+	put8(o, 1);
+	put8(o, 3);
+	put8(o, 3);
+	put8(o, wscale);
+	return o;
+}
+
+// The TCP header and payload, checksum over `pseudo_sum` (the pseudo header
+// without the length, which is added here).
+inline Bytes tcp_bytes(const Tcp &t, std::uint32_t pseudo_sum)
+{
+	Bytes b;
+	std::size_t opt_len = (t.options.size() + 3) / 4 * 4;
+	put16(b, t.sport);
+	put16(b, t.dport);
+	put32(b, t.seq);
+	put32(b, t.ack);
+	put8(b, std::uint8_t((20 + opt_len) / 4 << 4));
+	put8(b, t.flags);
+	put16(b, t.window);
+	put16(b, 0); // checksum, below
+	put16(b, 0); // urgent
+	put(b, t.options);
+	b.resize(20 + opt_len, 0);
+	put(b, udp_payload(t.payload_len));
+	set16(b, 16, csum_fold(csum_add(pseudo_sum + std::uint32_t(b.size()), b.data(), b.size())));
+	return b;
+}
+
+inline Bytes tcp4(const Eth &eth, Ipv4 ip, const Tcp &t)
+{
+	ip.proto = kIpProtoTcp;
+	return ip4_frame(eth, ip, tcp_bytes(t, pseudo_v4(ip, 0)));
+}
+
+// TCP over IPv6, behind extension headers `exts` if any (the pseudo header
+// names the final destination, TCP: no routing header here).
+inline Bytes tcp6(const Eth &eth, Ipv6 ip, const Tcp &t, const std::vector<Ipv6Ext> &exts = {})
+{
+	ip.next_header = kIpProtoTcp;
+	Bytes l4 = tcp_bytes(t, pseudo_v6(ip, 0));
+	return ip6_frame(eth, ip, exts, kIpProtoTcp, l4);
+}
+
 // ------------------------------------------------------------------ editing
 
 // The first `len` bytes of `f` (len may exceed nothing: clamped to f.size()).
