@@ -27,6 +27,7 @@ from sluice_netns import (SLUICECTL, SLUICED, Daemon, Testbed, bpftool_json, ctl
                           xdp_prog_id)
 
 SRC = "198.18.7.7"           # the source whose two slots every case checks
+COOKIE_SYSCTLS = ("net.ipv4.tcp_syncookies", "net.ipv4.tcp_timestamps")  # what sluiced arms for SYN cookies
 RATE, BURST, TOKENS = 1, 10, 4  # at 1 token/s nothing refills between two checks that matters: raw words are compared
 CASE_TIMEOUT = 20
 
@@ -47,6 +48,31 @@ def pinned_raw(tb, name):
     return [(e.get("key"), e.get("value")) for e in bpftool_json("map", "dump", "pinned", path)]
 
 
+def possible_cpus():
+    """libbpf_num_possible_cpus(): the CPUs a per-CPU budget (--newcomer-pps,
+    --cookie-pps) is divided over, so its bounds."""
+    with open("/sys/devices/system/cpu/possible") as f:
+        return sum(int(b) - int(a) + 1 for a, _, b in (r.partition("-") if "-" in r else (r, "", r)
+                                                       for r in f.read().strip().split(",")))
+
+
+def per_cpu_pps_bounds():
+    """The least non-zero and the greatest pps of a per-CPU budget, as
+    ctl/lib/base/limits.cpp bounds them: a cost of at most 1e12 ns a token on
+    each CPU, and at most 10,000,000 pps a CPU (its 0.1 s burst at most
+    SLUICE_BURST_MAX)."""
+    cpus = possible_cpus()
+    return max(1, (cpus + 999) // 1000), cpus * 10_000_000, cpus
+
+
+def cookie_sysctls(tb):
+    """The TCP sysctls SYN cookies arm, in the protected namespace."""
+    rc, out, err = run_raw(["ip", "netns", "exec", tb.ns_host, "sysctl", "-n"] + list(COOKIE_SYSCTLS))
+    if rc != 0:
+        raise AssertionError(f"sysctl -n {' '.join(COOKIE_SYSCTLS)} in {tb.ns_host}: exit {rc}: {err}")
+    return out.split()
+
+
 def slot_words(tb, slots):
     path = os.path.join(tb.pin_dir, tb.host_if, "slots")
     out = []
@@ -58,10 +84,12 @@ def slot_words(tb, slots):
 
 
 class Snapshot:
-    """What no bad input may change: config, two slots, the lists, the program."""
+    """What no bad input may change: config, two slots, the lists, the program,
+    and the TCP sysctls SYN cookies arm."""
 
     def __init__(self, tb, slots, lists=True):
         self.config = pinned_raw(tb, "config")
+        self.sysctls = cookie_sysctls(tb)
         self.slots = slot_words(tb, slots)
         self.lists = {n: pinned_raw(tb, n) for n in ("allow_v4", "allow_v6", "deny_v4", "deny_v6")} if lists else None
         self.prog = xdp_prog_id(tb)
@@ -76,6 +104,8 @@ class Snapshot:
             out.append(f"lists {self.lists} -> {other.lists}")
         if self.prog != other.prog:
             out.append(f"program {self.prog} -> {other.prog}")
+        if self.sysctls != other.sysctls:
+            out.append(f"{', '.join(COOKIE_SYSCTLS)} {self.sysctls} -> {other.sysctls}")
         return out
 
 
@@ -260,6 +290,7 @@ class HostileCli(unittest.TestCase):
             fifo = os.path.join(f.tb.rundir, "policy.fifo")
             os.mkfifo(fifo)
 
+            pps_lo, pps_hi, cpus = per_cpu_pps_bounds()
             cases = [
                 ([], 2, ["no interface given: use -i IFACE"]),
                 (["-i", IF, "--rate", "-5"], 2, ["--rate -5 is outside 1..100000000"]),
@@ -308,6 +339,19 @@ class HostileCli(unittest.TestCase):
                 (["-i", IF, "--observe-periods", "256"], 2, ["--observe-periods 256 is outside 0 (off)..255"]),
                 (["-i", IF, "--observe-periods", "-1"], 2, ["--observe-periods -1 is outside 0 (off)..255"]),
                 (["-i", IF, "--no-standing=1"], 2, ["'--no-standing' does not take any arguments"]),
+                # SYN cookies: the mode by name only, the budget within the per-CPU bounds
+                (["-i", IF, "--cookies", "sometimes"], 2, ["--cookies", "'sometimes' is not one of off, shedding, always"]),
+                (["-i", IF, "--cookies", "Shedding"], 2, ["--cookies", "'Shedding' is not one of"]),
+                (["-i", IF, "--cookies", "1"], 2, ["--cookies", "'1' is not one of"]),
+                (["-i", IF, "--cookies", ""], 2, ["--cookies", "'' is not one of"]),
+                (["-i", IF, "--cookies"], 2, ["--cookies"]),
+                (["-i", IF, "--cookie-pps", "-1"], 2, [f"--cookie-pps -1 is outside 0 (none) or {pps_lo}..{pps_hi} ({cpus} CPUs)"]),
+                (["-i", IF, "--cookie-pps", str(pps_hi + 1)], 2, [f"--cookie-pps {pps_hi + 1} is outside 0 (none) or {pps_lo}..{pps_hi}"]),
+                (["-i", IF, "--cookie-pps", "1000000000000"], 2, ["--cookie-pps 1000000000000 is outside 0 (none) or"]),
+                (["-i", IF, "--cookie-pps", "18446744073709551616"], 2, ["'18446744073709551616'", "--cookie-pps", "invalid"]),
+                (["-i", IF, "--cookie-pps", "1e6"], 2, ["'1e6'", "--cookie-pps", "invalid"]),
+                (["-i", IF, "--cookie-pps", "lots"], 2, ["'lots'", "--cookie-pps", "invalid"]),
+                (["-i", IF, "--cookie-pps", ""], 2, ["--cookie-pps"]),
                 # the policy file: refused whole, with its file:line:col, before anything is touched
                 (["-i", IF, "--policy", "/nonexistent/policy.yaml"], 2, ["/nonexistent/policy.yaml", "not_found"]),
                 (["-i", IF, "--policy", "/dev/null"], 2, ["/dev/null", "not_regular"]),
@@ -352,6 +396,7 @@ class HostileConfigFile(unittest.TestCase):
                                 "--pin-dir", f.tb.pin_dir] + list(args))
 
             good = f"interface = {IF}\n"
+            pps_lo, pps_hi, cpus = per_cpu_pps_bounds()
             cases = [
                 (with_file(good + "rate = -5\n"), 2, ["--rate -5 is outside 1..100000000"]),
                 (with_file(good + "rate = 0\n"), 2, ["--rate 0 is outside"]),
@@ -378,6 +423,13 @@ class HostileConfigFile(unittest.TestCase):
                 (with_file(good + "newcomer-pps = -3\n"), 2, ["--newcomer-pps -3 is outside 0 (none) or"]),
                 (with_file(good + "observe-periods = 300\n"), 2, ["--observe-periods 300 is outside 0 (off)..255"]),
                 (with_file(good + "no-standing = maybe\n"), 2, ["'maybe'", "no-standing", "invalid"]),
+                (with_file(good + "cookies = sometimes\n"), 2, ["--cookies", "'sometimes' is not one of off, shedding, always"]),
+                (with_file(good + "cookies =\n"), 2, ["--cookies", "'' is not one of"]),
+                (with_file(good + "cookies = off\ncookies = always\n"), 2, ["cookies"]),
+                (with_file(good + "cookie-pps = -3\n"), 2, [f"--cookie-pps -3 is outside 0 (none) or {pps_lo}..{pps_hi} ({cpus} CPUs)"]),
+                (with_file(good + f"cookie-pps = {pps_hi + 1}\n"), 2, [f"--cookie-pps {pps_hi + 1} is outside 0 (none) or"]),
+                (with_file(good + "cookie-pps = 1e6\n"), 2, ["'1e6'", "cookie-pps", "invalid"]),
+                (with_file(good + "cookie-pps = 18446744073709551616\n"), 2, ["'18446744073709551616'", "invalid"]),
             ]
             for path, want_rc, words in cases:
                 with self.subTest(config=path):
