@@ -3,8 +3,9 @@
 // Every input is run through sluice_xdp with BPF_PROG_TEST_RUN
 // (bpf_prog_test_run_opts), and after every run the harness checks, from the
 // maps:
-//   - the verdict is XDP_PASS or XDP_DROP (never XDP_ABORTED or anything else),
-//     and the one the outcome calls for;
+//   - the verdict is XDP_PASS or XDP_DROP, or XDP_TX for a SYN answered with
+//     a cookie (never XDP_ABORTED or anything else), and the one the outcome
+//     calls for;
 //   - the counters add up: every repetition counted under exactly one outcome
 //     (packets and bytes), the outcome the host's own parse of the frame
 //     (bpf/parse.h) and the lists call for; would_drop only in dry-run, and
@@ -30,11 +31,32 @@
 //     the only slots that change, each within its own burst (packets x cost,
 //     byte_burst_ns); without a byte budget, admitted exactly as above with
 //     the class's budgets.
+//   - SYN cookies (an input with "SC", see "cookies" below): the harness
+//     runs in a network namespace of its own with net.ipv4.tcp_syncookies = 2
+//     and a listening socket on port 80 for each family, so the program's
+//     cookie path runs for real (bpf_skc_lookup_tcp, bpf_tcp_gen_syncookie,
+//     bpf_tcp_check_syncookie). While cookies are in force, a TCP frame of a
+//     source without standing that reaches the budgets is counted once, as
+//     the host's own reading of its headers calls for: IPv4 options, a
+//     fragment, IPv6 extension headers before TCP or a cut TCP header ->
+//     drop_cookie_unfit; a SYN to port 80 -> cookie_sent (XDP_TX) or
+//     drop_cookie_budget, and only with a token of the cookie budget left or
+//     none (one CPU's bucket at most changes, within [0, burst]); an ACK to
+//     port 80 -> cookie_proved or drop_cookie; anything else as without
+//     cookies. A SYN-ACK sent is one frame, at most 8 bytes longer than the
+//     SYN, its Ethernet addresses, IP addresses and ports swapped, its VLAN
+//     tags kept, SYN|ACK, ack = the SYN's seq + 1, and its IPv4 and TCP
+//     checksums right. Standing changes only for cookie_proved, and then as
+//     bpf/standing.h grants it, reason cookie. An input may then send the
+//     ACK a client would, with the cookie the SYN-ACK carried plus a delta:
+//     delta 0 must be proved, a delta no kernel check accepts (a minute
+//     counter off by 2 or more: a cookie older than the two minutes the
+//     kernel accepts) dropped as drop_cookie, with no standing.
 // The program is the production object (the skeleton embeds it); three
 // instances are loaded with different load-time settings (two choices; dry run
 // with /24 and /48 prefixes; one choice), chosen per input.
 //
-// Input: ["SP" policy...] [scenario][tuning][standing][frame...]
+// Input: ["SP" policy...] ["SC" cookies...] [scenario][tuning][standing][frame...]
 //   scenario bits 0-1: instance (0 two-choice, 1 dry-run, 2 one-choice; 3 = 0)
 //            bits 2-3: breaker state (0 serving, 1 shedding, 2 recovering, 3 serving)
 //            bit 4: the deny lists are flagged non-empty, bit 5: the allow lists
@@ -59,6 +81,7 @@
 #include "bpf/sluice_abi.h"
 #include "bpf/bucket.h"
 #include "bpf/class_match.h"
+#include "bpf/cookie.h"
 #include "bpf/parse.h"
 #include "bpf/source_key.h"
 #include "bpf/standing.h"
@@ -69,7 +92,9 @@
 #include <linux/bpf.h>
 #include <linux/if_link.h>
 #include <net/if.h>
+#include <netinet/in.h>
 #include <sched.h>
+#include <sys/socket.h>
 #include <signal.h>
 
 #include <algorithm>
@@ -161,10 +186,12 @@ struct Instance {
 	std::uint32_t slots, v4_prefix, v6_prefix, dry_run, one_choice;
 	sluice_bpf *skel = nullptr;
 	int prog = -1, slots_fd = -1, config_fd = -1, counters_fd = -1, standing_fd = -1, newcomers_fd = -1;
+	int cookie_budget_fd = -1;
 	sluice_config cfg{};
 	std::vector<std::uint64_t> shadow; // every slot's empty_at as last read
 	std::vector<sluice_standing_set> standing; // every standing set as last read
 	std::vector<std::uint64_t> newcomers;      // each CPU's newcomer bucket as last read
+	std::vector<std::uint64_t> cookie_budget;  // each CPU's cookie bucket as last read
 	std::array<sluice_counter, SLUICE_OUTCOMES> counters{};
 	int classes_fd = -1, port_classes_fd = -1, class_v4_fd = -1, class_v6_fd = -1, class_counters_fd = -1;
 	std::vector<sluice_counter> class_counters; // SLUICE_CLASS_COUNTER_KEYS, summed over CPUs
@@ -192,12 +219,13 @@ void read_standing(const Instance &in, std::vector<sluice_standing_set> &out)
 			die("standing set %u lookup: %s", i, std::strerror(errno));
 }
 
-void read_newcomers(const Instance &in, std::vector<std::uint64_t> &out)
+// A per-CPU budget (the newcomer or the cookie budget): each CPU's bucket.
+void read_per_cpu(int fd, const char *what, std::vector<std::uint64_t> &out)
 {
 	std::vector<sluice_slot> per(static_cast<std::size_t>(g_ncpu));
 	__u32 zero = 0;
-	if (bpf_map_lookup_elem(in.newcomers_fd, &zero, per.data()))
-		die("newcomers lookup: %s", std::strerror(errno));
+	if (bpf_map_lookup_elem(fd, &zero, per.data()))
+		die("%s lookup: %s", what, std::strerror(errno));
 	out.resize(per.size());
 	for (std::size_t i = 0; i < per.size(); i++)
 		out[i] = per[i].empty_at;
@@ -343,6 +371,7 @@ void load(Instance &in)
 	in.counters_fd = bpf_map__fd(in.skel->maps.counters);
 	in.standing_fd = bpf_map__fd(in.skel->maps.standing);
 	in.newcomers_fd = bpf_map__fd(in.skel->maps.newcomers);
+	in.cookie_budget_fd = bpf_map__fd(in.skel->maps.cookie_budget);
 	in.classes_fd = bpf_map__fd(in.skel->maps.classes);
 	in.port_classes_fd = bpf_map__fd(in.skel->maps.port_classes);
 	in.class_v4_fd = bpf_map__fd(in.skel->maps.class_v4);
@@ -358,9 +387,91 @@ void load(Instance &in)
 	}
 	read_slots(in, in.shadow);
 	read_standing(in, in.standing);
-	read_newcomers(in, in.newcomers);
+	read_per_cpu(in.newcomers_fd, "newcomers", in.newcomers);
+	read_per_cpu(in.cookie_budget_fd, "cookie_budget", in.cookie_budget);
 	in.counters = read_counters(in);
 	read_class_counters(in, in.class_counters);
+}
+
+// ------------------------------------------------------------- cookies
+//
+// The harness's own network namespace (private to this process, gone with
+// it), where BPF_PROG_TEST_RUN runs the program (the frame's device is the
+// namespace's loopback): net.ipv4.tcp_syncookies = 2, so that the kernel
+// makes a cookie for the program, and a listening socket on kListenPort for
+// IPv4 and for IPv6, so that a SYN or ACK to that port finds a listener and
+// one to any other port does not. Nothing else ever connects there, so the
+// listeners' accept queues stay empty (a full one would make the kernel
+// refuse a cookie). Without it (no CAP_SYS_ADMIN for unshare, a sysctl that
+// cannot be written) cookie inputs run with cookies off, and say so; in CI
+// (CI=true) that fails the run instead.
+constexpr std::uint16_t kListenPort = 80;
+bool g_private_netns = false;
+bool g_cookies_ok = false;
+
+bool write_proc_sys(const char *path, const char *value)
+{
+	std::FILE *f = std::fopen(path, "w");
+	if (!f)
+		return false;
+	bool ok = std::fputs(value, f) >= 0;
+	return std::fclose(f) == 0 && ok;
+}
+
+int listen_on(int family)
+{
+	int fd = socket(family, SOCK_STREAM, 0);
+	if (fd < 0)
+		return -1;
+	int one = 1;
+	setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+	int rc;
+	if (family == AF_INET) {
+		sockaddr_in a{};
+		a.sin_family = AF_INET;
+		a.sin_port = htons(kListenPort);
+		rc = bind(fd, reinterpret_cast<sockaddr *>(&a), sizeof(a));
+	} else {
+		setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &one, sizeof(one));
+		sockaddr_in6 a{};
+		a.sin6_family = AF_INET6;
+		a.sin6_port = htons(kListenPort);
+		rc = bind(fd, reinterpret_cast<sockaddr *>(&a), sizeof(a));
+	}
+	if (rc != 0 || listen(fd, 4096) != 0) {
+		close(fd);
+		return -1;
+	}
+	return fd; // kept open for the process's life
+}
+
+bool in_ci()
+{
+	const char *ci = std::getenv("CI");
+	return ci && (std::strcmp(ci, "true") == 0 || std::strcmp(ci, "1") == 0);
+}
+
+void private_netns()
+{
+	if (unshare(CLONE_NEWNET) != 0) {
+		std::fprintf(stderr, "xdp_fuzz: unshare(CLONE_NEWNET): %s; cookie inputs run with cookies off\n",
+			     std::strerror(errno));
+		return;
+	}
+	g_private_netns = true;
+	if (!write_proc_sys("/proc/sys/net/ipv4/tcp_syncookies", "2") ||
+	    !write_proc_sys("/proc/sys/net/ipv4/tcp_timestamps", "2")) {
+		std::fprintf(stderr, "xdp_fuzz: cannot set tcp_syncookies = 2 in the private namespace: %s; "
+				     "cookie inputs run with cookies off\n",
+			     std::strerror(errno));
+		return;
+	}
+	if (listen_on(AF_INET) < 0 || listen_on(AF_INET6) < 0) {
+		std::fprintf(stderr, "xdp_fuzz: cannot listen on port %u: %s; cookie inputs run with cookies off\n",
+			     kListenPort, std::strerror(errno));
+		return;
+	}
+	g_cookies_ok = true;
 }
 
 // BPF_PROG_TEST_RUN of an XDP program adds it to the kernel's XDP dispatcher
@@ -368,16 +479,15 @@ void load(Instance &in)
 // dispatcher's code, with IPIs to every CPU, which on a loaded VM costs
 // hundreds of microseconds. A program the dispatcher already holds (one
 // attached in native mode somewhere) skips that. So each instance is attached
-// to a veth of its own, in a network namespace private to this process (gone
-// with it), never brought up: no frame ever reaches it there. If that cannot
-// be done the harness runs as is, only slower. SLUICE_FUZZ_NO_DISPATCH_PIN=1
-// skips it.
+// to a veth of its own, in the harness's private network namespace (above),
+// never brought up: no frame ever reaches it there. If that cannot be done
+// the harness runs as is, only slower. SLUICE_FUZZ_NO_DISPATCH_PIN=1 skips it.
 void pin_in_dispatcher()
 {
 	if (std::getenv("SLUICE_FUZZ_NO_DISPATCH_PIN"))
 		return;
-	if (unshare(CLONE_NEWNET) != 0) {
-		std::fprintf(stderr, "xdp_fuzz: unshare(CLONE_NEWNET): %s; running unpinned\n", std::strerror(errno));
+	if (!g_private_netns) {
+		std::fprintf(stderr, "xdp_fuzz: no private network namespace; running unpinned\n");
 		return;
 	}
 	for (int i = 0; i < 3; i++) {
@@ -393,7 +503,33 @@ void pin_in_dispatcher()
 	}
 }
 
-sluice_config config_for(std::uint8_t scenario, std::uint8_t tuning, std::uint8_t standing)
+// An input that carries kCookieBytes after kCookieMagic (after the policy's,
+// if any) runs with SYN cookies configured (zeros past the end):
+//   c[0]  bits 0-1 cookie_mode (0 off, 1 shedding, 2 and 3 always)
+//         bit 2 the frame's TCP destination port is set to kListenPort (when
+//               the host's parse reaches it: IPv4 without later-fragment
+//               offset, IPv6 with TCP next)
+//         bits 3-4 the cookie budget per CPU: 0 none, 1 and 2 that burst at
+//               1,000 SYN-ACKs a second (spent within a few inputs), 3 a
+//               burst of 64 at 1,000,000 a second (seldom spent)
+//         bit 5 prove: after a cookie_sent, send the ACK the client would,
+//               its ack number the cookie + 1 + delta (no policy inputs: an
+//               ACK's class may differ from its SYN's)
+//         bit 6 the SYN-ACK may offer timestamps, SACK and window scale
+//               (config.cookie_flags as with tcp_timestamps = 2), else MSS only
+//   c[1..4] delta, little-endian
+// A cookie input runs its frame once (no repetitions: a repetition after
+// XDP_TX would run on the SYN-ACK the first one wrote).
+constexpr std::uint8_t kCookieMagic[2] = {'S', 'C'};
+constexpr std::size_t kCookieBytes = 5;
+
+struct Cookies {
+	bool on = false;
+	std::uint8_t c0 = 0;
+	std::uint32_t delta = 0;
+};
+
+sluice_config config_for(std::uint8_t scenario, std::uint8_t tuning, std::uint8_t standing, const Cookies &ck)
 {
 	sluice_config c{};
 	c.rate_pps = kRate;
@@ -417,7 +553,148 @@ sluice_config config_for(std::uint8_t scenario, std::uint8_t tuning, std::uint8_
 		c.standing_cost_ns = SLUICE_NSEC_PER_SEC / kRate;
 		c.standing_burst = sb;
 	}
+	if (ck.on && g_cookies_ok) {
+		std::uint32_t mode = ck.c0 & 3;
+		c.cookie_mode = mode == 3 ? SLUICE_COOKIES_ALWAYS : mode;
+		if (std::uint32_t cb = (ck.c0 >> 3) & 3) {
+			c.cookie_cost_ns = cb == 3 ? 1000 : SLUICE_NSEC_PER_SEC / kRate;
+			c.cookie_burst = cb == 3 ? 64 : cb;
+		}
+		c.cookie_flags = (ck.c0 & 0x40) ? SLUICE_COOKIE_TS | SLUICE_COOKIE_SACK | SLUICE_COOKIE_WSCALE : 0;
+		c.cookie_mss4 = 1460;
+		c.cookie_mss6 = 1440;
+		c.cookie_wscale = 7;
+	}
 	return c;
+}
+
+// What the cookie path makes of an IP frame of a source without standing,
+// from the host's reading of its headers (sluice_cookie's tests, in its
+// order): not a TCP frame it answers (on to the budgets), one it cannot
+// answer (unfit), a SYN or an ACK to a listener (only kListenPort has one in
+// the harness's namespace, and it has no connections).
+enum class CookieWay { go_on, unfit, syn, ack };
+
+CookieWay cookie_way_of(const std::uint8_t *end, const std::uint8_t *l3, bool v6, std::uint32_t *seq)
+{
+	std::uint32_t ip_len;
+	bool unfit = false;
+	if (!v6) {
+		if (l3 + 20 > end || l3[9] != SLUICE_IPPROTO_TCP)
+			return CookieWay::go_on;
+		unfit = l3[0] != 0x45 || (sluice_be16_at(l3 + 6) & 0x3fff) != 0;
+		ip_len = 20;
+	} else {
+		if (l3 + 40 > end)
+			return CookieWay::go_on;
+		if (l3[6] != SLUICE_IPPROTO_TCP) {
+			sluice_l4 l4{};
+			if (!sluice_ipv6_ext(l3[6]) || sluice_parse_l4(l3, end, 1, &l4))
+				return CookieWay::go_on;
+			if (l4.kind != SLUICE_L4_TCP && l4.kind != SLUICE_L4_TCP_SYN &&
+			    !(l4.kind == SLUICE_L4_IP && l4.port == SLUICE_IPPROTO_TCP))
+				return CookieWay::go_on;
+			unfit = true;
+		}
+		ip_len = 40;
+	}
+	if (unfit)
+		return CookieWay::unfit;
+	const std::uint8_t *th = l3 + ip_len;
+	if (th + 20 > end)
+		return CookieWay::unfit;
+	std::uint8_t fl = th[13];
+	bool syn = (fl & (SLUICE_TCP_FLAG_SYN | SLUICE_TCP_FLAG_ACK | SLUICE_TCP_FLAG_RST | SLUICE_TCP_FLAG_FIN)) ==
+		   SLUICE_TCP_FLAG_SYN;
+	bool ack = (fl & (SLUICE_TCP_FLAG_SYN | SLUICE_TCP_FLAG_ACK | SLUICE_TCP_FLAG_RST)) == SLUICE_TCP_FLAG_ACK;
+	if (!syn && !ack)
+		return CookieWay::go_on;
+	std::uint32_t tcp_len = std::uint32_t(th[12] >> 4) * 4;
+	if (tcp_len < 20 || th + tcp_len > end)
+		return CookieWay::unfit;
+	if (sluice_be16_at(th + 2) != kListenPort)
+		return CookieWay::go_on;
+	*seq = std::uint32_t(th[4]) << 24 | std::uint32_t(th[5]) << 16 | std::uint32_t(th[6]) << 8 | th[7];
+	return syn ? CookieWay::syn : CookieWay::ack;
+}
+
+// A delta added to a valid cookie that no kernel check can accept: the
+// check (net/ipv4/syncookies.c, check_tcp_syn_cookie) takes the cookie's top
+// byte as a minute counter and accepts it only 0 or 1 minutes old, so a
+// delta whose top byte moves it by 2 or more (carry or not) fails whatever
+// the hash. Deltas with a top byte of -2..1 may land on another MSS index of
+// this minute's or the previous one's hash (probability up to 2^-22): the
+// harness then asks only that standing came with cookie_proved.
+bool surely_stale(std::uint32_t delta)
+{
+	std::uint32_t hi = delta >> 24;
+	return !(hi == 0 || hi == 1 || hi == 0xff || hi == 0xfe);
+}
+
+std::uint32_t be32_at(const std::uint8_t *p)
+{
+	return std::uint32_t(p[0]) << 24 | std::uint32_t(p[1]) << 16 | std::uint32_t(p[2]) << 8 | p[3];
+}
+
+// RFC 1071: the one's complement sum of 16-bit words, folded.
+std::uint32_t sum16(std::uint32_t s, const std::uint8_t *p, std::size_t n)
+{
+	for (std::size_t i = 0; i + 1 < n; i += 2)
+		s += std::uint32_t(p[i]) << 8 | p[i + 1];
+	if (n & 1)
+		s += std::uint32_t(p[n - 1]) << 8;
+	return s;
+}
+
+std::uint16_t fold(std::uint32_t s)
+{
+	while (s >> 16)
+		s = (s & 0xffff) + (s >> 16);
+	return std::uint16_t(s);
+}
+
+// The SYN-ACK the program wrote in place of `syn` (l3 at l3_off): one frame,
+// at most 8 bytes longer, the SYN's Ethernet header with its addresses
+// swapped and its tags kept, IP addresses and ports swapped, SYN|ACK, ack =
+// the SYN's seq + 1, right checksums. Returns the cookie (its seq).
+std::uint32_t check_synack(const std::uint8_t *syn, std::size_t syn_len, const std::uint8_t *out, std::size_t out_len,
+			   std::size_t l3_off, bool v6, const std::string &what)
+{
+	std::size_t ip_len = v6 ? 40 : 20;
+	if (out_len > syn_len + 8)
+		die("SYN-ACK of %zu bytes for a SYN of %zu (more than 8 bytes longer): %s", out_len, syn_len, what.c_str());
+	if (out_len < l3_off + ip_len + 24 || out_len > l3_off + ip_len + 40)
+		die("SYN-ACK of %zu bytes: not one IP header and 24..40 bytes of TCP: %s", out_len, what.c_str());
+	if (std::memcmp(out, syn + 6, 6) != 0 || std::memcmp(out + 6, syn, 6) != 0 ||
+	    std::memcmp(out + 12, syn + 12, l3_off - 12) != 0)
+		die("SYN-ACK's Ethernet header is not the SYN's, addresses swapped, tags kept: %s", what.c_str());
+	const std::uint8_t *si = syn + l3_off, *oi = out + l3_off;
+	std::size_t tcp_len = out_len - l3_off - ip_len;
+	std::uint32_t pseudo = 0;
+	if (!v6) {
+		if (oi[0] != 0x45 || oi[9] != SLUICE_IPPROTO_TCP || sluice_be16_at(oi + 2) != ip_len + tcp_len ||
+		    std::memcmp(oi + 12, si + 16, 4) != 0 || std::memcmp(oi + 16, si + 12, 4) != 0)
+			die("SYN-ACK's IPv4 header: not 0x45, TCP, its length, the SYN's addresses swapped: %s", what.c_str());
+		if (fold(sum16(0, oi, 20)) != 0xffff)
+			die("SYN-ACK's IPv4 checksum is wrong: %s", what.c_str());
+		pseudo = sum16(0, oi + 12, 8) + SLUICE_IPPROTO_TCP + std::uint32_t(tcp_len);
+	} else {
+		if ((oi[0] >> 4) != 6 || oi[6] != SLUICE_IPPROTO_TCP || sluice_be16_at(oi + 4) != tcp_len ||
+		    std::memcmp(oi + 8, si + 24, 16) != 0 || std::memcmp(oi + 24, si + 8, 16) != 0)
+			die("SYN-ACK's IPv6 header: not 6, TCP, its length, the SYN's addresses swapped: %s", what.c_str());
+		pseudo = sum16(0, oi + 8, 32) + SLUICE_IPPROTO_TCP + std::uint32_t(tcp_len);
+	}
+	const std::uint8_t *st = si + ip_len, *ot = oi + ip_len;
+	if (std::memcmp(ot, st + 2, 2) != 0 || std::memcmp(ot + 2, st, 2) != 0)
+		die("SYN-ACK's ports are not the SYN's swapped: %s", what.c_str());
+	if (ot[13] != (SLUICE_TCP_FLAG_SYN | SLUICE_TCP_FLAG_ACK) || std::size_t(ot[12] >> 4) * 4 != tcp_len)
+		die("SYN-ACK's flags 0x%02x or data offset %u wrong (%zu bytes of TCP): %s", ot[13], ot[12] >> 4, tcp_len,
+		    what.c_str());
+	if (be32_at(ot + 8) != be32_at(st + 4) + 1)
+		die("SYN-ACK acks %u, the SYN's seq is %u: %s", be32_at(ot + 8), be32_at(st + 4), what.c_str());
+	if (fold(sum16(pseudo, ot, tcp_len)) != 0xffff)
+		die("SYN-ACK's TCP checksum is wrong: %s", what.c_str());
+	return be32_at(ot + 4);
 }
 
 // ------------------------------------------------------------- policies
@@ -643,7 +920,9 @@ void write_policy(Instance &in, const Policy &pol)
 }
 
 // What the program must count a frame as, from the host's parse. For frames
-// that reach the buckets, PASSED or DROP_RATE (returned as PASSED here).
+// that reach the budgets, PASSED or DROP_RATE (returned as PASSED here; the
+// caller decides the cookie path and an absent newcomer budget, which come
+// after a class's action).
 std::uint32_t expected_outcome(const sluice_config &c, int kind, const sluice_source &src, bool has_standing)
 {
 	if (kind == SLUICE_PARSE_NON_IP)
@@ -658,8 +937,6 @@ std::uint32_t expected_outcome(const sluice_config &c, int kind, const sluice_so
 			return SLUICE_ALLOWLISTED;
 		if (c.valve_closed)
 			return has_standing ? SLUICE_DROP_VALVE : SLUICE_DROP_SHED;
-		if (!has_standing && c.newcomer_cost_ns == 0)
-			return SLUICE_DROP_SHED;
 	}
 	return SLUICE_PASSED;
 }
@@ -667,7 +944,8 @@ std::uint32_t expected_outcome(const sluice_config &c, int kind, const sluice_so
 bool drop_outcome(std::uint32_t o)
 {
 	return o == SLUICE_DROP_RATE || o == SLUICE_DROP_SHED || o == SLUICE_DROP_DENY || o == SLUICE_MALFORMED ||
-	       o == SLUICE_DROP_VALVE || o == SLUICE_DROP_CLASS || o == SLUICE_DROP_BYTES;
+	       o == SLUICE_DROP_VALVE || o == SLUICE_DROP_CLASS || o == SLUICE_DROP_BYTES || o == SLUICE_DROP_COOKIE ||
+	       o == SLUICE_DROP_COOKIE_BUDGET || o == SLUICE_DROP_COOKIE_UNFIT;
 }
 
 std::string hex(const std::uint8_t *p, std::size_t n)
@@ -681,16 +959,185 @@ std::string hex(const std::uint8_t *p, std::size_t n)
 	return n > 96 ? s + "..." : s;
 }
 
+// A cookie_proved run: the source's standing set (in.standing[set_idx] as
+// the harness wrote it before the run) now holds exactly what
+// sluice_standing_grant writes for its fingerprint at the run's clock
+// (between c0 and c1), reason cookie. in.standing takes it, so that the sweep
+// that follows finds nothing else changed.
+void expect_cookie_grant(Instance &in, const std::vector<sluice_standing_set> &sets, std::uint32_t set_idx,
+			 std::uint32_t fpr, std::uint64_t c0, std::uint64_t c1, const std::string &what)
+{
+	for (std::uint64_t t : {c0, c1}) {
+		sluice_standing_set exp = in.standing[set_idx];
+		sluice_standing_grant(&exp, fpr, sluice_standing_stamp(t + SLUICE_TIME_BIAS), kStandingLapse,
+				      SLUICE_BY_COOKIE);
+		if (std::memcmp(&exp, &sets[set_idx], sizeof(exp)) == 0) {
+			in.standing[set_idx] = sets[set_idx];
+			return;
+		}
+	}
+	die("cookie_proved, but standing set %u is not the cookie grant of its fingerprint %08x: %s", set_idx, fpr,
+	    what.c_str());
+}
+
+// The cookie budget after a run that sent `sent` SYN-ACKs and dropped
+// `spent` SYNs on the budget: see the caller.
+void check_cookie_budget(Instance &in, const sluice_config &cfg, std::uint64_t sent, std::uint64_t spent,
+			 std::uint64_t c0, std::uint64_t c1, const std::string &what)
+{
+	static std::vector<std::uint64_t> now;
+	read_per_cpu(in.cookie_budget_fd, "cookie_budget", now);
+	std::uint64_t burst_ns = cfg.cookie_burst * cfg.cookie_cost_ns;
+	std::uint64_t changed = 0;
+	for (std::size_t i = 0; i < now.size(); i++) {
+		if (now[i] == in.cookie_budget[i])
+			continue;
+		changed++;
+		std::uint64_t lo = c0 + SLUICE_TIME_BIAS - burst_ns, hi = c1 + SLUICE_TIME_BIAS;
+		if (!sent || now[i] < lo || now[i] > hi)
+			die("cookie bucket of CPU %zu written as %llu (%llu SYN-ACKs sent; want [%llu, %llu]): %s", i,
+			    (unsigned long long)now[i], (unsigned long long)sent, (unsigned long long)lo,
+			    (unsigned long long)hi, what.c_str());
+	}
+	if (changed != sent)
+		die("%llu cookie buckets paid for %llu SYN-ACKs: %s", (unsigned long long)changed,
+		    (unsigned long long)sent, what.c_str());
+	if (spent && cfg.cookie_cost_ns) {
+		bool all_held = true;
+		for (std::uint64_t e : in.cookie_budget)
+			all_held = all_held && sluice_credit(e, c0 + SLUICE_TIME_BIAS, burst_ns) >= cfg.cookie_cost_ns;
+		if (all_held)
+			die("drop_cookie_budget while every CPU's cookie bucket held a token: %s", what.c_str());
+	}
+	in.cookie_budget.swap(now);
+}
+
+// The ACK a client sends back for the SYN-ACK the program sent: the SYN's
+// Ethernet and IP headers (its own addresses), TCP seq = the SYN's + 1, ack =
+// cookie + 1 + delta, no options. Run once; it is counted once, as
+// cookie_proved (passed, its source granted standing, reason cookie) or
+// drop_cookie (dropped, nothing granted): delta 0 must be proved, a surely
+// stale one dropped. Nothing else changes: no slot, no other standing set,
+// no newcomer or cookie bucket, no class counter.
+void prove(Instance &in, const sluice_config &cfg, const std::uint8_t *syn, std::size_t l3_off, bool v6,
+	   std::uint32_t syn_seq, std::uint32_t cookie, std::uint32_t delta, std::uint32_t set_idx, std::uint32_t fpr,
+	   const std::string &syn_what)
+{
+	std::size_t ip_len = v6 ? 40 : 20;
+	std::uint8_t ack[kMaxFrame];
+	std::size_t len = l3_off + ip_len + 20;
+	std::memcpy(ack, syn, l3_off + ip_len);
+	std::uint8_t *ip = ack + l3_off, *th = ip + ip_len;
+	std::uint32_t pseudo;
+	if (!v6) {
+		ip[2] = 0, ip[3] = 40;
+		ip[10] = ip[11] = 0;
+		std::uint16_t c = std::uint16_t(~fold(sum16(0, ip, 20)));
+		ip[10] = std::uint8_t(c >> 8), ip[11] = std::uint8_t(c);
+		pseudo = sum16(0, ip + 12, 8) + SLUICE_IPPROTO_TCP + 20;
+	} else {
+		ip[4] = 0, ip[5] = 20;
+		pseudo = sum16(0, ip + 8, 32) + SLUICE_IPPROTO_TCP + 20;
+	}
+	std::memcpy(th, syn + l3_off + ip_len, 4); // the SYN's ports
+	auto put32 = [](std::uint8_t *p, std::uint32_t v) {
+		p[0] = std::uint8_t(v >> 24), p[1] = std::uint8_t(v >> 16), p[2] = std::uint8_t(v >> 8), p[3] = std::uint8_t(v);
+	};
+	put32(th + 4, syn_seq + 1);
+	put32(th + 8, cookie + 1 + delta);
+	th[12] = 5 << 4;
+	th[13] = SLUICE_TCP_FLAG_ACK;
+	th[14] = 0x01, th[15] = 0xf6; // window 502
+	th[16] = th[17] = th[18] = th[19] = 0;
+	std::uint16_t c = std::uint16_t(~fold(sum16(pseudo, th, 20)));
+	th[16] = std::uint8_t(c >> 8), th[17] = std::uint8_t(c);
+	char d[16];
+	std::snprintf(d, sizeof(d), "%08x", delta);
+	std::string what = "the ACK (cookie + 1 + delta " + std::string(d) + ") " + hex(ack, len) + " to " + syn_what;
+
+	std::uint8_t out[4096];
+	LIBBPF_OPTS(bpf_test_run_opts, opts);
+	opts.data_in = ack;
+	opts.data_size_in = std::uint32_t(len);
+	opts.data_out = out;
+	opts.data_size_out = sizeof(out);
+	opts.repeat = 1;
+	sigset_t all, old;
+	sigfillset(&all);
+	pthread_sigmask(SIG_BLOCK, &all, &old);
+	std::uint64_t c0 = coarse_ns();
+	int err = bpf_prog_test_run_opts(in.prog, &opts);
+	int run_errno = errno;
+	std::uint64_t c1 = coarse_ns();
+	pthread_sigmask(SIG_SETMASK, &old, nullptr);
+	if (err)
+		die("bpf_prog_test_run_opts (the ACK): %s", std::strerror(run_errno));
+
+	auto now_counters = read_counters(in);
+	std::uint32_t got = SLUICE_OUTCOMES;
+	for (std::uint32_t o = 0; o < SLUICE_OUTCOMES; o++) {
+		std::uint64_t p = now_counters[o].packets - in.counters[o].packets;
+		std::uint64_t b = now_counters[o].bytes - in.counters[o].bytes;
+		if (!p && !b)
+			continue;
+		if (p != 1 || b != len || got != SLUICE_OUTCOMES)
+			die("outcome %u counted %llu packets, %llu bytes: %s", o, (unsigned long long)p,
+			    (unsigned long long)b, what.c_str());
+		got = o;
+	}
+	in.counters = now_counters;
+	if (got != SLUICE_COOKIE_PROVED && got != SLUICE_DROP_COOKIE)
+		die("counted as %u, not cookie_proved or drop_cookie: %s", got, what.c_str());
+	if (delta == 0 && got != SLUICE_COOKIE_PROVED)
+		die("the cookie the program sent was not proved: %s", what.c_str());
+	if (surely_stale(delta) && got != SLUICE_DROP_COOKIE)
+		die("a cookie no kernel check accepts was proved: %s", what.c_str());
+	std::uint32_t want_verdict = got == SLUICE_COOKIE_PROVED ? XDP_PASS : XDP_DROP;
+	if (opts.retval != want_verdict)
+		die("verdict %u, want %u: %s", opts.retval, want_verdict, what.c_str());
+	if (opts.data_size_out != len || std::memcmp(out, ack, len) != 0)
+		die("the ACK was changed: %s", what.c_str());
+	if (g_trace)
+		std::fprintf(stderr, "xdp_fuzz: counted %u, verdict %u: %s\n", got, opts.retval, what.c_str());
+
+	static std::vector<sluice_counter> now_class;
+	read_class_counters(in, now_class);
+	if (std::memcmp(now_class.data(), in.class_counters.data(), now_class.size() * sizeof(sluice_counter)) != 0)
+		die("a class counter moved without a policy: %s", what.c_str());
+	static std::vector<std::uint64_t> table;
+	read_slots(in, table);
+	if (table != in.shadow)
+		die("a slot changed: %s", what.c_str());
+	static std::vector<sluice_standing_set> sets;
+	read_standing(in, sets);
+	if (got == SLUICE_COOKIE_PROVED)
+		expect_cookie_grant(in, sets, set_idx, fpr, c0, c1, what);
+	if (std::memcmp(sets.data(), in.standing.data(), sets.size() * sizeof(sluice_standing_set)) != 0)
+		die("standing changed%s: %s", got == SLUICE_COOKIE_PROVED ? " beyond the grant" : " without a proof",
+		    what.c_str());
+	static std::vector<std::uint64_t> nc;
+	read_per_cpu(in.newcomers_fd, "newcomers", nc);
+	if (nc != in.newcomers)
+		die("a newcomer bucket changed: %s", what.c_str());
+	check_cookie_budget(in, cfg, 0, 0, c0, c1, what);
+}
+
 // ------------------------------------------------------------- seed corpus
 
 void write_file(const std::filesystem::path &p, std::uint8_t scenario, std::uint8_t tuning, std::uint8_t standing,
-		const Bytes &frame, const Bytes &policy = {})
+		const Bytes &frame, const Bytes &policy = {}, const Bytes &cookie = {})
 {
 	std::ofstream f(p, std::ios::binary);
 	if (!policy.empty()) {
 		f.write(reinterpret_cast<const char *>(kPolicyMagic), sizeof(kPolicyMagic));
 		Bytes padded = policy;
 		padded.resize(kPolicyBytes, 0);
+		f.write(reinterpret_cast<const char *>(padded.data()), std::streamsize(padded.size()));
+	}
+	if (!cookie.empty()) {
+		f.write(reinterpret_cast<const char *>(kCookieMagic), sizeof(kCookieMagic));
+		Bytes padded = cookie;
+		padded.resize(kCookieBytes, 0);
 		f.write(reinterpret_cast<const char *>(padded.data()), std::streamsize(padded.size()));
 	}
 	f.put(char(scenario));
@@ -734,6 +1181,7 @@ void write_corpus(const std::string &dir)
 		Bytes frame;
 		std::uint8_t standing = 0;
 		Bytes policy = {}; // kPolicyBytes (zeros past the end): "policies" above
+		Bytes cookie = {}; // kCookieBytes (zeros past the end): "cookies" above
 	};
 	// Frames for the class path: TCP (SYN, ACK, a header cut short), ICMP,
 	// non-first fragments, IPv6 extension headers.
@@ -846,8 +1294,89 @@ void write_corpus(const std::string &dir)
 		{"policy-allow-shedding", 0x24, 0x01, udp4({}, allow4), 0, port_limit},
 		{"policy-arp", 0x00, 0x00, arp_request(ip4("198.18.0.7"), ip4("198.18.0.1")), 0, port_limit},
 	};
+	// SYN cookies: SYNs as clients send them (Linux's options, none, MSS
+	// only, Windows's, VLAN-tagged, IPv6), ACKs with random and proved
+	// cookies, frames the path cannot answer, and frames it leaves alone.
+	Tcp linux_syn;
+	linux_syn.seq = 0x1a2b3c4d;
+	linux_syn.options = linux_syn_options(1460, 0x01020304, 7);
+	Tcp bare_syn;
+	bare_syn.seq = 7;
+	Tcp mss_syn = bare_syn;
+	mss_syn.options = {2, 4, 0x05, 0xb4};
+	Tcp windows_syn = bare_syn; // MSS, NOP, WS 8, NOP NOP SACK_PERM: no timestamps
+	windows_syn.options = {2, 4, 0x05, 0xb4, 1, 3, 3, 8, 1, 1, 4, 2};
+	Tcp syn_data = linux_syn;
+	syn_data.payload_len = 100;
+	Tcp random_ack = bare_syn;
+	random_ack.flags = kTcpAck;
+	random_ack.seq = 8;
+	random_ack.ack = 0x5eed5eed;
+	Tcp rst = random_ack;
+	rst.flags = kTcpRst;
+	Tcp synack = random_ack;
+	synack.flags = kTcpSyn | kTcpAck;
+	Tcp closed = linux_syn;
+	closed.dport = 81;
+	Tcp cut_syn = linux_syn;
+	Ipv4 opts_tcp4 = v4;
+	opts_tcp4.options = {0x01, 0x01, 0x01, 0x00};
+	Ipv4 frag_tcp4 = v4;
+	frag_tcp4.frag = 0x2000; // MF, offset 0: a first fragment
+	Ipv4 allow_tcp4 = allow4;
+	Bytes syn4_linux = sluice::frames::tcp4({}, v4, linux_syn);
+	Bytes syn4_cut = truncated(sluice::frames::tcp4({}, v4, cut_syn), kEthHeaderLen + 20 + 30); // doff 10, 30 bytes there
+	// c[0]: mode | listener 0x04 | burst << 3 | prove 0x20 | offers 0x40; c[1..4] delta
+	const std::uint8_t shed = 0x01, always = 0x02, at_listener = 0x04, burst2 = 0x10, big = 0x18, prove_it = 0x20,
+			   offers = 0x40;
+	const Bytes ck_shed = {std::uint8_t(shed | burst2 | offers)};
+	const Bytes ck_prove = {std::uint8_t(shed | big | offers | prove_it)};
+	const Bytes ck_always_prove = {std::uint8_t(always | big | offers | prove_it)};
+	const Bytes ck_forged = {std::uint8_t(shed | big | prove_it), 0x78, 0x56, 0x34, 0x12};
+	const Bytes ck_stale = {std::uint8_t(shed | big | offers | prove_it), 0, 0, 0, 0xfe};
+	const Bytes ck_next_mss = {std::uint8_t(shed | big | offers | prove_it), 1};
+	const Bytes ck_no_budget = {std::uint8_t(shed | offers)};
+	const Bytes ck_listener = {std::uint8_t(always | burst2 | at_listener)};
+	const Bytes ck_shed_mode = {std::uint8_t(shed | burst2)};
+	std::vector<Seed> cookie_seeds = {
+		{"cookie-syn4-linux-shedding", 0x04, 0x00, syn4_linux, 0, {}, ck_shed},
+		{"cookie-syn4-linux-prove", 0x04, 0x00, syn4_linux, 0, {}, ck_prove},
+		{"cookie-syn4-bare-prove", 0x04, 0x00, sluice::frames::tcp4({}, v4, bare_syn), 0, {}, ck_prove},
+		{"cookie-syn4-mss-always-serving-prove", 0x00, 0x01, sluice::frames::tcp4({}, v4, mss_syn), 0, {}, ck_always_prove},
+		{"cookie-syn4-windows-recovering-prove", 0x08, 0x03, sluice::frames::tcp4({}, v4, windows_syn), 0, {}, ck_always_prove},
+		{"cookie-syn4-data-prove", 0x04, 0x00, sluice::frames::tcp4({}, v4, syn_data), 0, {}, ck_prove},
+		{"cookie-syn4-vlan-prove", 0x04, 0x00, sluice::frames::tcp4(one_tag, v4, linux_syn), 0, {}, ck_prove},
+		{"cookie-syn4-qinq-prove", 0x04, 0x00, sluice::frames::tcp4(qinq, v4, linux_syn), 0, {}, ck_prove},
+		{"cookie-syn6-linux-prove", 0x04, 0x00, sluice::frames::tcp6({}, v6, linux_syn), 0, {}, ck_prove},
+		{"cookie-syn6-vlan-always-prove", 0x00, 0x00, sluice::frames::tcp6(one_tag, v6, mss_syn), 0, {}, ck_always_prove},
+		{"cookie-syn4-forged", 0x04, 0x00, syn4_linux, 0, {}, ck_forged},
+		{"cookie-syn4-stale", 0x04, 0x00, syn4_linux, 0, {}, ck_stale},
+		{"cookie-syn6-next-mss", 0x04, 0x00, sluice::frames::tcp6({}, v6, windows_syn), 0, {}, ck_next_mss},
+		{"cookie-syn4-no-budget", 0x04, 0x00, syn4_linux, 0, {}, ck_no_budget},
+		{"cookie-ack4-random", 0x04, 0x00, sluice::frames::tcp4({}, v4, random_ack), 0, {}, ck_shed},
+		{"cookie-ack6-random-always", 0x00, 0x00, sluice::frames::tcp6({}, v6, random_ack), 0, {}, ck_listener},
+		{"cookie-rst4", 0x04, 0x00, sluice::frames::tcp4({}, v4, rst), 0x0c, {}, ck_shed},
+		{"cookie-synack4", 0x04, 0x00, sluice::frames::tcp4({}, v4, synack), 0x0c, {}, ck_shed},
+		{"cookie-syn4-closed-port", 0x04, 0x00, sluice::frames::tcp4({}, v4, closed), 0x0c, {}, ck_shed},
+		{"cookie-syn4-closed-port-to-listener", 0x00, 0x00, sluice::frames::tcp4({}, v4, closed), 0, {}, ck_listener},
+		{"cookie-syn4-ip-options", 0x04, 0x00, sluice::frames::tcp4({}, opts_tcp4, linux_syn), 0, {}, ck_shed},
+		{"cookie-syn4-fragment", 0x04, 0x00, sluice::frames::tcp4({}, frag_tcp4, linux_syn), 0, {}, ck_shed},
+		{"cookie-syn6-ext-header", 0x04, 0x00, sluice::frames::tcp6({}, v6, linux_syn, {ipv6_opts(0)}), 0, {}, ck_shed},
+		{"cookie-syn4-cut", 0x04, 0x00, syn4_cut, 0, {}, ck_shed},
+		{"cookie-syn4-standing", 0x04, 0x01, syn4_linux, 0x31, {}, ck_shed},
+		{"cookie-syn4-allowlisted", 0x24, 0x00, sluice::frames::tcp4({}, allow_tcp4, linux_syn), 0, {}, ck_shed},
+		{"cookie-syn4-valve", 0x04, 0x00, syn4_linux, 0x0e, {}, ck_shed},
+		{"cookie-syn4-dry-run", 0x05, 0x00, syn4_linux, 0, {}, ck_prove},
+		{"cookie-syn4-shedding-mode-serving", 0x00, 0x01, syn4_linux, 0, {}, ck_shed_mode},
+		{"cookie-udp4-shedding", 0x04, 0x00, udp4({}, v4), 0x0c, {}, ck_listener},
+		{"cookie-syn4-policy-limit", 0x04, 0x00, syn4_linux, 0, port_limit, ck_shed},
+		{"cookie-syn4-policy-exempt", 0x04, 0x00, syn4_linux, 0, syn_exempt, ck_shed},
+		{"cookie-ack4-policy-deny", 0x04, 0x00, sluice::frames::tcp4({}, v4, random_ack), 0, ack_deny, ck_shed},
+	};
+	seeds.insert(seeds.end(), cookie_seeds.begin(), cookie_seeds.end());
 	for (const auto &s : seeds)
-		write_file(std::filesystem::path(dir) / s.name, s.scenario, s.tuning, s.standing, s.frame, s.policy);
+		write_file(std::filesystem::path(dir) / s.name, s.scenario, s.tuning, s.standing, s.frame, s.policy,
+			   s.cookie);
 	std::printf("wrote %zu seeds to %s\n", seeds.size(), dir.c_str());
 }
 
@@ -869,6 +1398,9 @@ extern "C" int LLVMFuzzerInitialize(int *argc, char ***argv)
 		die("libbpf_num_possible_cpus: %d", g_ncpu);
 	for (Instance &in : g_inst)
 		load(in);
+	private_netns();
+	if (!g_cookies_ok && in_ci())
+		die("cannot run the cookie inputs in CI (see above)");
 	pin_in_dispatcher();
 	return 0;
 }
@@ -886,13 +1418,35 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t *data, std::size_t size
 		data += n;
 		size -= n;
 	}
+	// A cookie input: the magic, then the cookie bytes (zeros past the end).
+	Cookies ck;
+	if (size >= sizeof(kCookieMagic) && std::memcmp(data, kCookieMagic, sizeof(kCookieMagic)) == 0) {
+		data += sizeof(kCookieMagic);
+		size -= sizeof(kCookieMagic);
+		std::uint8_t cb[kCookieBytes] = {};
+		std::size_t n = std::min(size, kCookieBytes);
+		std::memcpy(cb, data, n);
+		data += n;
+		size -= n;
+		ck.on = true;
+		ck.c0 = cb[0];
+		ck.delta = std::uint32_t(cb[1]) | std::uint32_t(cb[2]) << 8 | std::uint32_t(cb[3]) << 16 |
+			   std::uint32_t(cb[4]) << 24;
+		static bool told = false;
+		if (!g_cookies_ok && !told) {
+			std::fprintf(stderr, "xdp_fuzz: cookie inputs run with cookies off (see above)\n");
+			told = true;
+		}
+	}
 	std::uint8_t scenario = size > 0 ? data[0] : 0;
 	std::uint8_t tuning = size > 1 ? data[1] : 0;
 	std::uint8_t standing = size > 2 ? data[2] : 0;
-	const std::uint8_t *fp = size > 3 ? data + 3 : data;
 	std::size_t flen = size > 3 ? std::min(size - 3, kMaxFrame) : 0;
+	static std::uint8_t frame[kMaxFrame];
+	std::memcpy(frame, size > 3 ? data + 3 : data, flen);
+	const std::uint8_t *fp = frame;
 	Instance &in = g_inst[(scenario & 3) % 3];
-	int repeat = 1 + (scenario >> 6);
+	int repeat = ck.on ? 1 : 1 + (scenario >> 6);
 	bool has_standing = standing & 1;
 
 	// The host's parse, down to L4 (for the class).
@@ -901,10 +1455,23 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t *data, std::size_t size
 	int kind = sluice_parse_at(fp, fp + flen, &src, &l3);
 	bool ip = kind == SLUICE_PARSE_IPV4 || kind == SLUICE_PARSE_IPV6;
 	bool v6 = kind == SLUICE_PARSE_IPV6;
+	// A cookie input may point its TCP frame at the listener.
+	if (ck.on && (ck.c0 & 4) && ip) {
+		// (the host's parse: an IP header whole, its options included)
+		std::size_t at = std::size_t(l3 - fp), th = 0;
+		if (!v6 && frame[at + 9] == SLUICE_IPPROTO_TCP && !sluice_ipv4_later_fragment(frame + at))
+			th = at + std::size_t(frame[at] & 0x0f) * 4;
+		else if (v6 && at + 40 <= flen && frame[at + 6] == SLUICE_IPPROTO_TCP)
+			th = at + 40;
+		if (th && th + 4 <= flen) {
+			frame[th + 2] = std::uint8_t(kListenPort >> 8);
+			frame[th + 3] = std::uint8_t(kListenPort);
+		}
+	}
 	sluice_l4 l4{};
 	bool l4_ok = ip && sluice_parse_l4(l3, fp + flen, v6, &l4) == 0;
 
-	sluice_config cfg = config_for(scenario, tuning, standing);
+	sluice_config cfg = config_for(scenario, tuning, standing, ck);
 	Policy pol;
 	if (with_policy)
 		pol = policy_for(pbytes, kind, src, l4);
@@ -975,6 +1542,34 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t *data, std::size_t size
 				crec = nullptr;
 		}
 	}
+	// The cookie path, while cookies are in force, for a frame of a source
+	// without standing that reaches the budgets (the dry-run program sends
+	// nothing); then the newcomer budget, which may be none.
+	bool shedding_now = cfg.breaker_state == SLUICE_SHEDDING;
+	bool cookies_in_force = cfg.cookie_mode == SLUICE_COOKIES_ALWAYS ||
+				(cfg.cookie_mode == SLUICE_COOKIES_SHEDDING && shedding_now);
+	CookieWay cway = CookieWay::go_on;
+	std::uint32_t syn_seq = 0;
+	std::uint32_t want_alt = SLUICE_OUTCOMES; // a second outcome the frame may get instead of want
+	if (want == SLUICE_PASSED && ip && !has_standing && !in.dry_run && cookies_in_force) {
+		cway = cookie_way_of(fp + flen, l3, v6, &syn_seq);
+		switch (cway) {
+		case CookieWay::unfit: want = SLUICE_DROP_COOKIE_UNFIT; break;
+		case CookieWay::syn:
+			// Sent if this CPU's bucket holds a token, else the budget's drop.
+			want = cfg.cookie_cost_ns ? SLUICE_COOKIE_SENT : SLUICE_DROP_COOKIE_BUDGET;
+			if (cfg.cookie_cost_ns)
+				want_alt = SLUICE_DROP_COOKIE_BUDGET;
+			break;
+		case CookieWay::ack:
+			want = SLUICE_DROP_COOKIE; // a random ack number: proved at most 2^-29 of the time
+			want_alt = SLUICE_COOKIE_PROVED;
+			break;
+		case CookieWay::go_on: break;
+		}
+	}
+	if (want == SLUICE_PASSED && shedding_now && !has_standing && cfg.newcomer_cost_ns == 0)
+		want = SLUICE_DROP_SHED;
 	bool bucket_path = want == SLUICE_PASSED;
 	// A class's own buckets (another key, its budgets, a byte pair): the
 	// harness checks their bounds, not their exact counts.
@@ -1030,6 +1625,9 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t *data, std::size_t size
 	}
 	opts.data_in = in_buf;
 	opts.data_size_in = std::uint32_t(in_len);
+	static std::uint8_t out_buf[4096]; // the frame as the program left it (a SYN-ACK, for XDP_TX)
+	opts.data_out = out_buf;
+	opts.data_size_out = sizeof(out_buf);
 	opts.repeat = repeat;
 	// Signals blocked: a signal pending during a run of several repetitions
 	// ends it early with EINTR, after some of them (libFuzzer's timer is
@@ -1089,8 +1687,12 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t *data, std::size_t size
 	}
 	if (seen != std::uint64_t(repeat))
 		die("%d repetitions counted %llu times: %s", repeat, (unsigned long long)seen, what.c_str());
-	if (seen_bytes != std::uint64_t(repeat) * flen)
-		die("bytes counted %llu, want %d x %zu: %s", (unsigned long long)seen_bytes, repeat, flen, what.c_str());
+	// A SYN answered is counted with the SYN-ACK's bytes (what left the host).
+	bool sent = dp[SLUICE_COOKIE_SENT] != 0;
+	std::uint64_t want_bytes = sent ? opts.data_size_out : std::uint64_t(repeat) * flen;
+	if (seen_bytes != want_bytes)
+		die("bytes counted %llu, want %llu (%d x %zu%s): %s", (unsigned long long)seen_bytes,
+		    (unsigned long long)want_bytes, repeat, flen, sent ? ", a SYN-ACK" : "", what.c_str());
 	if (in.dry_run ? dp[SLUICE_WOULD_DROP] != drops : dp[SLUICE_WOULD_DROP] != 0)
 		die("would_drop %llu with %llu drops (dry run %u): %s", (unsigned long long)dp[SLUICE_WOULD_DROP],
 		    (unsigned long long)drops, in.dry_run, what.c_str());
@@ -1109,23 +1711,28 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t *data, std::size_t size
 			die("standing counted for a source without standing: %s", what.c_str());
 		if (shedding ? dp[SLUICE_PASSED] != 0 : dp[SLUICE_NEWCOMER] != 0)
 			die("passed while shedding, or newcomer while not: %s", what.c_str());
-	} else if (dp[want] != std::uint64_t(repeat)) {
-		die("want outcome %u x %d, got %llu: %s", want, repeat, (unsigned long long)dp[want], what.c_str());
+	} else if (dp[want] + (want_alt < SLUICE_OUTCOMES ? dp[want_alt] : 0) != std::uint64_t(repeat)) {
+		die("want outcome %u (or %u) x %d, got %llu: %s", want, want_alt, repeat, (unsigned long long)dp[want],
+		    what.c_str());
 	}
+	std::uint32_t got = bucket_path || dp[want] ? want : want_alt; // repeat is 1 when want_alt is set
 
-	// The verdict.
-	if (opts.retval != XDP_PASS && opts.retval != XDP_DROP)
-		die("verdict %u (not XDP_PASS or XDP_DROP): %s", opts.retval, what.c_str());
+	// The verdict: XDP_TX only for a SYN answered with a cookie.
+	if (opts.retval != XDP_PASS && opts.retval != XDP_DROP && opts.retval != XDP_TX)
+		die("verdict %u (not XDP_PASS, XDP_DROP or XDP_TX): %s", opts.retval, what.c_str());
 	bool last_drop;
 	if (!bucket_path)
-		last_drop = drop_outcome(want);
+		last_drop = drop_outcome(got);
 	else if (admitted == 0 || admitted == std::uint64_t(repeat))
 		last_drop = admitted == 0;
 	else
 		last_drop = opts.retval == XDP_DROP; // mixed: either may be last
-	std::uint32_t want_verdict = last_drop && !in.dry_run ? XDP_DROP : XDP_PASS;
+	std::uint32_t want_verdict = sent ? XDP_TX : last_drop && !in.dry_run ? XDP_DROP : XDP_PASS;
 	if (opts.retval != want_verdict)
 		die("verdict %u, want %u: %s", opts.retval, want_verdict, what.c_str());
+	std::uint32_t cookie = 0;
+	if (sent)
+		cookie = check_synack(fp, flen, out_buf, opts.data_size_out, std::size_t(l3 - fp), v6, what);
 
 	// The table: only the frame's slots changed, and what they changed to.
 	static std::vector<std::uint64_t> table;
@@ -1204,6 +1811,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t *data, std::size_t size
 	// [0, standing_burst].
 	static std::vector<sluice_standing_set> sets;
 	read_standing(in, sets);
+	if (dp[SLUICE_COOKIE_PROVED])
+		expect_cookie_grant(in, sets, set_idx, fpr, c0, c1, what);
 	for (std::uint32_t i = 0; i < kStandingSets; i++) {
 		const sluice_standing_set &a = in.standing[i], &b = sets[i];
 		for (int w = 0; w < SLUICE_STANDING_WAYS; w++) {
@@ -1232,7 +1841,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t *data, std::size_t size
 	// The newcomer budget: one CPU's bucket at most changed, and only for a
 	// newcomer's frame; within [0, newcomer_burst].
 	static std::vector<std::uint64_t> nc;
-	read_newcomers(in, nc);
+	read_per_cpu(in.newcomers_fd, "newcomers", nc);
 	int changed = 0;
 	for (std::size_t i = 0; i < nc.size(); i++) {
 		if (nc[i] == in.newcomers[i])
@@ -1249,5 +1858,14 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t *data, std::size_t size
 		die("%d CPUs' newcomer buckets changed in one run: %s", changed, what.c_str());
 	in.newcomers.swap(nc);
 	in.shadow.swap(table);
+
+	// The cookie budget: one CPU's bucket pays for a SYN-ACK sent, within
+	// [0, cookie_burst]; none changes otherwise; the budget's drop only when
+	// some CPU's bucket had no token.
+	check_cookie_budget(in, cfg, dp[SLUICE_COOKIE_SENT], dp[SLUICE_DROP_COOKIE_BUDGET], c0, c1, what);
+
+	// The client's ACK to the SYN-ACK, its cookie moved by the input's delta.
+	if (sent && (ck.c0 & 0x20) && !with_policy)
+		prove(in, cfg, fp, std::size_t(l3 - fp), v6, syn_seq, cookie, ck.delta, set_idx, fpr, what);
 	return 0;
 }
