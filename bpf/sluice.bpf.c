@@ -72,6 +72,7 @@
 #include "sluice_abi.h"
 #include "bucket.h"
 #include "class_match.h"
+#include "cookie.h"
 #include "parse.h"
 #include "source_key.h"
 #include "standing.h"
@@ -213,6 +214,44 @@ struct {
 	__type(key, __u32);
 	__type(value, struct sluice_slot);
 } newcomers SEC(".maps");
+
+/* The cookie budget: the SYN-ACKs the program may send, one bucket per CPU
+ * like the newcomer budget (cost and burst in config are per CPU). */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct sluice_slot);
+} cookie_budget SEC(".maps");
+
+/* The cookie path's scratch, one per CPU: the SYN's headers as the kernel's
+ * cookie helpers read them, the reply cookie.h builds, and every other
+ * value of the path that would be on the stack. Off the stack: under
+ * sluice_xdp and sluice_judge_policy (448 of the 512 bytes) sluice_cookie
+ * has 64 left. */
+struct cookie_scratch {
+	__u8 ip[40];
+	__u8 th[SLUICE_TCP_HDR_MAX];
+	__u8 reply[SLUICE_SYNACK_MAX];
+	struct sluice_syn_options opts;
+	struct sluice_cookie_params params;
+	struct bpf_sock_tuple tuple;
+	struct sluice_source src;
+	struct sluice_l4 l4;
+	__u32 tcp_len; /* the option walk's (syn_option_step) */
+	__u32 off;
+	/* what sluice_cookie keeps across its helper calls: here, not spilled */
+	__u64 hash, now;
+	__u32 l3_off, ip_len, is_v6, ack;
+	__u32 frame_len; /* the SYN's */
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct cookie_scratch);
+} cookie_scratch SEC(".maps");
 
 /* Observed standing's candidates (standing.h); max_entries is replaced at
  * load: the standing sets when observed standing is on, else 1. */
@@ -374,6 +413,212 @@ __noinline int sluice_observe(__u64 hash, __u64 now)
 	return sluice_grant_observed(hash, now);
 }
 
+/*
+ * SYN cookies (docs/architecture.md, "SYN cookies"): a TCP frame of a source
+ * without standing, while cookies are in force (cookie_mode; the caller
+ * checked the mode, the allowlist, the valve, and, unless check_standing asks
+ * for it here, standing). Returns an outcome, or SLUICE_OUTCOMES: not the
+ * cookie path's frame, on to the newcomer budget (or the buckets) as before.
+ *   SYN (no ACK, RST or FIN) to a listener (bpf_skc_lookup_tcp finds one in
+ *     this namespace): the cookie budget pays, the kernel makes the cookie
+ *     with the listener's own secret (bpf_tcp_gen_syncookie; it also marks
+ *     the listener, so the stack accepts the ACK), cookie.h builds the
+ *     SYN-ACK in place of the SYN -> cookie_sent (XDP_TX). Budget spent ->
+ *     drop_cookie_budget. No listener, or the kernel will not make a cookie
+ *     (net.ipv4.tcp_syncookies is not 2, the accept queue is full): on.
+ *   ACK (no SYN or RST) to a listener: bpf_tcp_check_syncookie -> valid:
+ *     the source is granted standing (cookie) and the ACK passed to the
+ *     stack, which checks the same cookie and makes the connection ->
+ *     cookie_proved; not valid -> drop_cookie. To a connection the host has
+ *     (or no socket): on.
+ *   TCP the reply cannot be built from (IPv4 options or a fragment, IPv6
+ *     extension headers, a cut TCP header) -> drop_cookie_unfit: never
+ *     passed unproved.
+ * A global function, verified and compiled once on its own: it finds the
+ * frame again from ctx (parse.h, no helper). It may move the frame's tail:
+ * the caller's packet pointers are stale after it.
+ */
+#define SLUICE_COOKIE_GO_ON SLUICE_OUTCOMES
+
+/* The SYN's TCP header length as kept in the scratch, in the bounds the
+ * verifier must see at each helper that reads it (20..60; checked before). */
+static __always_inline __u32 scratch_tcp_len(const struct cookie_scratch *s)
+{
+	__u32 len = s->tcp_len;
+
+	if (len < 20)
+		len = 20;
+	if (len > SLUICE_TCP_HDR_MAX)
+		len = SLUICE_TCP_HDR_MAX;
+	return len;
+}
+
+/* bpf_loop's walk of the SYN's options (cookie.h, one option a call): a
+ * plain loop of 40 with a branch per option kind is past the verifier's
+ * million instructions. Its state is in the scratch, not on the stack. */
+static long syn_option_step(__u32 i, void *unused)
+{
+	__u32 zero = 0;
+	struct cookie_scratch *s = bpf_map_lookup_elem(&cookie_scratch, &zero);
+
+	return s ? sluice_syn_option_at(s->th, s->tcp_len, &s->off, &s->opts) : 1;
+}
+
+__noinline __u32 sluice_cookie(struct xdp_md *ctx, __u64 hash, __u64 now, __u32 check_standing)
+{
+	const __u8 *data = (const __u8 *)(long)ctx->data;
+	const __u8 *end = (const __u8 *)(long)ctx->data_end;
+	__u32 zero = 0, ip_len, w = 0;
+	struct cookie_scratch *s = bpf_map_lookup_elem(&cookie_scratch, &zero);
+	const __u8 *l3 = data;
+	int unfit = 0;
+
+	if (!s)
+		return SLUICE_COOKIE_GO_ON; /* cannot happen: a one-element array */
+	s->hash = hash;
+	s->now = now;
+	s->frame_len = (__u32)(end - data);
+	int kind = sluice_parse_at(data, end, &s->src, &l3);
+	int is_v6 = kind == SLUICE_PARSE_IPV6;
+
+	if (kind != SLUICE_PARSE_IPV4 && !is_v6)
+		return SLUICE_COOKIE_GO_ON;
+	if (!is_v6) {
+		if (l3 + 20 > end || l3[9] != SLUICE_IPPROTO_TCP)
+			return SLUICE_COOKIE_GO_ON;
+		/* options (IHL > 5), or a fragment (MF, or an offset) */
+		unfit = l3[0] != 0x45 || (sluice_be16_at(l3 + 6) & 0x3fff);
+		ip_len = 20;
+	} else {
+		if (l3 + 40 > end)
+			return SLUICE_COOKIE_GO_ON;
+		if (l3[6] != SLUICE_IPPROTO_TCP) {
+			if (!sluice_ipv6_ext(l3[6]) || sluice_parse_l4(l3, end, 1, &s->l4))
+				return SLUICE_COOKIE_GO_ON;
+			/* TCP behind extension headers, or a fragment of it */
+			if (s->l4.kind != SLUICE_L4_TCP && s->l4.kind != SLUICE_L4_TCP_SYN &&
+			    !(s->l4.kind == SLUICE_L4_IP && s->l4.port == SLUICE_IPPROTO_TCP))
+				return SLUICE_COOKIE_GO_ON;
+			unfit = 1;
+		}
+		ip_len = 40;
+	}
+	if (check_standing && standing_of(hash, now, &w))
+		return SLUICE_COOKIE_GO_ON;
+	if (unfit)
+		return SLUICE_DROP_COOKIE_UNFIT;
+
+	const __u8 *th = l3 + ip_len;
+
+	if (th + 20 > end)
+		return SLUICE_DROP_COOKIE_UNFIT;
+	__u8 fl = th[13];
+	int syn = (fl & (SLUICE_TCP_FLAG_SYN | SLUICE_TCP_FLAG_ACK | SLUICE_TCP_FLAG_RST | SLUICE_TCP_FLAG_FIN)) ==
+		  SLUICE_TCP_FLAG_SYN;
+	int ack = (fl & (SLUICE_TCP_FLAG_SYN | SLUICE_TCP_FLAG_ACK | SLUICE_TCP_FLAG_RST)) == SLUICE_TCP_FLAG_ACK;
+
+	if (!syn && !ack)
+		return SLUICE_COOKIE_GO_ON;
+	__u32 tcp_len = (__u32)(th[12] >> 4) * 4;
+
+	if (tcp_len < 20 || (long)(th - data) + tcp_len > (long)(end - data))
+		return SLUICE_DROP_COOKIE_UNFIT;
+
+	struct bpf_sock_tuple *t = &s->tuple;
+	__u32 tuple_len;
+
+	__builtin_memset(t, 0, sizeof(*t));
+	if (!is_v6) {
+		t->ipv4.saddr = SLUICE_LOAD(__u32, l3 + 12);
+		t->ipv4.daddr = SLUICE_LOAD(__u32, l3 + 16);
+		t->ipv4.sport = SLUICE_LOAD(__u16, th);
+		t->ipv4.dport = SLUICE_LOAD(__u16, th + 2);
+		tuple_len = sizeof(t->ipv4);
+	} else {
+		__builtin_memcpy(t->ipv6.saddr, l3 + 8, 16);
+		__builtin_memcpy(t->ipv6.daddr, l3 + 24, 16);
+		t->ipv6.sport = SLUICE_LOAD(__u16, th);
+		t->ipv6.dport = SLUICE_LOAD(__u16, th + 2);
+		tuple_len = sizeof(t->ipv6);
+	}
+	s->l3_off = (__u32)(l3 - data) & 0xff;
+	s->ip_len = ip_len;
+	s->is_v6 = is_v6;
+	s->ack = ack;
+	s->tcp_len = tcp_len & 0x3c;
+	struct bpf_sock *sk = bpf_skc_lookup_tcp(ctx, t, tuple_len, BPF_F_CURRENT_NETNS, 0);
+
+	if (!sk)
+		return SLUICE_COOKIE_GO_ON;
+	const struct sluice_config *cfg = bpf_map_lookup_elem(&config, &zero);
+
+	if (sk->state != BPF_TCP_LISTEN || !cfg) {
+		bpf_sk_release(sk);
+		return SLUICE_COOKIE_GO_ON;
+	}
+	if (bpf_xdp_load_bytes(ctx, s->l3_off, s->ip, s->is_v6 ? 40 : 20) ||
+	    bpf_xdp_load_bytes(ctx, s->l3_off + s->ip_len, s->th, scratch_tcp_len(s))) {
+		bpf_sk_release(sk);
+		return SLUICE_DROP_COOKIE_UNFIT; /* cannot happen: both were checked whole */
+	}
+	if (s->ack) {
+		long r = bpf_tcp_check_syncookie(sk, s->ip, (s->is_v6 ? 40 : 20), (struct tcphdr *)s->th, scratch_tcp_len(s));
+
+		bpf_sk_release(sk);
+		if (r)
+			return SLUICE_DROP_COOKIE;
+		grant_hash(s->hash, s->now, SLUICE_BY_COOKIE);
+		return SLUICE_COOKIE_PROVED;
+	}
+
+	/* A SYN: the budget's token is taken only once the kernel made the
+	 * cookie (one CPU's bucket, one frame at a time on it: the token seen
+	 * is still there to take). */
+	struct sluice_slot *b = bpf_map_lookup_elem(&cookie_budget, &zero);
+	__u64 paid = b ? sluice_take1(b->empty_at, s->now, cfg->cookie_cost_ns, cfg->cookie_burst * cfg->cookie_cost_ns)
+		       : 0;
+
+	if (!paid) {
+		bpf_sk_release(sk);
+		return SLUICE_DROP_COOKIE_BUDGET;
+	}
+	__s64 cookie = bpf_tcp_gen_syncookie(sk, s->ip, (s->is_v6 ? 40 : 20), (struct tcphdr *)s->th, scratch_tcp_len(s));
+
+	bpf_sk_release(sk);
+	if (cookie < 0)
+		return SLUICE_COOKIE_GO_ON;
+	b->empty_at = paid;
+
+	s->params.mss = s->is_v6 ? cfg->cookie_mss6 : cfg->cookie_mss4;
+	s->params.wscale = cfg->cookie_wscale;
+	s->params.flags = cfg->cookie_flags;
+	s->off = 20;
+	sluice_syn_options_clear(&s->opts);
+	bpf_loop(SLUICE_TCP_OPTIONS_MAX, syn_option_step, NULL, 0);
+	__u32 tsval = sluice_cookie_tsval((__u32)((s->now - SLUICE_TIME_BIAS) / 1000000), &s->opts, &s->params);
+	__u32 len = sluice_synack(s->ip, s->th, s->is_v6, (__u32)cookie, tsval, &s->opts, &s->params, s->reply);
+	int delta = (int)(s->l3_off + len) - (int)s->frame_len;
+
+	if (bpf_xdp_adjust_tail(ctx, delta))
+		return SLUICE_DROP_COOKIE_UNFIT; /* no room to grow the frame into */
+	__u8 *d = (__u8 *)(long)ctx->data;
+	__u8 *e = (__u8 *)(long)ctx->data_end;
+
+	if (d + 12 > e)
+		return SLUICE_DROP_COOKIE_UNFIT;
+	/* Ethernet: back where it came from (VLAN tags stay as they are) */
+	__u32 dst_hi = SLUICE_LOAD(__u32, d), src_hi = SLUICE_LOAD(__u32, d + 6);
+	__u16 dst_lo = SLUICE_LOAD(__u16, d + 4), src_lo = SLUICE_LOAD(__u16, d + 10);
+
+	*(__u32 *)d = src_hi;
+	*(__u16 *)(d + 4) = src_lo;
+	*(__u32 *)(d + 6) = dst_hi;
+	*(__u16 *)(d + 10) = dst_lo;
+	if (bpf_xdp_store_bytes(ctx, s->l3_off, s->reply, len & 0x7f))
+		return SLUICE_DROP_COOKIE_UNFIT;
+	return SLUICE_COOKIE_SENT;
+}
+
 /* The newcomer budget: this CPU's bucket (NULL cannot happen: a one-element
  * array). */
 static __always_inline struct sluice_slot *newcomer_bucket(void)
@@ -419,7 +664,30 @@ struct budget {
 	__u32 state;
 	int *observe;                           /* non-NULL: observed standing's count is left to the
 						 * caller (*observe = 1), see sluice_judge_policy() */
+	struct xdp_md *ctx;                     /* the frame, for the cookie path */
+	__u32 cookie_way;                       /* SLUICE_COOKIE_HERE, _DEFER or _SKIP */
 };
+
+/* Where a frame that may take the cookie path takes it. Without a policy,
+ * here: shed() calls sluice_cookie. Under one, sluice_judge_policy cannot
+ * call it (its frame and sluice_xdp's leave sluice_cookie too little of the
+ * 512-byte stack), so the first judgement stops there (defer: the frame
+ * counts nothing, SLUICE_COOKIE_DEFERRED | its class comes back), judge()
+ * runs the cookie path, and a frame it does not take is judged again with
+ * SLUICE_JUDGE_NO_COOKIE in its flags (skip). */
+#define SLUICE_COOKIE_HERE 0
+#define SLUICE_COOKIE_DEFER 1
+#define SLUICE_COOKIE_SKIP 2
+#define SLUICE_COOKIE_DEFERRED 0x400 /* sluice_judge_policy's: run the cookie path, class id in the low bits */
+#define SLUICE_JUDGE_NO_COOKIE (1u << 30) /* in flags, sluice_judge_policy's second call (no policy flag uses it) */
+
+/* A drop outcome of the cookie path goes to the drop samples like any drop. */
+static __always_inline __u32 cookie_outcome(__u32 outcome, const struct sluice_source *src, int is_v6)
+{
+	if (outcome == SLUICE_COOKIE_SENT || outcome == SLUICE_COOKIE_PROVED)
+		return outcome;
+	return sampled_drop(src, is_v6, outcome);
+}
 
 /* The plain hash of a source (settings' prefixes, the plain key): a global
  * function, so that its SipHash is one copy however many places need it. */
@@ -457,6 +725,14 @@ static __always_inline __u32 shed(const struct sluice_config *cfg, struct budget
 	if (!set) {
 		if (cfg->valve_closed)
 			return sampled_drop(src, is_v6, SLUICE_DROP_SHED);
+		if (cfg->cookie_mode != SLUICE_COOKIES_OFF && !settings.dry_run && bg->cookie_way != SLUICE_COOKIE_SKIP) {
+			if (bg->cookie_way == SLUICE_COOKIE_DEFER)
+				return SLUICE_COOKIE_DEFERRED;
+			__u32 r = sluice_cookie(bg->ctx, bg->standing_hash, now, 0);
+
+			if (r != SLUICE_COOKIE_GO_ON)
+				return cookie_outcome(r, src, is_v6);
+		}
 		/* The budget's token is taken only once the slot pair admits
 		 * too, so a newcomer over its own rate spends none of it. No
 		 * other frame runs on this CPU in between (the bucket is this
@@ -491,6 +767,18 @@ static __always_inline __u32 limit(const struct sluice_config *cfg, struct budge
 	if (bg->state == SLUICE_SHEDDING) {
 		*now = SLUICE_CLOCK() + SLUICE_TIME_BIAS;
 		return shed(cfg, bg, src, masked, is_v6, *now);
+	}
+	/* Cookies always: a SYN (or the ACK of a cookie) of a source without
+	 * standing takes the cookie path in every state; anything else goes on
+	 * to the buckets. */
+	if (cfg->cookie_mode == SLUICE_COOKIES_ALWAYS && !settings.dry_run && bg->cookie_way != SLUICE_COOKIE_SKIP) {
+		if (bg->cookie_way == SLUICE_COOKIE_DEFER)
+			return SLUICE_COOKIE_DEFERRED;
+		*now = SLUICE_CLOCK() + SLUICE_TIME_BIAS;
+		__u32 r = sluice_cookie(bg->ctx, standing_hash(bg, src, is_v6), *now, 1);
+
+		if (r != SLUICE_COOKIE_GO_ON)
+			return cookie_outcome(r, src, is_v6);
 	}
 
 	struct sluice_slot_pair idx = sluice_slots_of(bg->hash, settings.slot_mask, settings.one_choice);
@@ -634,9 +922,9 @@ static __always_inline __u32 gate(const struct sluice_config *cfg, __u32 flags, 
  * NULL and id 0, so that the compiler folds it to the code of the default
  * class alone (figure 1: no class costs nothing).
  */
-static __always_inline __u32 judge_buckets(const struct sluice_config *cfg, __u32 flags,
+static __always_inline __u32 judge_buckets(struct xdp_md *ctx, const struct sluice_config *cfg, __u32 flags,
 					   const struct sluice_source *src, int is_v6, __u64 bytes,
-					   const struct sluice_class *rec, __u32 id, int *observe)
+					   const struct sluice_class *rec, __u32 id, int *observe, __u32 cookie_way)
 {
 	__u32 outcome = gate(cfg, flags, src, is_v6);
 
@@ -646,7 +934,7 @@ static __always_inline __u32 judge_buckets(const struct sluice_config *cfg, __u3
 	/* The shed sample carries the source as the frame did; the rate
 	 * sample the masked one (the daemon masks both alike). */
 	struct sluice_source masked = *src;
-	struct budget bg = { .state = cfg->breaker_state, .observe = observe };
+	struct budget bg = { .state = cfg->breaker_state, .observe = observe, .ctx = ctx, .cookie_way = cookie_way };
 
 	if (id == SLUICE_CLASS_DEFAULT || !rec) {
 		bg.hash = source_hash(&masked, is_v6);
@@ -710,7 +998,7 @@ static __always_inline void count_class(__u32 class_id, __u32 outcome, __u64 byt
 static __always_inline int passes(__u32 outcome)
 {
 	return outcome == SLUICE_PASSED || outcome == SLUICE_ALLOWLISTED || outcome == SLUICE_STANDING ||
-	       outcome == SLUICE_NEWCOMER || outcome == SLUICE_EXEMPT;
+	       outcome == SLUICE_NEWCOMER || outcome == SLUICE_EXEMPT || outcome == SLUICE_COOKIE_PROVED;
 }
 
 /* The deny list of the set in force. */
@@ -795,9 +1083,12 @@ __noinline __u32 sluice_judge_policy(struct xdp_md *ctx, __u32 flags, __u32 port
 	else if (id != SLUICE_CLASS_DEFAULT && rec && rec->action == SLUICE_CLASS_EXEMPT)
 		outcome = SLUICE_EXEMPT;
 	else /* one copy for every class: the default's record only for its byte budget */
-		outcome = judge_buckets(cfg, flags, &src, is_v6, bytes,
+		outcome = judge_buckets(ctx, cfg, flags, &src, is_v6, bytes,
 					id != SLUICE_CLASS_DEFAULT || (flags & SLUICE_CLASS_DEFAULT_BYTES) ? rec : NULL, id,
-					&observe);
+					&observe,
+					(flags & SLUICE_JUDGE_NO_COOKIE) ? SLUICE_COOKIE_SKIP : SLUICE_COOKIE_DEFER);
+	if (outcome == SLUICE_COOKIE_DEFERRED)
+		return SLUICE_COOKIE_DEFERRED | id; /* counted by judge(), or by the second call */
 counted:
 	count_class(id, outcome, bytes);
 	if (settings.dry_run && !passes(outcome))
@@ -870,6 +1161,19 @@ static __always_inline __u32 judge(struct xdp_md *ctx, const struct sluice_confi
 		if (id != SLUICE_CLASS_DEFAULT) {
 			__u32 r = sluice_judge_policy(ctx, flags, id);
 
+			if (r & SLUICE_COOKIE_DEFERRED) {
+				__u32 c = sluice_cookie(ctx, sluice_plain_hash(src->w[0], src->w[1], is_v6),
+							SLUICE_CLOCK() + SLUICE_TIME_BIAS,
+							cfg->breaker_state != SLUICE_SHEDDING);
+
+				if (c != SLUICE_COOKIE_GO_ON) {
+					count_class(r & (SLUICE_CLASSES_MAX - 1), c,
+						    (long)ctx->data_end - (long)ctx->data);
+					return cookie_outcome(c, src, is_v6);
+				}
+				r = sluice_judge_policy(ctx, flags | SLUICE_JUDGE_NO_COOKIE, id);
+			}
+
 			/* (A second SipHash, the plain one, only with observed standing on.) */
 			if (settings.observe_periods && (r & SLUICE_OBSERVE_DEFERRED))
 				sluice_observe(sluice_plain_hash(src->w[0], src->w[1], is_v6),
@@ -880,7 +1184,8 @@ static __always_inline __u32 judge(struct xdp_md *ctx, const struct sluice_confi
 	}
 	if (denied(flags, src, is_v6))
 		return sampled_drop(src, is_v6, SLUICE_DROP_DENY) | counted;
-	return judge_buckets(cfg, flags, src, is_v6, 0, NULL, SLUICE_CLASS_DEFAULT, NULL) | counted;
+	return judge_buckets(ctx, cfg, flags, src, is_v6, 0, NULL, SLUICE_CLASS_DEFAULT, NULL, SLUICE_COOKIE_HERE) |
+	       counted;
 }
 
 SEC("xdp")
@@ -932,6 +1237,8 @@ int sluice_xdp(struct xdp_md *ctx)
 		count_class(SLUICE_CLASS_DEFAULT, outcome, bytes);
 	if (passes(outcome))
 		return XDP_PASS;
+	if (outcome == SLUICE_COOKIE_SENT)
+		return XDP_TX; /* the SYN-ACK sluice_cookie wrote in the SYN's place */
 	if (settings.dry_run) {
 		/* WOULD_DROP overlays the reason counted above: frames seen =
 		 * the sum of every outcome but this one. */

@@ -21,8 +21,11 @@
  * 5: policy classes: the classes, class_v4, class_v6, port_classes and
  *    class_counters maps; config.list_flags became policy_flags (the class
  *    flags and the policy set); the lists' keys carry the policy set; the
- *    "exempt", "drop_class" and "drop_bytes" outcomes. */
-#define SLUICE_LAYOUT_VERSION 5
+ *    "exempt", "drop_class" and "drop_bytes" outcomes.
+ * 6: SYN cookies: config's cookie fields, the cookie_budget map, the
+ *    "cookie_sent", "cookie_proved", "drop_cookie", "drop_cookie_budget" and
+ *    "drop_cookie_unfit" outcomes, the standing reason "cookie". */
+#define SLUICE_LAYOUT_VERSION 6
 
 /* Table size bounds. The slot table is a BPF_MAP_TYPE_ARRAY whose size is a
  * power of two fixed at load: the index is (hash & (slots - 1)). */
@@ -60,7 +63,8 @@ enum sluice_breaker_state {
  * Prometheus labels and CLI tables), the bpf tests' fixture and the Python
  * readers (bpf/sluice_abi.py, for tests/netns and scripts/demo.sh) are all
  * made from it. Columns: the enumerator, its value, its name, and its
- * verdict on an IP source (admitted or dropped; none for a frame that is no
+ * verdict on an IP source (admitted, dropped, or answered: sent back with a
+ * SYN cookie, neither passed nor dropped; none for a frame that is no
  * source's verdict). One row per line: the Python reader parses them.
  */
 #define SLUICE_OUTCOME_TABLE(X) \
@@ -77,7 +81,12 @@ enum sluice_breaker_state {
 	X(SLUICE_DROP_VALVE, 10, "drop_valve",  dropped)  /* IP, has standing, shed: the standing valve is closed */ \
 	X(SLUICE_EXEMPT,     11, "exempt",      admitted) /* IP, its class is exempt: counted, never limited (every state) */ \
 	X(SLUICE_DROP_CLASS, 12, "drop_class",  dropped)  /* IP, its class's action is deny (every state) */ \
-	X(SLUICE_DROP_BYTES, 13, "drop_bytes",  dropped)  /* IP, its packet budget admitted it, its class's byte budget did not */
+	X(SLUICE_DROP_BYTES, 13, "drop_bytes",  dropped)  /* IP, its packet budget admitted it, its class's byte budget did not */ \
+	X(SLUICE_COOKIE_SENT, 14, "cookie_sent", answered) /* IP, a TCP SYN without standing to a listener: answered with a SYN cookie (XDP_TX), not passed */ \
+	X(SLUICE_COOKIE_PROVED, 15, "cookie_proved", admitted) /* IP, an ACK carrying a valid SYN cookie: its source earned standing (cookie), passed */ \
+	X(SLUICE_DROP_COOKIE, 16, "drop_cookie", dropped) /* IP, an ACK to a listener from a source without standing, its cookie forged or stale */ \
+	X(SLUICE_DROP_COOKIE_BUDGET, 17, "drop_cookie_budget", dropped) /* IP, a SYN a cookie would answer, the cookie budget spent */ \
+	X(SLUICE_DROP_COOKIE_UNFIT, 18, "drop_cookie_unfit", dropped) /* IP, TCP without standing the cookie path cannot answer (IPv4 options, IPv6 extension headers, fragments, a cut header) */
 
 #define SLUICE_OUTCOME_ENUMERATOR(sym, value, name, verdict) sym = value,
 #define SLUICE_OUTCOME_ONE(sym, value, name, verdict) +1
@@ -137,6 +146,16 @@ struct sluice_config {
 	__u32 admission_ppm;    /* recovering: refill rate x ppm / 1e6 (never a standing bucket's) */
 	__u32 policy_flags;     /* SLUICE_LIST_*, SLUICE_CLASS_*, SLUICE_POLICY_SET: one word, read once a frame */
 	__u32 valve_closed;     /* 1: shedding is allowlist-only (standing admitted over trip-pps) */
+	/* SYN cookies (cookie.h, docs/architecture.md "SYN cookies"): a TCP SYN
+	 * from a source without standing to a listener is answered with a cookie
+	 * (while shedding, or always), its ACK proves the source. */
+	__u64 cookie_cost_ns;   /* per CPU, like the newcomer budget: 1e9 x CPUs / cookie rate; 0: no SYN-ACK */
+	__u64 cookie_burst;     /* per CPU, >= 1 */
+	__u32 cookie_mode;      /* enum sluice_cookie_mode */
+	__u32 cookie_flags;     /* SLUICE_COOKIE_TS | _SACK | _WSCALE: what the host's sysctls let a reply offer */
+	__u16 cookie_mss4;      /* our MSS: the interface's MTU - 40 */
+	__u16 cookie_mss6;      /* the interface's MTU - 60 */
+	__u32 cookie_wscale;    /* our window scale: the one the stack will give the connection */
 	/* control-plane bookkeeping, not read by the program */
 	__u64 rate_pps;          /* the rate cost_ns was derived from, as asked */
 	__u64 standing_rate_pps; /* likewise for standing_cost_ns */
@@ -147,7 +166,37 @@ struct sluice_config {
 	__u32 breaker_manual;    /* 1: tripped by an operator, recovery is manual */
 	__u32 _pad1;
 	__u64 generation;        /* bumped on every write */
+	__u64 cookie_pps;        /* the cookie budget as asked, all CPUs together */
+	__u64 cookie_burst_total; /* likewise for cookie_burst */
+	/* The sysctls sluiced changed to arm cookies (docs/architecture.md, "SYN
+	 * cookies"), kept here so that a daemon restarted after SIGKILL puts
+	 * back what was there before, not what it finds. */
+	__u32 cookie_sysctls_armed;   /* 1: changed, not yet put back */
+	__u32 cookie_syncookies_was;  /* net.ipv4.tcp_syncookies before */
+	__u32 cookie_timestamps_was;  /* net.ipv4.tcp_timestamps before */
+	__u32 _pad2;
 };
+
+/* config.cookie_mode: when a SYN without standing is answered with a
+ * cookie. The names are sluiced's --cookies values. One row per line
+ * (bpf/sluice_abi.py parses them). */
+#define SLUICE_COOKIE_MODE_TABLE(X) \
+	X(SLUICE_COOKIES_OFF,      0, "off")      /* never: the newcomer budget alone, as before cookies */ \
+	X(SLUICE_COOKIES_SHEDDING, 1, "shedding") /* while the breaker sheds (the default) */ \
+	X(SLUICE_COOKIES_ALWAYS,   2, "always")   /* in every breaker state */
+
+#define SLUICE_COOKIE_MODE_ENUMERATOR(sym, value, name) sym = value,
+enum sluice_cookie_mode {
+	SLUICE_COOKIE_MODE_TABLE(SLUICE_COOKIE_MODE_ENUMERATOR)
+	SLUICE_COOKIE_MODES, /* values are 0..SLUICE_COOKIE_MODES-1 */
+};
+#undef SLUICE_COOKIE_MODE_ENUMERATOR
+
+/* config.cookie_flags: what the host's sysctls (in the program's network
+ * namespace) let a SYN-ACK offer; sluiced reads them when it arms cookies. */
+#define SLUICE_COOKIE_TS (1u << 0)     /* net.ipv4.tcp_timestamps = 2: timestamps without a per-connection offset */
+#define SLUICE_COOKIE_SACK (1u << 1)   /* net.ipv4.tcp_sack */
+#define SLUICE_COOKIE_WSCALE (1u << 2) /* net.ipv4.tcp_window_scaling */
 
 /*
  * config.policy_flags: one word the program reads once a frame, so that it
@@ -398,7 +447,8 @@ struct sluice_drop_sample {
 	X(SLUICE_BY_CONNECTED, 2, "connected") /* the host opened a TCP connection to it */ \
 	X(SLUICE_BY_UDP,       3, "udp")       /* a UDP client socket of the host connected or sent to it */ \
 	X(SLUICE_BY_EXISTING,  4, "existing")  /* the peer of a connection that existed when sluiced started */ \
-	X(SLUICE_BY_OBSERVED,  5, "observed")  /* admitted in observe_periods distinct ticks while serving */
+	X(SLUICE_BY_OBSERVED,  5, "observed")  /* admitted in observe_periods distinct ticks while serving */ \
+	X(SLUICE_BY_COOKIE,    6, "cookie")    /* its ACK carried a valid SYN cookie the program sent it */
 
 #define SLUICE_STANDING_REASON_ENUMERATOR(sym, value, name) sym = value,
 enum sluice_standing_reason {
@@ -455,6 +505,7 @@ struct sluice_observed_set {
 #define SLUICE_PIN_CLASS_V6 "class_v6"
 #define SLUICE_PIN_PORT_CLASSES "port_classes"
 #define SLUICE_PIN_CLASS_COUNTERS "class_counters"
+#define SLUICE_PIN_COOKIE_BUDGET "cookie_budget"
 /* The standing feeders' bpf_links on the cgroup v2 root. */
 #define SLUICE_PIN_SOCKOPS_LINK "sockops_link"
 #define SLUICE_PIN_CONNECT4_LINK "connect4_link"

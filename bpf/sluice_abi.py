@@ -42,7 +42,8 @@ def _table(name, header):
 
 def outcomes(header=HEADER):
     """[(value, name, verdict)] in value order; verdict is "admitted",
-    "dropped" or "none" (no source's verdict: non-IP, malformed, would-drop)."""
+    "dropped", "answered" (sent back with a SYN cookie) or "none" (no source's
+    verdict: non-IP, malformed, would-drop)."""
     rows = _table("SLUICE_OUTCOME_TABLE", header)
     if [r[0] for r in rows] != list(range(len(rows))) or any(len(r) != 3 for r in rows):
         raise ValueError(f"{header}: SLUICE_OUTCOME_TABLE is not rows 0..N-1 of 3 columns: {rows}")
@@ -61,6 +62,14 @@ def standing_reasons(header=HEADER):
 def standing_reason_names(header=HEADER):
     """The names, indexed by the reason's value; index 0 is "unknown"."""
     return ["unknown"] + [name for _, name in standing_reasons(header)]
+
+
+def cookie_modes(header=HEADER):
+    """[(value, name)]: sluiced's --cookies values, as config.cookie_mode holds them."""
+    rows = _table("SLUICE_COOKIE_MODE_TABLE", header)
+    if [r[0] for r in rows] != list(range(len(rows))) or any(len(r) != 2 for r in rows):
+        raise ValueError(f"{header}: SLUICE_COOKIE_MODE_TABLE is not rows 0..N-1 of 2 columns: {rows}")
+    return rows
 
 
 def outcome_names(header=HEADER):

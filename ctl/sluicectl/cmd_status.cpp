@@ -71,6 +71,8 @@ void print_interface(std::ostream &out, const json &s)
 	// Pins of a build without standing have no "standing" object.
 	if (s.contains("standing"))
 		standing_rows(block, s.at("standing"));
+	if (s.contains("cookies"))
+		cookie_rows(block, s.at("cookies"));
 	block.row({"last audit", last_audit(s)});
 	// The daemon's policy file (null: none; absent: from pins).
 	if (const json p = s.value("policy_file", json()); p.is_object()) {

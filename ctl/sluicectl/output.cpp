@@ -118,6 +118,40 @@ void standing_rows(Table &block, const json &s)
 		.row({"feeders", s.at("feeders").get<bool>() ? "attached" : "not attached (no new standing)"});
 }
 
+void cookie_rows(Table &block, const json &c)
+{
+	std::string mode = c.at("mode").get<std::string>();
+	std::string when = mode == "shedding" ? " (answered while shedding)"
+			   : mode == "always"    ? " (answered in every state)"
+						 : " (a SYN without standing draws on the newcomer budget)";
+	block.row({"cookies", mode + when});
+	if (mode == "off")
+		return;
+	const json &offers = c.at("offers");
+	std::string offer = "MSS " + text_of(c.at("mss4")) + " (IPv6 " + text_of(c.at("mss6")) + ")";
+	if (offers.at("timestamps").get<bool>()) {
+		offer += ", timestamps";
+		if (offers.at("window_scaling").get<bool>())
+			offer += ", window scale " + text_of(c.at("wscale"));
+		if (offers.at("sack").get<bool>())
+			offer += ", SACK";
+	} else {
+		offer += " only (no timestamps: no window scaling, no SACK)";
+	}
+	block.row({"cookie budget", c.at("pps").get<uint64_t>() == 0
+					    ? std::string("none (every cookie SYN is shed)")
+					    : text_of(c.at("pps")) + " SYN-ACKs/s, burst " + text_of(c.at("burst"))})
+		.row({"SYN-ACK offers", offer});
+	std::string sysctls;
+	for (const auto &[name, v] : c.at("sysctls").items()) {
+		sysctls += (sysctls.empty() ? "" : ", ") + name + "=" + text_of(v.at("now"));
+		if (!v.at("was").is_null())
+			sysctls += " (was " + text_of(v.at("was")) + ")";
+	}
+	block.row({"cookie sysctls", std::string(c.at("sysctls_armed").get<bool>() ? "armed by sluiced: " : "") +
+					     sysctls});
+}
+
 Status show_replies(Context &ctx, const Invocation &inv, const json &request,
 		    void (*print_text)(Context &, const json &reply), void (*amend)(Context &, json &reply))
 {

@@ -28,6 +28,8 @@ void print_bucket(const Context &ctx, const json &reply);
 // buckets, newcomers, observed standing, feeders.
 class Table;
 void standing_rows(Table &block, const json &standing);
+// status's SYN cookie rows: mode, budget, what a SYN-ACK offers, the sysctls.
+void cookie_rows(Table &block, const json &cookies);
 
 // What a command that asks the daemon and shows its reply does: send
 // `request`, show the reply (-j: one JSON line; else `print_text`), or the

@@ -589,6 +589,7 @@ int Daemon::run()
 	}
 	sd_notify(0, "STOPPING=1");
 	for (auto &[name, m] : ifaces_) {
+		m->release_cookies();
 		if (opts_.detach_on_exit) {
 			if (auto ok = m->detach(); !ok)
 				log_error(name + ": " + ok.error().describe());

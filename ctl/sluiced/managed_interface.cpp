@@ -1,5 +1,6 @@
 #include "sluiced/managed_interface.h"
 
+#include "sluiced/cookie_sysctls.h"
 #include "sluiced/established_peers.h"
 
 #include "base/clock.h"
@@ -122,6 +123,7 @@ Result<std::unique_ptr<ManagedInterface>> ManagedInterface::start(const DaemonOp
 		ask.standing_rate_pps = opts.standing_rate_pps;
 		ask.standing_burst = opts.standing_burst;
 		ask.newcomer_pps = newcomer_pps_asked(opts, m->cpus_);
+		ask.cookie_pps = opts.cookie_pps;
 		auto budgeted = config_with_budgets(*cfg, ask, m->cpus_);
 		if (!budgeted)
 			return std::unexpected(budgeted.error());
@@ -154,7 +156,8 @@ Result<std::unique_ptr<ManagedInterface>> ManagedInterface::start(const DaemonOp
 		initial.valve_since_ns = initial.breaker_since_ns;
 		auto cfg = config_with_budgets(initial,
 					       BudgetAsk{opts.rate_pps, opts.burst, opts.standing_rate_pps,
-							 opts.standing_burst, newcomer_pps_asked(opts, m->cpus_)},
+							 opts.standing_burst, newcomer_pps_asked(opts, m->cpus_),
+							 opts.cookie_pps},
 					       m->cpus_);
 		if (!cfg)
 			return std::unexpected(cfg.error());
@@ -199,6 +202,15 @@ Result<std::unique_ptr<ManagedInterface>> ManagedInterface::start(const DaemonOp
 		log_info(name + ": standing granted to the " + std::to_string(peers->size()) +
 			 " peers of established connections");
 	}
+	// SYN cookies: a daemon restarted after SIGKILL holds the sysctls its
+	// predecessor armed (and knows what was there before); then arm or
+	// disarm for the mode and the state in force.
+	m->cookie_mode_ = opts.cookie_mode;
+	if (auto cfg = m->dp_->config().read(); cfg && cfg->cookie_sysctls_armed) {
+		cookie_sysctls().adopt(name, *cfg);
+		log_info(name + ": the cookie sysctls are armed (by a sluiced before this one); adopted");
+	}
+	m->apply_cookies(monotonic_seconds(), m->breaker_.state());
 	m->policy_.emplace(opts.policy);
 	m->valve_.emplace(ValveConfig{opts.policy.trip_pps, opts.policy.clear_pps, opts.policy.trip_periods});
 	m->auditor_.emplace(opts.audit_per_period);
@@ -312,6 +324,8 @@ void ManagedInterface::tick(double now_s)
 			log_debug(name_ + ": admission " + std::to_string(d.admission_ppm / 10000.0) + "%");
 	}
 
+	apply_cookies(now_s, breaker_.state());
+
 	auto before = auditor_->report().violations;
 	if (auto ok = auditor_->step(dp_->slots()); !ok)
 		log_error(name_ + ": audit: " + ok.error().describe());
@@ -320,11 +334,79 @@ void ManagedInterface::tick(double now_s)
 			 " slots outside 0 <= tokens <= burst");
 }
 
+namespace {
+uint32_t interface_mtu(const std::string &name)
+{
+	std::ifstream in("/sys/class/net/" + name + "/mtu");
+	uint32_t mtu = 0;
+	in >> mtu;
+	return mtu ? mtu : 1500;
+}
+} // namespace
+
+void ManagedInterface::apply_cookies(double now_s, BreakerState state)
+{
+	auto cfg = dp_->config().read();
+	if (!cfg) {
+		log_error(name_ + ": " + cfg.error().describe());
+		return;
+	}
+	bool want = cookie_mode_ == SLUICE_COOKIES_ALWAYS ||
+		    (cookie_mode_ == SLUICE_COOKIES_SHEDDING &&
+		     (state == BreakerState::shedding || now_s - shed_left_s_ < defaults::kCookieGraceS));
+	sluice_config next = *cfg;
+	CookieSysctls &sysctls = cookie_sysctls();
+	if (want && !sysctls.held_by(name_)) {
+		if (auto ok = sysctls.arm(name_, next); !ok) {
+			if (ok.error().describe() != cookie_error_)
+				log_error(name_ + ": SYN cookies are not armed: " + ok.error().describe() +
+					  "; SYNs without standing go to the newcomer budget instead");
+			cookie_error_ = ok.error().describe();
+		} else {
+			cookie_error_.clear();
+		}
+	} else if (!want && sysctls.held_by(name_)) {
+		if (auto ok = sysctls.disarm(name_, next); !ok)
+			log_error(name_ + ": " + ok.error().describe());
+	}
+	TcpSettings now = CookieSysctls::read_now();
+	uint32_t mtu = interface_mtu(name_);
+	next.cookie_mode = cookie_mode_;
+	next.cookie_flags = cookie_flags_for(now);
+	next.cookie_wscale = cookie_wscale_for(now);
+	next.cookie_mss4 = cookie_mss_for(mtu, false);
+	next.cookie_mss6 = cookie_mss_for(mtu, true);
+	if (std::memcmp(&next, &*cfg, sizeof(next)) != 0)
+		if (auto ok = dp_->config().write(next); !ok)
+			log_error(name_ + ": writing the cookie settings: " + ok.error().describe());
+}
+
+void ManagedInterface::release_cookies()
+{
+	shed_left_s_ = -1e18;
+	cookie_mode_ = SLUICE_COOKIES_OFF; // what is wanted from an exiting daemon: nothing armed
+	auto cfg = dp_->config().read();
+	if (!cfg)
+		return;
+	sluice_config next = *cfg;
+	if (cookie_sysctls().held_by(name_)) {
+		if (auto ok = cookie_sysctls().disarm(name_, next); !ok)
+			log_error(name_ + ": " + ok.error().describe());
+		if (auto ok = dp_->config().write(next); !ok)
+			log_error(name_ + ": " + ok.error().describe());
+	}
+}
+
 Status ManagedInterface::transition(BreakerState to, bool manual, const std::string &why)
 {
 	BreakerState from = breaker_.state();
 	if (auto ok = breaker_.transition(to); !ok)
 		return ok;
+	// Cookies armed before the program sheds: its first SYN finds the
+	// kernel ready to make a cookie.
+	if (from == BreakerState::shedding)
+		shed_left_s_ = monotonic_seconds();
+	apply_cookies(monotonic_seconds(), to);
 	auto cfg = dp_->config().read();
 	if (!cfg) {
 		breaker_ = Breaker(from);
@@ -642,6 +724,7 @@ Result<StandingView> ManagedInterface::standing(const std::optional<std::string>
 
 Status ManagedInterface::detach()
 {
+	release_cookies();
 	auto ok = dp_->detach(dir_);
 	if (ok)
 		log_info(name_ + ": detached; pins under " + dir_ + " removed");

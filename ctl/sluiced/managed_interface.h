@@ -58,6 +58,9 @@ public:
 	Result<StandingView> standing(const std::optional<std::string> &addr) const;
 	// Remove the program and the pins. The object is done afterwards.
 	Status detach();
+	// The daemon is exiting: the cookie sysctls go back as they were (the
+	// program keeps answering SYNs only while the kernel makes cookies).
+	void release_cookies();
 
 	// The policy file (managed_policy.cpp). Apply `p`, read from `file`, to
 	// this interface, all or nothing (bpf/policy_tables): class ids kept by
@@ -78,6 +81,12 @@ public:
 private:
 	ManagedInterface() = default;
 	Status transition(BreakerState to, bool manual, const std::string &why);
+	// SYN cookies (docs/architecture.md): arm the sysctls while the mode and
+	// the breaker state `state` (the one in force, or the one being moved
+	// to) need them, and for kCookieGraceS after shedding ends; disarm
+	// after; write config's cookie fields (what a SYN-ACK offers under the
+	// sysctls now, the MSS from the interface's MTU).
+	void apply_cookies(double now_s, BreakerState state);
 	void watch_link();
 	Result<BucketView> bucket_reply(const std::string &addr) const;
 	// The tokens of a source's two slots now, and the fuller one's.
@@ -119,6 +128,9 @@ private:
 	std::optional<Valve> valve_;
 	uint64_t valve_closes_ = 0; // closes this daemon made (for /metrics)
 	uint32_t cpus_ = 1;         // possible CPUs: the newcomer budget is divided over them
+	sluice_cookie_mode cookie_mode_ = SLUICE_COOKIES_OFF;
+	double shed_left_s_ = -1e18;     // when the breaker last left shedding (monotonic)
+	std::string cookie_error_;        // the last arming error, logged once
 	// The standing table's occupancy for /metrics and status, counted at
 	// most every kOccupancyEveryS (counted_occupancy()).
 	static constexpr double kOccupancyEveryS = 10;

@@ -1,5 +1,6 @@
 #include "sluiced/options.h"
 
+#include "base/cookie_mode.h"
 #include "base/limits.h"
 #include "bpf/maps.h"
 #include "logic/budgets.h"
@@ -83,6 +84,8 @@ Result<ParsedOptions> parse_daemon_options(int argc, const char *const *argv)
 	int64_t standing_rate = static_cast<int64_t>(o.standing_rate_pps);
 	int64_t standing_burst = static_cast<int64_t>(o.standing_burst);
 	int64_t newcomer_pps = -1, observe_periods = o.load.observe_periods;
+	int64_t cookie_pps = static_cast<int64_t>(o.cookie_pps);
+	std::string cookies(cookie_mode_name(o.cookie_mode));
 	double start_pct = o.policy.start_ppm / 10000.0;
 	bool no_policy = false;
 
@@ -105,6 +108,8 @@ Result<ParsedOptions> parse_daemon_options(int argc, const char *const *argv)
 		("standing-rate", po::value(&standing_rate)->default_value(standing_rate), "tokens per second of a standing source's second bucket, drawn on when its own is empty: its budget is rate + standing-rate, in every breaker state")
 		("standing-burst", po::value(&standing_burst)->default_value(standing_burst), "capacity of a standing source's second bucket")
 		("newcomer-pps", po::value(&newcomer_pps), "while shedding, the pps the sources without standing share, all CPUs together (default: --trip-pps / 10; 0: none)")
+		("cookies", po::value(&cookies)->default_value(cookies), "answer a TCP SYN from a source without standing to a listening port with a SYN cookie from XDP: shedding (while the breaker sheds), always, off (the newcomer budget alone)")
+		("cookie-pps", po::value(&cookie_pps)->default_value(cookie_pps), "SYN-ACKs a second the program may send, all CPUs together (a ceiling on reflection; 0: none, cookie SYNs are shed)")
 		("observe-periods", po::value(&observe_periods)->default_value(observe_periods), "grant standing to a source admitted while serving in this many distinct ticks of ~1.07 s (0: off; at most 255)")
 		("no-standing", po::bool_switch(&o.no_standing), "attach no standing feeders and grant none at start: shedding admits only the allowlist and the newcomer budget")
 		("top-capacity", po::value(&top_capacity)->default_value(top_capacity), "sources the `sluicectl top` summary tracks (its memory is fixed by this)")
@@ -239,6 +244,18 @@ Result<ParsedOptions> parse_daemon_options(int argc, const char *const *argv)
 		if (auto ok = named("--newcomer-pps", check_newcomer_pps(newcomer_pps, *cpus)); !ok)
 			return std::unexpected(ok.error());
 		o.newcomer_pps = static_cast<uint64_t>(newcomer_pps);
+	}
+	if (auto m = value_named(kCookieModeNames, cookies); m)
+		o.cookie_mode = *m;
+	else
+		return invalid("--cookies: '" + cookies + "' is not one of " + names_of(kCookieModeNames));
+	{
+		auto cpus = possible_cpus();
+		if (!cpus)
+			return std::unexpected(cpus.error());
+		if (auto ok = named("--cookie-pps", check_per_cpu_pps(cookie_pps, *cpus, "cookie")); !ok)
+			return std::unexpected(ok.error());
+		o.cookie_pps = static_cast<uint64_t>(cookie_pps);
 	}
 	if (auto ok = named("--audit-slots", check_audit_slots(audit)); !ok)
 		return std::unexpected(ok.error());

@@ -34,6 +34,12 @@ struct DaemonOptions {
 	// CPUs together (0: none). Not given: trip-pps / 10, within what the
 	// possible CPUs can hold (newcomer_pps_asked()).
 	std::optional<uint64_t> newcomer_pps;
+	// SYN cookies (docs/architecture.md, "SYN cookies"): when a SYN without
+	// standing to a listener is answered from XDP, and the SYN-ACKs a second
+	// the program may send, all CPUs together. Applied at every start,
+	// adopted pins too.
+	sluice_cookie_mode cookie_mode = defaults::kCookieMode;
+	uint64_t cookie_pps = defaults::kCookiePps;
 	// --no-standing: no feeders attached, no grants for the connections found
 	// at start; the table stays empty, shedding admits the allowlist and the
 	// newcomer budget only.

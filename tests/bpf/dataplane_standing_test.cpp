@@ -246,9 +246,17 @@ TEST(DataplaneStanding, AdoptingPinsOfLayout3IsRefusedWithThePathAndTheFix)
 TEST(DataplaneStanding, AdoptingPinsOfLayout4IsRefusedWithThePathAndTheFix)
 {
 	SLUICE_REQUIRE_ROOT();
-	// Layout 4's settings are layout 5's (the policy classes changed maps,
-	// not settings): the version alone tells them apart, before any map
-	// (the lists' keys grew a set byte) is compared.
-	static_assert(SLUICE_LAYOUT_VERSION == 5);
+	// Layout 4's settings are layout 6's (the policy classes and the SYN
+	// cookies changed maps, not settings): the version alone tells them
+	// apart, before any map (the lists' keys grew a set byte) is compared.
+	static_assert(SLUICE_LAYOUT_VERSION == 6);
 	expect_old_layout_refused(4, sizeof(sluice_settings));
+}
+
+TEST(DataplaneStanding, AdoptingPinsOfLayout5IsRefusedWithThePathAndTheFix)
+{
+	SLUICE_REQUIRE_ROOT();
+	// Layout 5's settings are layout 6's; its config is 48 bytes shorter
+	// (no cookie fields): the version tells them apart first.
+	expect_old_layout_refused(5, sizeof(sluice_settings));
 }

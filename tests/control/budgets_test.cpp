@@ -15,23 +15,23 @@ TEST(Budgets, NewcomerBucketDividesTheAskedBudgetOverTheCpus)
 {
 	// 100,000 pps over 8 CPUs: 12,500 pps each, one token per 80,000 ns;
 	// burst 0.1 s of the budget, 10,000 tokens, 1,250 per CPU.
-	NewcomerBucket b = newcomer_bucket(100000, 8);
+	PerCpuBucket b = per_cpu_bucket(100000, 8);
 	EXPECT_EQ(b.cost_ns, 80000u);
 	EXPECT_EQ(b.burst, 1250u);
 	EXPECT_EQ(b.burst_total, 10000u);
 	// The cost rounds up: the CPUs together never refill faster than asked.
-	b = newcomer_bucket(3, 2); // 1.5 pps per CPU: 666,666,666.67 ns
+	b = per_cpu_bucket(3, 2); // 1.5 pps per CPU: 666,666,666.67 ns
 	EXPECT_EQ(b.cost_ns, 666666667u);
 	EXPECT_LE(2.0 * 1e9 / double(b.cost_ns), 3.0);
 	// The burst is at least one token per CPU, and exact in integers:
 	// 30 pps x 0.1 s is 3 tokens, not 4.
-	EXPECT_EQ(newcomer_bucket(30, 1).burst, 3u);
-	EXPECT_EQ(newcomer_bucket(30, 1).burst_total, 3u);
-	EXPECT_EQ(newcomer_bucket(5, 8).burst, 1u);
-	EXPECT_EQ(newcomer_bucket(5, 8).burst_total, 1u); // ceil(0.5), as asked
-	EXPECT_EQ(newcomer_bucket(31, 1).burst, 4u);      // ceil(3.1)
+	EXPECT_EQ(per_cpu_bucket(30, 1).burst, 3u);
+	EXPECT_EQ(per_cpu_bucket(30, 1).burst_total, 3u);
+	EXPECT_EQ(per_cpu_bucket(5, 8).burst, 1u);
+	EXPECT_EQ(per_cpu_bucket(5, 8).burst_total, 1u); // ceil(0.5), as asked
+	EXPECT_EQ(per_cpu_bucket(31, 1).burst, 4u);      // ceil(3.1)
 	// None.
-	b = newcomer_bucket(0, 8);
+	b = per_cpu_bucket(0, 8);
 	EXPECT_EQ(b.cost_ns, 0u);
 	EXPECT_EQ(b.burst, 0u);
 	EXPECT_EQ(b.burst_total, 0u);
@@ -44,7 +44,7 @@ TEST(Budgets, NewcomerBucketStaysInBoundsAtTheEdgesOfItsCheck)
 		for (uint64_t pps : {newcomer_pps_min(cpus), newcomer_pps_min(cpus) + 1, newcomer_pps_max(cpus) - 1,
 				     newcomer_pps_max(cpus)}) {
 			ASSERT_TRUE(check_newcomer_pps(pps, cpus).has_value()) << pps << " over " << cpus;
-			NewcomerBucket b = newcomer_bucket(pps, cpus);
+			PerCpuBucket b = per_cpu_bucket(pps, cpus);
 			EXPECT_TRUE(check_newcomer_bucket(b.cost_ns, b.burst).has_value())
 				<< pps << " over " << cpus << ": cost " << b.cost_ns << " burst " << b.burst;
 		}

@@ -38,13 +38,17 @@ TEST(Period, IncomingIsEveryIpFrame)
 	for (uint32_t k = 0; k < SLUICE_OUTCOMES; k++)
 		c[k].packets = 1ull << k;
 	// passed, drop_rate, drop_shed, drop_deny, allowlisted, standing,
-	// newcomer, drop_valve, exempt, drop_class, drop_bytes; not non-IP,
-	// malformed or would-drop (which overlays the others).
+	// newcomer, drop_valve, exempt, drop_class, drop_bytes, and the cookie
+	// path's five (a SYN answered is incoming too); not non-IP, malformed or
+	// would-drop (which overlays the others).
 	EXPECT_EQ(incoming_of(c), (1ull << SLUICE_PASSED) + (1ull << SLUICE_DROP_RATE) + (1ull << SLUICE_DROP_SHED) +
 					  (1ull << SLUICE_DROP_DENY) + (1ull << SLUICE_ALLOWLISTED) +
 					  (1ull << SLUICE_STANDING) + (1ull << SLUICE_NEWCOMER) +
 					  (1ull << SLUICE_DROP_VALVE) + (1ull << SLUICE_EXEMPT) +
-					  (1ull << SLUICE_DROP_CLASS) + (1ull << SLUICE_DROP_BYTES));
+					  (1ull << SLUICE_DROP_CLASS) + (1ull << SLUICE_DROP_BYTES) +
+					  (1ull << SLUICE_COOKIE_SENT) + (1ull << SLUICE_COOKIE_PROVED) +
+					  (1ull << SLUICE_DROP_COOKIE) + (1ull << SLUICE_DROP_COOKIE_BUDGET) +
+					  (1ull << SLUICE_DROP_COOKIE_UNFIT));
 }
 
 TEST(Period, AdmittedIsWhatTheBucketsAndBudgetsPassed)
@@ -53,7 +57,8 @@ TEST(Period, AdmittedIsWhatTheBucketsAndBudgetsPassed)
 	for (uint32_t k = 0; k < SLUICE_OUTCOMES; k++)
 		c[k].packets = 1ull << k;
 	PolicySample s = policy_sample(1, c, BreakerState::serving, 0, config());
-	EXPECT_EQ(s.admitted, (1ull << SLUICE_PASSED) + (1ull << SLUICE_STANDING) + (1ull << SLUICE_NEWCOMER));
+	EXPECT_EQ(s.admitted, (1ull << SLUICE_PASSED) + (1ull << SLUICE_STANDING) + (1ull << SLUICE_NEWCOMER) +
+				      (1ull << SLUICE_COOKIE_PROVED));
 }
 
 TEST(Period, RatesAreCounterDeltasOverTheTimeBetweenReadings)

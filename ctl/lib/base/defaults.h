@@ -41,6 +41,20 @@ inline constexpr uint64_t kNewcomerShareDivisor = 10;
 // CPU). In milliseconds, not 0.1 s: the burst is ceil(pps x this / 1000),
 // exact in integers, where ceil(30 x 0.1) is 4.
 inline constexpr uint64_t kNewcomerBurstMs = 100;
+// SYN cookies (docs/architecture.md, "SYN cookies"): a SYN without standing
+// to a listener is answered from XDP while shedding (--cookies).
+inline constexpr sluice_cookie_mode kCookieMode = SLUICE_COOKIES_SHEDDING;
+// The SYN-ACKs the program may send a second, all CPUs together: a ceiling on
+// what a spoofed SYN flood can reflect (one SYN-ACK a SYN, at most 8 bytes
+// longer: about 0.6 Gbit/s of SYN-ACKs at this rate), set above what the
+// host's own stack answers with its cookies on a few cores, so that a visitor
+// gets a cookie whatever the flood's share; an operator lowers it to the
+// uplink's headroom. Its burst: kNewcomerBurstMs of it, per CPU, as the
+// newcomer budget's.
+inline constexpr uint64_t kCookiePps = 1000000;
+// The cookie sysctls stay armed this long after shedding ends: an ACK of a
+// cookie sent just before is still decoded as it was made.
+inline constexpr double kCookieGraceS = 10;
 // Observed standing: off unless asked (docs/security.md says why).
 inline constexpr uint32_t kObservePeriods = 0;
 

@@ -194,9 +194,14 @@ uint64_t newcomer_pps_max(uint64_t cpus)
 
 Status check_newcomer_pps(Given pps, Given cpus)
 {
+	return check_per_cpu_pps(pps, cpus, "newcomer");
+}
+
+Status check_per_cpu_pps(Given pps, Given cpus, std::string_view what)
+{
 	if (cpus.negative() || cpus.magnitude() == 0 || cpus.magnitude() > (uint64_t{1} << 20))
-		return invalid("the newcomer budget needs a CPU count of 1.." + text_of(uint64_t{1} << 20) + ", got " +
-			       cpus.str());
+		return invalid("the " + std::string(what) + " budget needs a CPU count of 1.." +
+			       text_of(uint64_t{1} << 20) + ", got " + cpus.str());
 	uint64_t lo = newcomer_pps_min(cpus.magnitude()), hi = newcomer_pps_max(cpus.magnitude());
 	if (!pps.negative() && (pps.magnitude() == 0 || (pps.magnitude() >= lo && pps.magnitude() <= hi)))
 		return {};
@@ -206,15 +211,21 @@ Status check_newcomer_pps(Given pps, Given cpus)
 
 Status check_newcomer_bucket(Given cost_ns, Given burst)
 {
+	return check_per_cpu_bucket("newcomer", cost_ns, burst);
+}
+
+Status check_per_cpu_bucket(std::string_view what, Given cost_ns, Given burst)
+{
 	if (!cost_ns.negative() && !burst.negative() && cost_ns.magnitude() == 0 && burst.magnitude() == 0)
 		return {};
 	constexpr uint64_t min_cost = SLUICE_NSEC_PER_SEC / SLUICE_RATE_MAX;
+	std::string cost = std::string(what) + "_cost_ns", bursts = std::string(what) + "_burst";
 	if (!cost_ns.within(min_cost, kBucketCostMaxNs))
-		return refused("invariant newcomer_cost_ns 0 or " + text_of(min_cost) + ".." + text_of(kBucketCostMaxNs) +
-			       " (per CPU) violated: rejected newcomer_cost_ns " + cost_ns.str());
+		return refused("invariant " + cost + " 0 or " + text_of(min_cost) + ".." + text_of(kBucketCostMaxNs) +
+			       " (per CPU) violated: rejected " + cost + " " + cost_ns.str());
 	if (!burst.within(SLUICE_BURST_MIN, SLUICE_BURST_MAX))
-		return refused("invariant " + text_of(SLUICE_BURST_MIN) + " <= newcomer_burst <= " +
-			       text_of(SLUICE_BURST_MAX) + " (per CPU, with a budget) violated: rejected newcomer_burst " +
+		return refused("invariant " + text_of(SLUICE_BURST_MIN) + " <= " + bursts + " <= " +
+			       text_of(SLUICE_BURST_MAX) + " (per CPU, with a budget) violated: rejected " + bursts + " " +
 			       burst.str());
 	return {};
 }

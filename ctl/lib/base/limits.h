@@ -100,12 +100,16 @@ Status check_observe_periods(Given periods);
 // <= SLUICE_BURST_MAX, which bounds the rate per CPU (1e7 pps).
 // `cpus` 1..2^20.
 Status check_newcomer_pps(Given pps, Given cpus);
+// The same bound for any budget of one bucket per CPU (the cookie budget's
+// too), its errors naming the budget ("the cookie budget needs ...").
+Status check_per_cpu_pps(Given pps, Given cpus, std::string_view what);
 uint64_t newcomer_pps_min(uint64_t cpus); // the least non-zero budget
 uint64_t newcomer_pps_max(uint64_t cpus);
 // The same bucket as the config holds it, per CPU (invariant): both 0 (no
 // budget), or cost_ns in 1e9 / SLUICE_RATE_MAX .. 1e12 and burst in
 // SLUICE_BURST_MIN..SLUICE_BURST_MAX.
 Status check_newcomer_bucket(Given cost_ns, Given burst);
+Status check_per_cpu_bucket(std::string_view what, Given cost_ns, Given burst); // "cookie": cookie_cost_ns, ...
 
 // --- The daemon's tunables ---
 inline constexpr double kPeriodMinS = 0.01, kPeriodMaxS = 60;  // control period

@@ -49,6 +49,11 @@ Status validate_config(const sluice_config &c)
 		return ok;
 	if (auto ok = check_standing_burst(c.standing_burst, Voice::invariant); !ok)
 		return ok;
+	if (auto ok = check_per_cpu_bucket("cookie", c.cookie_cost_ns, c.cookie_burst); !ok)
+		return ok;
+	if (c.cookie_mode >= SLUICE_COOKIE_MODES)
+		return refused("invariant cookie_mode < " + std::to_string(SLUICE_COOKIE_MODES) +
+			       " violated: rejected cookie_mode " + std::to_string(c.cookie_mode));
 	if (auto ok = check_newcomer_bucket(c.newcomer_cost_ns, c.newcomer_burst); !ok)
 		return ok;
 	if (c.valve_closed > 1 || (c.valve_closed && c.breaker_state != SLUICE_SHEDDING))

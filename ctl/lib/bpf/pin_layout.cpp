@@ -18,7 +18,7 @@ namespace {
 // Every LPM trie (lists, class prefixes) holds both policy sets.
 constexpr uint32_t kLpmEntries = SLUICE_POLICY_SETS * SLUICE_LIST_MAX_ENTRIES;
 
-const std::array<MapPin, 17> kMapPins{{
+const std::array<MapPin, 18> kMapPins{{
 	{SLUICE_PIN_SLOTS, &MapFds::slots, [](sluice_bpf *s) { return s->maps.slots; }, BPF_MAP_TYPE_ARRAY, 4,
 	 sizeof(sluice_slot), Entries::table_slots, 0},
 	{SLUICE_PIN_CONFIG, &MapFds::config, [](sluice_bpf *s) { return s->maps.config; }, BPF_MAP_TYPE_ARRAY, 4,
@@ -56,6 +56,10 @@ const std::array<MapPin, 17> kMapPins{{
 	 SLUICE_POLICY_SETS * SLUICE_L4_KINDS * SLUICE_PORT_BLOCKS},
 	{SLUICE_PIN_CLASS_COUNTERS, &MapFds::class_counters, [](sluice_bpf *s) { return s->maps.class_counters; },
 	 BPF_MAP_TYPE_PERCPU_ARRAY, 4, sizeof(sluice_counter), Entries::exact, SLUICE_CLASS_COUNTER_KEYS},
+	// The cookie budget, one bucket per CPU (its scratch map is not state:
+	// never pinned, made anew with each load).
+	{SLUICE_PIN_COOKIE_BUDGET, &MapFds::cookie_budget, [](sluice_bpf *s) { return s->maps.cookie_budget; },
+	 BPF_MAP_TYPE_PERCPU_ARRAY, 4, sizeof(sluice_slot), Entries::exact, 1},
 }};
 
 const std::array<FeederPin, 5> kFeederPins{{

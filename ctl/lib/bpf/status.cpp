@@ -1,5 +1,8 @@
 #include "bpf/status.h"
 
+#include "base/sysctl.h"
+#include "logic/cookies.h"
+
 #include <algorithm>
 #include <ctime>
 #include <filesystem>
@@ -44,6 +47,24 @@ Result<StandingStatus> standing_status(const Dataplane &dp, const sluice_config 
 	return st;
 }
 
+CookieStatus cookie_status(const sluice_config &cfg)
+{
+	CookieStatus c;
+	c.mode = cfg.cookie_mode < SLUICE_COOKIE_MODES ? sluice_cookie_mode(cfg.cookie_mode) : SLUICE_COOKIES_OFF;
+	c.pps = cfg.cookie_pps;
+	c.burst = cfg.cookie_burst_total;
+	c.mss4 = cfg.cookie_mss4;
+	c.mss6 = cfg.cookie_mss6;
+	c.wscale = cfg.cookie_wscale;
+	c.flags = cfg.cookie_flags;
+	c.armed = cfg.cookie_sysctls_armed != 0;
+	c.syncookies_was = cfg.cookie_syncookies_was;
+	c.timestamps_was = cfg.cookie_timestamps_was;
+	c.syncookies_now = read_sysctl(kSysctlSyncookies).value_or(-1);
+	c.timestamps_now = read_sysctl(kSysctlTimestamps).value_or(-1);
+	return c;
+}
+
 Result<InterfaceStatus> interface_status(const Dataplane &dp, const std::string &iface, const CountedOccupancy *counted)
 {
 	auto cfg = dp.config().read();
@@ -67,6 +88,7 @@ Result<InterfaceStatus> interface_status(const Dataplane &dp, const std::string 
 	st.breaker = breaker_state_from(cfg->breaker_state);
 	st.breaker_since_ns = cfg->breaker_since_ns;
 	st.breaker_manual = cfg->breaker_manual != 0;
+	st.cookies = cookie_status(*cfg);
 	auto standing = standing_status(dp, *cfg, counted);
 	if (!standing)
 		return std::unexpected(standing.error());

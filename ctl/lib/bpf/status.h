@@ -37,6 +37,19 @@ struct StandingStatus {
 	}
 };
 
+// SYN cookies (docs/architecture.md, "SYN cookies"): the config's cookie
+// fields, and the two sysctls arming changes as they are now (-1: could not
+// be read) and as they were before sluiced armed them.
+struct CookieStatus {
+	sluice_cookie_mode mode = SLUICE_COOKIES_OFF;
+	uint64_t pps = 0, burst = 0;  // the cookie budget, all CPUs together
+	uint32_t mss4 = 0, mss6 = 0, wscale = 0;
+	uint32_t flags = 0;           // SLUICE_COOKIE_TS | _SACK | _WSCALE
+	bool armed = false;           // sluiced changed the sysctls and has not put them back
+	uint32_t syncookies_was = 0, timestamps_was = 0; // when armed
+	int64_t syncookies_now = -1, timestamps_now = -1;
+};
+
 struct InterfaceStatus {
 	std::string iface;
 	uint32_t ifindex = 0;                  // of the program's link; 0: not attached
@@ -55,6 +68,7 @@ struct InterfaceStatus {
 	uint64_t breaker_since_ns = 0;       // CLOCK_REALTIME; 0: unknown
 	bool breaker_manual = false;
 	StandingStatus standing;
+	CookieStatus cookies;
 	CounterSet counters{};
 
 	bool attached() const { return ifindex != 0; }
@@ -75,6 +89,9 @@ Result<InterfaceStatus> interface_status(const Dataplane &dp, const std::string 
 // The standing part alone, under the config `cfg` read from dp.
 Result<StandingStatus> standing_status(const Dataplane &dp, const sluice_config &cfg,
 				       const CountedOccupancy *counted = nullptr);
+
+// The cookie part alone, from the config `cfg` and this namespace's sysctls.
+CookieStatus cookie_status(const sluice_config &cfg);
 
 // The interfaces with pins under pin_root (one directory each).
 std::vector<std::string> pinned_interfaces(const std::string &pin_root);

@@ -1,5 +1,6 @@
 #include "ipc/encode.h"
 
+#include "base/cookie_mode.h"
 #include "base/standing_reason.h"
 
 #include <cmath>
@@ -59,6 +60,27 @@ json encode(const StandingStatus &s)
 		{"observed", {{"on", s.observe_periods != 0}, {"periods", s.observe_periods}}}};
 }
 
+json encode(const CookieStatus &c)
+{
+	auto sysctl = [](int64_t now, uint32_t was, bool armed) {
+		return json{{"now", now < 0 ? json(nullptr) : json(now)}, {"was", armed ? json(was) : json(nullptr)}};
+	};
+	return {{"mode", std::string(cookie_mode_name(c.mode))},
+		{"pps", c.pps},
+		{"burst", c.burst},
+		{"mss4", c.mss4},
+		{"mss6", c.mss6},
+		{"wscale", c.wscale},
+		{"offers",
+		 {{"timestamps", (c.flags & SLUICE_COOKIE_TS) != 0},
+		  {"sack", (c.flags & SLUICE_COOKIE_SACK) != 0},
+		  {"window_scaling", (c.flags & SLUICE_COOKIE_WSCALE) != 0}}},
+		{"sysctls_armed", c.armed},
+		{"sysctls",
+		 {{"net.ipv4.tcp_syncookies", sysctl(c.syncookies_now, c.syncookies_was, c.armed)},
+		  {"net.ipv4.tcp_timestamps", sysctl(c.timestamps_now, c.timestamps_was, c.armed)}}}};
+}
+
 json encode(const StandingView &v)
 {
 	json j = {{"iface", v.iface}, {"standing", encode(v.table)}};
@@ -94,6 +116,7 @@ json encode(const InterfaceStatus &s)
 		  {"since", iso_time(s.breaker_since_ns)},
 		  {"manual", s.breaker_manual}}},
 		{"standing", encode(s.standing)},
+		{"cookies", encode(s.cookies)},
 		{"counters", encode(s.counters)},
 		{"prog_id", optional_json(s.prog_id)},
 		{"ifindex", s.ifindex},

@@ -22,6 +22,7 @@ json encode(const BreakerMove &m);
 json encode(const PolicySet &p);
 json encode(const BucketView &b);
 json encode(const StandingStatus &s);
+json encode(const CookieStatus &c);
 json encode(const StandingView &v);
 json encode(const ListChange &c);
 json encode(const ListShow &s);

@@ -8,7 +8,8 @@ namespace sluice {
 
 BudgetAsk budgets_of(const sluice_config &cfg)
 {
-	return BudgetAsk{cfg.rate_pps, cfg.burst, cfg.standing_rate_pps, cfg.standing_burst, cfg.newcomer_pps};
+	return BudgetAsk{cfg.rate_pps, cfg.burst, cfg.standing_rate_pps, cfg.standing_burst, cfg.newcomer_pps,
+			 cfg.cookie_pps};
 }
 
 uint64_t cost_ns_for_rate(uint64_t rate_pps)
@@ -23,14 +24,14 @@ uint64_t ceil_div(uint64_t a, uint64_t b)
 }
 } // namespace
 
-NewcomerBucket newcomer_bucket(uint64_t pps, uint64_t cpus)
+PerCpuBucket per_cpu_bucket(uint64_t pps, uint64_t cpus)
 {
 	if (pps == 0 || cpus == 0)
 		return {};
 	// pps <= newcomer_pps_max(cpus) (1e7 per CPU) and cpus <= 2^20 keep
 	// every product far below 2^64.
 	uint64_t burst_total = ceil_div(pps * defaults::kNewcomerBurstMs, 1000);
-	return NewcomerBucket{ceil_div(SLUICE_NSEC_PER_SEC * cpus, pps),
+	return PerCpuBucket{ceil_div(SLUICE_NSEC_PER_SEC * cpus, pps),
 			      std::max<uint64_t>(1, ceil_div(pps * defaults::kNewcomerBurstMs, 1000 * cpus)),
 			      burst_total};
 }
@@ -53,10 +54,16 @@ Result<sluice_config> config_with_budgets(sluice_config cfg, const BudgetAsk &as
 		return std::unexpected(ok.error());
 	if (auto ok = check_standing_burst(ask.standing_burst, Voice::invariant); !ok)
 		return std::unexpected(ok.error());
-	if (auto ok = named("newcomer budget", check_newcomer_pps(ask.newcomer_pps, cpus)); !ok)
+	if (auto ok = named("newcomer budget", check_per_cpu_pps(ask.newcomer_pps, cpus, "newcomer")); !ok)
 		return std::unexpected(ok.error());
-	NewcomerBucket nb = newcomer_bucket(ask.newcomer_pps, cpus);
-	if (auto ok = check_newcomer_bucket(nb.cost_ns, nb.burst); !ok) // holds for every pps checked above
+	if (auto ok = named("cookie budget", check_per_cpu_pps(ask.cookie_pps, cpus, "cookie")); !ok)
+		return std::unexpected(ok.error());
+	PerCpuBucket nb = per_cpu_bucket(ask.newcomer_pps, cpus);
+	PerCpuBucket cb = per_cpu_bucket(ask.cookie_pps, cpus);
+	// (hold for every pps checked above)
+	if (auto ok = check_per_cpu_bucket("newcomer", nb.cost_ns, nb.burst); !ok)
+		return std::unexpected(ok.error());
+	if (auto ok = check_per_cpu_bucket("cookie", cb.cost_ns, cb.burst); !ok)
 		return std::unexpected(ok.error());
 	cfg.cost_ns = cost_ns_for_rate(ask.rate_pps);
 	cfg.burst = ask.burst;
@@ -68,6 +75,10 @@ Result<sluice_config> config_with_budgets(sluice_config cfg, const BudgetAsk &as
 	cfg.newcomer_burst = nb.burst;
 	cfg.newcomer_pps = ask.newcomer_pps;
 	cfg.newcomer_burst_total = nb.burst_total;
+	cfg.cookie_cost_ns = cb.cost_ns;
+	cfg.cookie_burst = cb.burst;
+	cfg.cookie_pps = ask.cookie_pps;
+	cfg.cookie_burst_total = cb.burst_total;
 	return cfg;
 }
 

@@ -2,9 +2,10 @@
 // sluice_config), built from the rates and bursts an operator asks for. The
 // one place they are derived: the daemon at start and every command that
 // changes one go through config_with_budgets(), so the program's fields
-// (cost_ns, burst, standing_*, newcomer_*) and the bookkeeping fields that
-// say what was asked (rate_pps, standing_rate_pps, newcomer_pps,
-// newcomer_burst_total) cannot disagree.
+// (cost_ns, burst, standing_*, newcomer_*, cookie_cost_ns, cookie_burst) and
+// the bookkeeping fields that say what was asked (rate_pps,
+// standing_rate_pps, newcomer_pps, newcomer_burst_total, cookie_pps,
+// cookie_burst_total) cannot disagree.
 #pragma once
 
 #include "base/defaults.h"
@@ -21,6 +22,7 @@ struct BudgetAsk {
 	uint64_t standing_rate_pps = defaults::kStandingRatePps;
 	uint64_t standing_burst = defaults::kStandingBurst;
 	uint64_t newcomer_pps = defaults::kTripPps / defaults::kNewcomerShareDivisor; // 0: no newcomer budget
+	uint64_t cookie_pps = defaults::kCookiePps; // SYN-ACKs a second; 0: none (every cookie SYN is shed)
 };
 
 // What a config asks for now (its bookkeeping fields), to change one part of.
@@ -29,15 +31,16 @@ BudgetAsk budgets_of(const sluice_config &cfg);
 // Nanoseconds per token at a rate (>= 1), rounded to nearest: 1e9 / rate.
 uint64_t cost_ns_for_rate(uint64_t rate_pps);
 
-// The newcomer budget's per-CPU bucket: cost ceil(1e9 x cpus / pps) (rounded
+// A budget of one bucket per CPU (the newcomer budget, the cookie budget):
+// cost ceil(1e9 x cpus / pps) (rounded
 // up, so that the CPUs together never refill faster than asked), burst
 // max(1, ceil(pps x kNewcomerBurstMs / 1000 / cpus)); both 0 for pps 0.
-struct NewcomerBucket {
+struct PerCpuBucket {
 	uint64_t cost_ns = 0;
 	uint64_t burst = 0;
 	uint64_t burst_total = 0; // ceil(pps x kNewcomerBurstMs / 1000), all CPUs together
 };
-NewcomerBucket newcomer_bucket(uint64_t pps, uint64_t cpus); // pps within check_newcomer_pps
+PerCpuBucket per_cpu_bucket(uint64_t pps, uint64_t cpus); // pps within check_per_cpu_pps
 
 // --newcomer-pps when not given: trip_pps / kNewcomerShareDivisor, brought
 // within what `cpus` per-CPU buckets can hold (check_newcomer_pps).
@@ -45,8 +48,8 @@ uint64_t default_newcomer_pps(uint64_t trip_pps, uint64_t cpus);
 
 // cfg with every budget field set from `ask` over `cpus` possible CPUs;
 // the other fields are cfg's. Refused (invariant voice), cfg unchanged, when
-// a rate or burst is outside its bound; the newcomer rate is checked by
-// check_newcomer_pps (input voice: it names the value and the CPUs).
+// a rate or burst is outside its bound; the newcomer and cookie rates are
+// checked by check_per_cpu_pps (input voice: it names the value and the CPUs).
 Result<sluice_config> config_with_budgets(sluice_config cfg, const BudgetAsk &ask, uint64_t cpus);
 
 } // namespace sluice

@@ -3,11 +3,11 @@
 namespace sluice {
 
 namespace {
-uint64_t packets_with(const OutcomeCounters &c, bool admitted, bool dropped)
+uint64_t packets_with(const OutcomeCounters &c, bool incoming, bool dropped)
 {
 	uint64_t n = 0;
 	for (uint32_t k = 0; k < SLUICE_OUTCOMES; k++)
-		if ((admitted && kOutcomeVerdicts[k] == Verdict::admitted) ||
+		if ((incoming && kOutcomeVerdicts[k] != Verdict::none) ||
 		    (dropped && kOutcomeVerdicts[k] == Verdict::dropped))
 			n += c[k].packets;
 	return n;

@@ -3,11 +3,13 @@
 // a second list to keep in step.
 //
 //   incoming  every frame that is an IP source's verdict: each outcome whose
-//             verdict is admitted or dropped (not non-IP, malformed, or
-//             would-drop, which overlays the others in a dry run)
+//             verdict is admitted, dropped or answered (a SYN answered with a
+//             cookie), not non-IP, malformed, or would-drop (which overlays
+//             the others in a dry run)
 //   admitted  the serving trip signal: frames the buckets and budgets passed
-//             (passed, standing, newcomer); allowlisted frames are the
-//             operator's, not a flood's
+//             (passed, standing, newcomer, and cookie_proved: a handshake a
+//             cookie completed); allowlisted frames are the operator's, not a
+//             flood's
 //   dropped   every outcome whose verdict is dropped
 #pragma once
 
@@ -18,7 +20,7 @@
 
 namespace sluice {
 
-enum class Verdict { admitted, dropped, none };
+enum class Verdict { admitted, dropped, answered, none };
 
 namespace detail {
 constexpr std::array<Verdict, SLUICE_OUTCOMES> outcome_verdicts()
@@ -35,7 +37,8 @@ constexpr std::array<Verdict, SLUICE_OUTCOMES> outcome_verdicts()
 inline constexpr std::array<Verdict, SLUICE_OUTCOMES> kOutcomeVerdicts = detail::outcome_verdicts();
 
 // The policy's admitted outcomes.
-inline constexpr std::array<uint32_t, 3> kPolicyAdmitted = {SLUICE_PASSED, SLUICE_STANDING, SLUICE_NEWCOMER};
+inline constexpr std::array<uint32_t, 4> kPolicyAdmitted = {SLUICE_PASSED, SLUICE_STANDING, SLUICE_NEWCOMER,
+							      SLUICE_COOKIE_PROVED};
 
 using OutcomeCounters = std::array<sluice_counter, SLUICE_OUTCOMES>;
 

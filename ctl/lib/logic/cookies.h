@@ -1,0 +1,70 @@
+// cookies.h - what SYN cookies from XDP need of the host's TCP settings, and
+// what they may offer under them (docs/architecture.md, "SYN cookies"). Pure:
+// the daemon reads the settings (base/sysctl.h) and writes what this decides
+// (config's cookie fields, the two sysctls it arms).
+//
+//   net.ipv4.tcp_syncookies = 2  the kernel makes a cookie for the program
+//                                (bpf_tcp_gen_syncookie) only then, or while
+//                                the listener's SYN queue is full; 1 (the
+//                                default) is what it restores
+//   net.ipv4.tcp_timestamps = 2  timestamps without a per-connection offset:
+//                                the program cannot compute the offset the
+//                                stack subtracts from the ACK's echo, so the
+//                                window scale and SACK it keeps there decode
+//                                only at 2. At 0 (the operator turned
+//                                timestamps off) it stays 0, and the SYN-ACK
+//                                offers MSS alone.
+//   net.ipv4.tcp_sack, tcp_window_scaling  read, never changed: the SYN-ACK
+//                                offers what the stack will honour.
+#pragma once
+
+#include "bpf/sluice_abi.h"
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace sluice {
+
+inline constexpr const char *kSysctlSyncookies = "net.ipv4.tcp_syncookies";
+inline constexpr const char *kSysctlTimestamps = "net.ipv4.tcp_timestamps";
+inline constexpr const char *kSysctlSack = "net.ipv4.tcp_sack";
+inline constexpr const char *kSysctlWindowScaling = "net.ipv4.tcp_window_scaling";
+inline constexpr const char *kSysctlTcpRmem = "net.ipv4.tcp_rmem";
+inline constexpr const char *kSysctlRmemMax = "net.core.rmem_max";
+
+struct TcpSettings {
+	int64_t syncookies = 1;
+	int64_t timestamps = 1;
+	int64_t sack = 1;
+	int64_t window_scaling = 1;
+	int64_t tcp_rmem_max = 6291456; // net.ipv4.tcp_rmem's third value
+	int64_t rmem_max = 212992;      // net.core.rmem_max
+};
+
+struct SysctlChange {
+	std::string name;
+	int64_t from = 0;
+	int64_t to = 0;
+};
+
+// What arming changes: tcp_syncookies to 2 unless it is 2; tcp_timestamps
+// from 1 to 2 (0 and 2 stay).
+std::vector<SysctlChange> cookie_arming(const TcpSettings &now);
+
+// SLUICE_COOKIE_TS | _SACK | _WSCALE under these settings (after arming).
+uint32_t cookie_flags_for(const TcpSettings &s);
+
+// The window scale the stack gives a connection a cookie makes
+// (tcp_select_initial_window: the larger of tcp_rmem's max and rmem_max,
+// ilog2 of it less 15, within 0..14). A listener with SO_RCVBUF set small
+// gets a smaller one from the stack: docs/architecture.md says what that
+// costs.
+uint32_t cookie_wscale_for(const TcpSettings &s);
+
+// Our MSS on an interface of this MTU: the MTU less the IP and TCP headers
+// (40 for IPv4, 60 for IPv6), at least 536 (RFC 1122's default) and at most
+// 65495.
+uint16_t cookie_mss_for(uint32_t mtu, bool v6);
+
+} // namespace sluice
