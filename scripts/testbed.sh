@@ -40,9 +40,13 @@
 #     with AF_PACKET on r-host -- takes veth's NAPI path and runs through the
 #     program, and what it XDP_PASSes goes up the host's stack (ping, UDP).
 #   * XDP_TX (and XDP_REDIRECT into a veth) is what needs the peer to have
-#     NAPI: frames veth-host sends back with XDP_TX are dropped (veth-host
-#     tx_dropped) unless r-host has an XDP program or GRO. sluice only passes
-#     and drops, so the testbed attaches nothing to r-host.
+#     an XDP program: frames veth-host sends back with XDP_TX go to r-host's
+#     ring, and on this kernel its NAPI is scheduled for them only when r-host
+#     has a program (with GRO alone they sit there: measured, ethtool -S shows
+#     rx_queue_0_xdp_tx counting and nothing arriving). sluice's SYN cookies
+#     are XDP_TX, so the tests and benchmarks of cookies call
+#     tb_xdp_tx_peer, which attaches tests/tools/xdp_pass to r-host; the
+#     testbed itself attaches nothing there.
 #   * veth-host counts the frames its program drops in rx_packets, not in
 #     rx_dropped (`ip -s link` shows rx_dropped 0 under an XDP_DROP flood).
 #   * veth copies each skb into a page-pool page before running the program
@@ -285,6 +289,14 @@ tb__build() {
 	tb_print_env >"/run/$name/testbed.env"
 }
 
+# tb_xdp_tx_peer OBJ: attach OBJ (tests/tools/xdp_pass_bpf.bpf.o, XDP_PASS)
+# to r-host in native mode, so that what veth-host's program sends back with
+# XDP_TX (SYN cookies' SYN-ACKs) reaches the router. Removed with the
+# testbed.
+tb_xdp_tx_peer() {
+	tb__do ip -n "$TB_NS_ROUTER" link set dev "$TB_ROUTER_HOST_IF" xdpdrv obj "$1" sec xdp
+}
+
 # tb_up_name NAME: build the testbed NAME and set/export the TB_* variables.
 # On failure everything made so far is removed and it returns 1.
 tb_up_name() {
@@ -427,9 +439,15 @@ tb__main() {
 		shift 2
 		tb_exec "$@"
 		;;
+	xdp-tx-peer)
+		tb__valid_name "$name" && [ -f "${3:-}" ] ||
+			{ tb__log "usage: testbed.sh xdp-tx-peer NAME XDP_PASS_OBJ"; return 2; }
+		tb__set_vars "$name"
+		tb_xdp_tx_peer "$3"
+		;;
 	list) tb_list ;;
 	*)
-		echo "usage: testbed.sh up [NAME] | down NAME | env NAME | exec NAME ROLE CMD... | list" >&2
+		echo "usage: testbed.sh up [NAME] | down NAME | env NAME | exec NAME ROLE CMD... | xdp-tx-peer NAME OBJ | list" >&2
 		echo "       (or source it: . scripts/testbed.sh; tb_up PURPOSE; trap tb_down EXIT)" >&2
 		return 2
 		;;

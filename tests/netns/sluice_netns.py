@@ -101,6 +101,15 @@ class Testbed:
     def ns(self, role):
         return getattr(self, "ns_" + role)
 
+    def xdp_tx_peer(self, obj=None):
+        """XDP_PASS on the router's veth to the host, so that frames the
+        host's program sends back with XDP_TX (SYN cookies' SYN-ACKs) reach
+        the router (scripts/testbed.sh, tb_xdp_tx_peer)."""
+        obj = obj or os.environ.get("SLUICE_XDP_PASS_OBJ", "")
+        if not os.path.exists(obj):
+            raise AssertionError(f"no XDP_PASS object for the router's veth: SLUICE_XDP_PASS_OBJ={obj!r}")
+        run(["bash", TESTBED, "xdp-tx-peer", self.name, obj], timeout=30)
+
     def exec(self, role, cmd, **kw):
         return run(["ip", "netns", "exec", self.ns(role)] + cmd, **kw)
 

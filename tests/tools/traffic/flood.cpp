@@ -61,8 +61,9 @@ const char *const kFloodUsage =
 	"usage: sluice-traffic flood --iface IF --dst-mac MAC --dst IP\n"
 	"         (--src IP | --sources N --src-base IP [--v6-same64] | --random-src [--v6] [--v6-same64] [--src-base IP])\n"
 	"         (--duration S | --count C) [--pps R] [--size BYTES] [--port P] [--src-port P]\n"
-	"         [--src-mac MAC] [--threads T] [--batch B] [--seed N]\n"
-	"  Raw UDP frames through AF_PACKET (PACKET_QDISC_BYPASS, sendmmsg batches).\n"
+	"         [--src-mac MAC] [--threads T] [--batch B] [--seed N] [--syn]\n"
+	"  Raw UDP frames through AF_PACKET (PACKET_QDISC_BYPASS, sendmmsg batches);\n"
+	"  with --syn, TCP SYNs (24-byte TCP header with MSS; --port the destination port).\n"
 	"  --dst, --src, --src-base: inside 198.18.0.0/15 or 2001:2::/48 (the testbed).\n"
 	"  --sources N --src-base IP: N sources round-robin from IP up (IPv4: +1 each;\n"
 	"      IPv6: +1 in the /64 prefix, i.e. N different /64s; with --v6-same64:\n"
@@ -88,6 +89,7 @@ struct FloodConfig {
 	Addr src;         // single source, or the base of the sequence / the /64 of same64
 	uint64_t nsources = 1;
 	bool same64 = false;
+	bool syn = false; // TCP SYNs instead of UDP
 	double pps = 0;   // total over all threads; 0 = unlimited
 	uint64_t count = 0; // total; 0 = no count limit
 	uint64_t dur_ns = 0; // 0 = no time limit
@@ -238,8 +240,8 @@ void flood_thread(const FloodConfig &c, unsigned t, uint64_t t0, ThreadResult &r
 	}
 
 	SourceGen gen(c, t);
-	UdpFrame::Spec spec{c.dst_mac, c.src_mac, c.dst, gen.next(), c.sport, c.dport, c.frame_len};
-	UdpFrame tmpl(spec);
+	FloodFrame::Spec spec{c.dst_mac, c.src_mac, c.dst, gen.next(), c.sport, c.dport, c.frame_len, c.syn};
+	FloodFrame tmpl(spec);
 	const size_t flen = tmpl.size();
 	const unsigned B = c.batch;
 	std::vector<uint8_t> buf(flen * B);
@@ -324,7 +326,7 @@ FloodConfig parse_flood(int argc, char **argv)
 	       {{"iface", true}, {"dst-mac", true}, {"dst", true}, {"src", true}, {"sources", true},
 		{"src-base", true}, {"random-src", false}, {"v6", false}, {"v6-same64", false}, {"pps", true},
 		{"duration", true}, {"count", true}, {"size", true}, {"port", true}, {"src-port", true},
-		{"src-mac", true}, {"threads", true}, {"batch", true}, {"seed", true}});
+		{"src-mac", true}, {"threads", true}, {"batch", true}, {"seed", true}, {"syn", false}});
 	FloodConfig c;
 	c.iface = a.required("iface");
 	c.ifindex = static_cast<int>(if_nametoindex(c.iface.c_str()));
@@ -381,7 +383,8 @@ FloodConfig parse_flood(int argc, char **argv)
 	c.count = a.u64("count", 0, 1, 1000000000000ull);
 	if (!c.dur_ns && !c.count)
 		throw UsageError("--duration S or --count C is required (every mode stops by itself)");
-	size_t minlen = std::max<size_t>(UdpFrame::header_len(c.dst.v6), 42);
+	c.syn = a.has("syn");
+	size_t minlen = std::max<size_t>(FloodFrame::header_len(c.dst.v6, c.syn), 42);
 	c.frame_len = a.u64("size", 64, minlen, 1514);
 	c.dport = static_cast<uint16_t>(a.u64("port", 9, 1, 65535));
 	c.sport = static_cast<uint16_t>(a.u64("src-port", 40000, 1, 65535));

@@ -1,0 +1,246 @@
+"""SYN cookies from XDP, end to end: a real HTTP server on the protected host,
+a random-source spoofed SYN flood that trips the breaker, and a visitor the
+host has never seen (docs/architecture.md, "SYN cookies").
+
+- With --newcomer-pps 0 only a cookie can let a visitor in: of 100 visitors,
+  each from an address the host never saw, making one request on a new TCP
+  connection, >= 99% are served and >= 95% complete on their first SYN; each
+  earns standing with reason "cookie", so a visitor's later connections
+  pass by its standing (no cookie again); the cookie sysctls are armed while
+  shedding (shown in status, with what was there) and put back as they were
+  when sluiced exits.
+- SIGKILL while shedding: the program keeps answering (the visitor is still
+  served), and a restarted daemon adopts the armed sysctls, with the values
+  from before, and puts those back when it exits.
+- --cookies off: the visitor meets the flood as before cookies (no SYN-ACK
+  from the program; with no newcomer budget, no connection at all).
+
+The visitors connect from addresses of their own (a /24 of 198.19.64.0/18
+made local in the client namespace and routed to it by the router), so that
+no other test's client can have given them standing: the cgroup feeders see
+every socket of the machine. Each test prints one line "COOKIES <name>: ..." with what it
+measured.
+"""
+
+import json
+import os
+import signal
+import sys
+import time
+import unittest
+
+from sluice_netns import (Daemon, Testbed, Traffic, counters, ctl, ctl_json, main, require_root, wait_until,
+                          SOURCE_DIR)
+
+HTTP_PORT = 8080
+HTTP_CLIENT = os.path.join(SOURCE_DIR, "tests", "tools", "http_client.py")
+DAEMON_ARGS = ("--period", "0.2", "--trip-pps", "5000", "--trip-periods", "2", "--hold", "120",
+               "--newcomer-pps", "0", "--standing-sets", "1024")
+FLOOD_PPS = 40000
+SYSCTLS = ("net.ipv4.tcp_syncookies", "net.ipv4.tcp_timestamps")
+
+
+def report(name, **kv):
+    print(f"COOKIES {name}: " + ", ".join(f"{k}={v}" for k, v in kv.items()), file=sys.stderr, flush=True)
+
+
+def visitor_net():
+    """A /24 of 198.19.64.0/18 no other running test uses (by pid and
+    chance); its first address."""
+    n = (os.getpid() * 7919 + int.from_bytes(os.urandom(2), "big")) % 64
+    return f"198.19.{64 + n}.1"
+
+
+def add_visitors(tb, first):
+    """The /24 of `first` local in the client namespace, its replies routed
+    back to the client; and the router's veth ready for the SYN-ACKs the
+    program sends (XDP_TX)."""
+    tb.xdp_tx_peer()
+    net = first.rsplit(".", 1)[0] + ".0/24"
+    tb.exec("client", ["ip", "route", "add", "local", net, "dev", "lo"])
+    tb.exec("router", ["ip", "route", "add", net, "via", tb.client_ip4])
+
+
+def sysctls(tb):
+    out = {}
+    for name in SYSCTLS:
+        out[name] = int(tb.exec("host", ["sysctl", "-n", name]).stdout.strip())
+    return out
+
+
+def start_http(tb):
+    from test_standing import start_http as start
+    return start(tb)
+
+
+def visits(tb, visitor, n, timeout=3.0, each_new=False):
+    """n requests from visitor, or with each_new from visitor + i (a new
+    visitor each)."""
+    p = tb.exec("client", ["python3", HTTP_CLIENT, tb.host_ip4, str(HTTP_PORT), "--count", str(n),
+                           "--timeout", str(timeout), "--sources-from" if each_new else "--source", visitor],
+                timeout=60 + n * timeout)
+    return json.loads(p.stdout.strip().splitlines()[-1])
+
+
+def syn_flood(tb, seconds=120):
+    """Spoofed SYNs to the HTTP port from random sources, injected into veth-host."""
+    return Traffic(tb.inject_ns, "flood", "--iface", tb.inject_if, "--dst-mac", tb.inject_dst_mac,
+                   "--dst", tb.host_ip4, "--random-src", "--syn", "--port", HTTP_PORT, "--pps", FLOOD_PPS,
+                   "--duration", seconds)
+
+
+def iface_status(tb):
+    return ctl_json(tb, "status")["interfaces"][0]
+
+
+def standing_of(tb, addr):
+    p = ctl(tb, "-j", "standing", tb.host_if, addr)
+    if p.returncode not in (0, 1):
+        raise AssertionError(f"sluicectl standing {addr} exited {p.returncode}: {p.stderr}")
+    return json.loads(p.stdout)
+
+
+def delta(c2, c1, *names):
+    return {n: c2[n] - c1[n] for n in names}
+
+
+OUTCOMES = ("cookie_sent", "cookie_proved", "drop_cookie", "drop_cookie_budget", "drop_cookie_unfit", "drop_shed",
+            "newcomer")
+
+
+class Cookies(unittest.TestCase):
+    def setUp(self):
+        require_root(self)
+
+    def shedding_under_flood(self, tb, d, flood):
+        wait_until(lambda: iface_status(tb)["breaker"]["state"] == "shedding", 30,
+                   what="the SYN flood to trip the breaker")
+
+    def test_a_never_seen_visitor_is_served_on_its_first_syn_during_a_syn_flood(self):
+        with Testbed("cook1") as tb:
+            visitor = visitor_net()
+            add_visitors(tb, visitor)
+            before = sysctls(tb)
+            http = start_http(tb)
+            try:
+                with Daemon(tb, *DAEMON_ARGS) as d:
+                    self.assertFalse(standing_of(tb, visitor)["has_standing"], "the visitor was never seen")
+                    st = iface_status(tb)["cookies"]
+                    self.assertEqual(st["mode"], "shedding")
+                    self.assertFalse(st["sysctls_armed"], f"not armed while serving: {st}")
+                    self.assertEqual(sysctls(tb), before, "nothing changed while serving")
+                    with syn_flood(tb) as flood:
+                        self.shedding_under_flood(tb, d, flood)
+                        armed = iface_status(tb)["cookies"]
+                        during_sysctls = sysctls(tb)
+                        c1 = counters(tb)
+                        v = visits(tb, visitor, 100, each_new=True)
+                        c2 = counters(tb)
+                        again = visits(tb, visitor, 10)
+                        c3 = counters(tb)
+                        shedding = iface_status(tb)["breaker"]["state"] == "shedding"
+                        flood_alive = flood.running()
+                        flood.stop()
+                        fr = flood.result()
+                    got = standing_of(tb, visitor)
+                d_out = d.output()
+                after = sysctls(tb)
+                seen = delta(c2, c1, *OUTCOMES)
+                seen_again = delta(c3, c2, "cookie_sent", "cookie_proved", "standing")
+                report("1 visitors during a SYN flood", visitors=v["attempted"], ok=v["ok"], first_syn=v["first_syn"],
+                       connect_ms_median=v["connect_ms_median"], again_ok=again["ok"], flood_sent=fr["sent"],
+                       flood_pps=fr["pps"], sysctls_before=before, sysctls_during=during_sysctls,
+                       sysctls_after=after, again=seen_again, **seen)
+                self.assertTrue(flood_alive and shedding, "the flood ran and the breaker shed throughout")
+                self.assertGreaterEqual(v["ok"], 99, f">= 99% of the visitor's requests served: {v}")
+                self.assertGreaterEqual(v["first_syn"], 95, f">= 95% on the first SYN: {v}")
+                self.assertEqual(seen["newcomer"], 0, "no newcomer budget: only cookies let anyone in")
+                self.assertGreater(seen["cookie_sent"], 1000, f"the flood's SYNs were answered with cookies: {seen}")
+                self.assertGreaterEqual(seen["cookie_proved"], v["ok"], f"each served visitor proved a cookie: {seen}")
+                self.assertLessEqual(seen["cookie_proved"], v["attempted"], "only the visitors' ACKs proved one")
+                self.assertEqual(again["ok"], 10, f"the first visitor, again: {again}")
+                self.assertEqual(seen_again["cookie_proved"], 0, f"with standing, no cookie again: {seen_again}")
+                self.assertGreater(seen_again["standing"], 0, seen_again)
+                self.assertTrue(got["has_standing"], got)
+                self.assertEqual(got["reason"], "cookie", got)
+                self.assertTrue(armed["sysctls_armed"], armed)
+                self.assertEqual(during_sysctls, {"net.ipv4.tcp_syncookies": 2, "net.ipv4.tcp_timestamps": 2})
+                self.assertEqual(armed["sysctls"]["net.ipv4.tcp_syncookies"]["was"],
+                                 before["net.ipv4.tcp_syncookies"], armed)
+                self.assertEqual(armed["sysctls"]["net.ipv4.tcp_timestamps"]["was"],
+                                 before["net.ipv4.tcp_timestamps"], armed)
+                self.assertTrue(armed["offers"]["timestamps"] and armed["offers"]["window_scaling"], armed)
+                self.assertEqual(after, before, "the sysctls are back as they were after sluiced exits")
+                self.assertIn("SYN cookies armed", d_out)
+                self.assertIn("SYN cookies disarmed", d_out)
+            finally:
+                http.stop()
+
+    def test_sigkill_keeps_answering_and_a_restart_adopts_the_armed_sysctls(self):
+        with Testbed("cook2") as tb:
+            visitor = visitor_net()
+            add_visitors(tb, visitor)
+            before = sysctls(tb)
+            http = start_http(tb)
+            d = Daemon(tb, *DAEMON_ARGS)
+            try:
+                d.start()
+                with syn_flood(tb) as flood:
+                    self.shedding_under_flood(tb, d, flood)
+                    self.assertEqual(d.kill(signal.SIGKILL), -signal.SIGKILL)
+                    left = sysctls(tb)
+                    c1 = counters(tb)
+                    v = visits(tb, visitor, 20, each_new=True)
+                    c2 = counters(tb)
+                    d2 = Daemon(tb, *DAEMON_ARGS)
+                    d2.start()
+                    adopted = iface_status(tb)["cookies"]
+                    flood.stop()
+                d2.kill(signal.SIGTERM)
+                after = sysctls(tb)
+                seen = delta(c2, c1, *OUTCOMES)
+                report("2 SIGKILL and restart", ok=v["ok"], first_syn=v["first_syn"], sysctls_left=left,
+                       sysctls_after=after, **seen)
+                self.assertEqual(left, {"net.ipv4.tcp_syncookies": 2, "net.ipv4.tcp_timestamps": 2},
+                                 "SIGKILL leaves them armed: the program keeps answering")
+                self.assertGreaterEqual(v["ok"], 19, f"served with the daemon dead: {v}")
+                self.assertGreaterEqual(seen["cookie_proved"], v["ok"], seen)
+                self.assertTrue(adopted["sysctls_armed"], adopted)
+                self.assertEqual(adopted["sysctls"]["net.ipv4.tcp_syncookies"]["was"],
+                                 before["net.ipv4.tcp_syncookies"], "the restart knows what was there before")
+                self.assertIn("adopted", d2.output())
+                self.assertEqual(after, before, "the restarted daemon put back the values from before")
+            finally:
+                d.kill(signal.SIGTERM)
+                http.stop()
+
+    def test_cookies_off_leaves_the_visitor_to_the_newcomer_budget(self):
+        with Testbed("cook3") as tb:
+            visitor = visitor_net()
+            add_visitors(tb, visitor)
+            before = sysctls(tb)
+            http = start_http(tb)
+            try:
+                with Daemon(tb, *DAEMON_ARGS, "--cookies", "off"):
+                    with syn_flood(tb) as flood:
+                        self.shedding_under_flood(tb, None, flood)
+                        c1 = counters(tb)
+                        v = visits(tb, visitor, 4, timeout=2.0, each_new=True)
+                        c2 = counters(tb)
+                        st = iface_status(tb)["cookies"]
+                        during = sysctls(tb)
+                        flood.stop()
+                seen = delta(c2, c1, *OUTCOMES)
+                report("3 cookies off", ok=v["ok"], **seen)
+                self.assertEqual(st["mode"], "off")
+                self.assertFalse(st["sysctls_armed"])
+                self.assertEqual(during, before, "off changes no sysctl")
+                self.assertEqual(seen["cookie_sent"], 0, seen)
+                self.assertEqual(v["ok"], 0, f"no newcomer budget, no cookies: no connection, as before: {v}")
+                self.assertGreater(seen["drop_shed"], 1000, seen)
+            finally:
+                http.stop()
+
+
+if __name__ == "__main__":
+    main()
