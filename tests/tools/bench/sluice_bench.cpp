@@ -51,6 +51,37 @@
 //       need a config the daemon would not give them. (The one exception to
 //       "never attaches".)
 //
+//   sluice-bench cookie-cost --obj SLUICE_OBJECT --drop-obj XDP_DROP_OBJECT
+//                            --restore RESTORE_OBJECT [--calls N] [--rounds R] [--repeat M]
+//       The SYN cookie paths' cost (figure 10): first moves into a network
+//       namespace of its own (unshare(CLONE_NEWNET): BPF_PROG_TEST_RUN runs
+//       XDP in the caller's namespace, and the kernel's cookie helpers need a
+//       listener there and net.ipv4.tcp_syncookies = 2), brings lo up, sets
+//       tcp_syncookies and tcp_timestamps to 2 there, listens on
+//       0.0.0.0:8080 and [::]:8080 (the root namespace is not touched; it all
+//       ends with the process). Then, IPv4 and IPv6, sluice shedding with no
+//       newcomer budget, cookies while shedding and a budget no run spends:
+//         syn     a Linux SYN (MSS, SACK, timestamps, window scale) to the
+//                 listener from a source without standing: the SYN-ACK
+//                 (XDP_TX, cookie_sent)
+//         ack     a forged ACK to the listener (after SYNs, so the kernel's
+//                 check runs whole): drop_cookie
+//         shed    the same SYN with cookies off: drop_shed (no budget)
+//         drop    figure 1's drop path (64-byte UDP over its limit, serving)
+//         xdp_drop  the XDP_DROP program
+//       Timed figure 1's way (one call, repeat M, the kernel's loop), each
+//       behind the RESTORE wrapper (restore_frame.bpf.o, its own copy a path),
+//       which puts the frame back before every repetition: XDP_TX rewrites the
+//       SYN into its SYN-ACK in place, and BPF_PROG_TEST_RUN does not reset
+//       the buffer between repetitions. The wrapper's own cost is the
+//       "wrapped" xdp_drop less the bare one ("xdp_drop_bare"), both reported.
+//       Also, as a cross-check, one frame a call (repeat 1, N calls, the
+//       median: "single_v4"/"single_v6"), which needs no wrapper but pays a
+//       cold start and the timer every call. Rounds interleave the paths.
+//       -> {"calls":N,"rounds":R,"repeat":M,"paths":{PATH:{"v4":[ns...],
+//           "v6":[ns...],"single_v4":[ns...],"single_v6":[ns...],
+//           "retval_v4":V,"retval_v6":V}},"outcomes":{PATH:{NAME:packets}}}
+//
 //   sluice-bench netrx --obj NETRX_CLOCK_OBJECT
 //       Attaches netrx_clock.bpf.o to the softirq_entry/exit raw tracepoints; prints
 //       {"ns":N,"count":C} (NET_RX softirq time and runs, every CPU, since the
@@ -65,9 +96,18 @@
 
 #include <nlohmann/json.hpp>
 
+#include <arpa/inet.h>
+#include <fcntl.h>
 #include <net/if.h>
+#include <netinet/in.h>
+#include <sched.h>
+#include <sys/ioctl.h>
 #include <sys/random.h>
+#include <sys/socket.h>
 #include <unistd.h>
+
+#include <algorithm>
+#include <memory>
 
 #include <cerrno>
 #include <cstdarg>
@@ -598,6 +638,257 @@ int cmd_attach(int argc, char **argv)
 	return 0;
 }
 
+// ---------------------------------------------------------------- cookie-cost
+
+bool write_text(const char *path, const char *text)
+{
+	int fd = open(path, O_WRONLY | O_CLOEXEC);
+	if (fd < 0)
+		return false;
+	bool ok = write(fd, text, std::strlen(text)) == ssize_t(std::strlen(text));
+	close(fd);
+	return ok;
+}
+
+// A network namespace of this process's own: lo up, the two sysctls at 2,
+// listeners on 0.0.0.0:port and [::]:port (kept open until the process ends).
+void cookie_netns(uint16_t port)
+{
+	if (unshare(CLONE_NEWNET))
+		throw Error(std::string("unshare(CLONE_NEWNET): ") + std::strerror(errno));
+	int s = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+	ifreq ifr{};
+	std::strncpy(ifr.ifr_name, "lo", IFNAMSIZ - 1);
+	if (s < 0 || ioctl(s, SIOCGIFFLAGS, &ifr))
+		throw Error(std::string("lo: ") + std::strerror(errno));
+	ifr.ifr_flags |= IFF_UP;
+	if (ioctl(s, SIOCSIFFLAGS, &ifr))
+		throw Error(std::string("lo up: ") + std::strerror(errno));
+	close(s);
+	if (!write_text("/proc/sys/net/ipv4/tcp_syncookies", "2") ||
+	    !write_text("/proc/sys/net/ipv4/tcp_timestamps", "2"))
+		throw Error(std::string("sysctls in the bench's namespace: ") + std::strerror(errno));
+	int fd4 = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	int fd6 = socket(AF_INET6, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	int one = 1;
+	sockaddr_in a4{};
+	a4.sin_family = AF_INET;
+	a4.sin_port = htons(port);
+	a4.sin_addr.s_addr = htonl(INADDR_ANY);
+	sockaddr_in6 a6{};
+	a6.sin6_family = AF_INET6;
+	a6.sin6_port = htons(port);
+	a6.sin6_addr = in6addr_any;
+	if (fd4 < 0 || fd6 < 0 || setsockopt(fd6, IPPROTO_IPV6, IPV6_V6ONLY, &one, sizeof(one)) ||
+	    bind(fd4, reinterpret_cast<sockaddr *>(&a4), sizeof(a4)) ||
+	    bind(fd6, reinterpret_cast<sockaddr *>(&a6), sizeof(a6)) || listen(fd4, 128) || listen(fd6, 128))
+		throw Error(std::string("listeners: ") + std::strerror(errno));
+}
+
+// Total packets of each outcome (every CPU) of a sluice object.
+std::vector<__u64> outcome_packets(const Loaded &obj)
+{
+	int ncpu = libbpf_num_possible_cpus();
+	std::vector<sluice_counter> v(size_t(ncpu > 0 ? ncpu : 1));
+	std::vector<__u64> out(SLUICE_OUTCOMES, 0);
+	for (__u32 k = 0; k < SLUICE_OUTCOMES; k++) {
+		if (bpf_map_lookup_elem(obj.map_fd("counters"), &k, v.data()))
+			throw Error(std::string("counters lookup: ") + std::strerror(errno));
+		for (const auto &c : v)
+			out[k] += c.packets;
+	}
+	return out;
+}
+
+const char *outcome_name(__u32 k)
+{
+#define SLUICE_BENCH_OUTCOME_NAME(sym, value, name, verdict) \
+	if (k == value)                                      \
+		return name;
+	SLUICE_OUTCOME_TABLE(SLUICE_BENCH_OUTCOME_NAME)
+#undef SLUICE_BENCH_OUTCOME_NAME
+	return "?";
+}
+
+int cmd_cookie_cost(int argc, char **argv)
+{
+	std::vector<std::string> pos;
+	auto o = parse_opts(argc, argv, pos);
+	if (!o.count("obj") || !o.count("drop-obj") || !o.count("restore"))
+		throw Error("cookie-cost: give --obj SLUICE_OBJECT --drop-obj XDP_DROP_OBJECT --restore RESTORE_OBJECT");
+	const int calls = int(opt_u64(o, "calls", 2000));
+	const int rounds = int(opt_u64(o, "rounds", 5));
+	const int repeat = int(opt_u64(o, "repeat", 1000000));
+	constexpr uint16_t kPort = 8080;
+	cookie_netns(kPort);
+
+	using namespace sluice::frames;
+	const Eth eth{.dst = {0x02, 0x11, 0x22, 0x33, 0x44, 0x55}, .src = {0x0a, 0x66, 0x77, 0x88, 0x99, 0xaa}};
+	const Ipv4 ip4h{.src = ip4("198.18.8.1"), .dst = ip4("198.18.1.2"), .id = 0x1234};
+	const Ipv6 ip6h{.src = ip6("2001:2:0:8::1"), .dst = ip6("2001:2:0:1::2")};
+	const Tcp syn{.sport = 40001, .dport = kPort, .seq = 0x11223344, .flags = kTcpSyn,
+		      .options = linux_syn_options(1460, 0x01020304, 7)};
+	Tcp ack{.sport = 40001, .dport = kPort, .seq = 0x11223345, .ack = 0x5a5a5a5a, .flags = kTcpAck, .window = 502};
+	ack.options = Bytes{1, 1, 8, 10};
+	put32(ack.options, 0x01020305);
+	put32(ack.options, 0x00abcd0f);
+	struct Frames {
+		Bytes v4, v6;
+	};
+	const Frames syn_f{tcp4(eth, ip4h, syn), tcp6(eth, ip6h, syn)};
+	const Frames ack_f{tcp4(eth, ip4h, ack), tcp6(eth, ip6h, ack)};
+	const Frames udp_f{frame_v4(0xc612ff01u), frame_v6()};
+
+	// Shedding, no newcomer budget; cookies while shedding (or off), a budget
+	// of a token a nanosecond and a burst of 1e9 (never spent here).
+	auto shedding = [](Loaded &l, __u32 mode) {
+		l.set_config(1000, 1000);
+		sluice_config c{};
+		__u32 zero = 0;
+		if (bpf_map_lookup_elem(l.map_fd("config"), &zero, &c))
+			throw Error(std::string("config lookup: ") + std::strerror(errno));
+		c.breaker_state = SLUICE_SHEDDING;
+		c.newcomer_cost_ns = 0;
+		c.newcomer_burst = 0;
+		c.cookie_mode = mode;
+		c.cookie_cost_ns = 1;
+		c.cookie_burst = 1000000000ull;
+		c.cookie_mss4 = 1460;
+		c.cookie_mss6 = 1440;
+		c.cookie_wscale = 7;
+		c.cookie_flags = SLUICE_COOKIE_TS | SLUICE_COOKIE_SACK | SLUICE_COOKIE_WSCALE;
+		if (bpf_map_update_elem(l.map_fd("config"), &zero, &c, BPF_ANY))
+			throw Error(std::string("config update: ") + std::strerror(errno));
+	};
+	Loaded cookies(o["obj"], Loaded::SluiceSetup{}), off(o["obj"], Loaded::SluiceSetup{}),
+		over(o["obj"], Loaded::SluiceSetup{}), xdp_drop(o["drop-obj"], Loaded::SluiceSetup{});
+	if (!cookies.sluice())
+		throw Error(o["obj"] + " is not a sluice object");
+	shedding(cookies, SLUICE_COOKIES_SHEDDING);
+	shedding(off, SLUICE_COOKIES_OFF);
+	over.set_config(1, 1);
+	test_run(over.prog_fd(), udp_f.v4, 4);
+	test_run(over.prog_fd(), udp_f.v6, 4);
+
+	struct Path {
+		const char *name;
+		const Loaded *obj;
+		const Frames *frames;
+		bool wrapped;
+		std::unique_ptr<Loaded> wrapper;
+		std::vector<__u32> v4, v6, single4, single6;
+		__u32 ret4 = 0, ret6 = 0;
+	};
+	std::vector<Path> paths;
+	paths.push_back({"syn", &cookies, &syn_f, true});
+	paths.push_back({"ack", &cookies, &ack_f, true});
+	paths.push_back({"shed", &off, &syn_f, true});
+	paths.push_back({"drop", &over, &udp_f, true});
+	paths.push_back({"xdp_drop", &xdp_drop, &syn_f, true});
+	paths.push_back({"xdp_drop_bare", &xdp_drop, &syn_f, false});
+	for (auto &p : paths) {
+		if (!p.wrapped)
+			continue;
+		p.wrapper = std::make_unique<Loaded>(o["restore"], Loaded::SluiceSetup{});
+		__u32 zero = 0;
+		int fd = p.obj->prog_fd();
+		if (bpf_map_update_elem(p.wrapper->map_fd("target"), &zero, &fd, BPF_ANY))
+			throw Error(std::string(p.name) + ": tail-call slot: " + std::strerror(errno));
+	}
+	// The wrapper's frame: what it puts back before every repetition.
+	auto hold = [](const Path &p, const Bytes &f) {
+		struct {
+			__u32 len;
+			__u8 bytes[128];
+		} v{};
+		if (f.size() > sizeof(v.bytes))
+			throw Error("frame too long for the wrapper");
+		v.len = __u32(f.size());
+		std::memcpy(v.bytes, f.data(), f.size());
+		__u32 zero = 0;
+		if (bpf_map_update_elem(p.wrapper->map_fd("frame"), &zero, &v, BPF_ANY))
+			throw Error(std::string("wrapper frame: ") + std::strerror(errno));
+	};
+	auto loop = [&](const Path &p, const Bytes &f, int n) {
+		if (!p.wrapped)
+			return test_run(p.obj->prog_fd(), f, n);
+		hold(p, f);
+		return test_run(p.wrapper->prog_fd(), f, n);
+	};
+	// Warm up (and the SYNs first: the listeners have sent cookies, so the
+	// kernel checks an ACK whole).
+	for (auto &p : paths) {
+		loop(p, p.frames->v4, 10000);
+		loop(p, p.frames->v6, 10000);
+	}
+	std::vector<__u32> d4(static_cast<size_t>(calls)), d6(static_cast<size_t>(calls));
+	auto median = [](std::vector<__u32> v) {
+		std::nth_element(v.begin(), v.begin() + long(v.size() / 2), v.end());
+		return v[v.size() / 2];
+	};
+	json counts = json::object();
+	for (int r = 0; r < rounds; r++) {
+		for (auto &p : paths) {
+			// The ack and syn paths share an object: counted apart.
+			std::vector<__u64> c0 = p.obj->sluice() ? outcome_packets(*p.obj) : std::vector<__u64>{};
+			Run a = loop(p, p.frames->v4, repeat);
+			Run b = loop(p, p.frames->v6, repeat);
+			p.v4.push_back(a.duration);
+			p.v6.push_back(b.duration);
+			p.ret4 = a.retval;
+			p.ret6 = b.retval;
+			if (p.obj->sluice()) {
+				std::vector<__u64> c1 = outcome_packets(*p.obj);
+				json &j = counts[p.name];
+				if (j.is_null())
+					j = json::object();
+				for (__u32 k = 0; k < SLUICE_OUTCOMES; k++)
+					if (c1[k] != c0[k])
+						j[outcome_name(k)] = j.value(outcome_name(k), __u64(0)) + (c1[k] - c0[k]);
+			}
+			if (calls > 0 && !p.wrapped) {
+				for (int i = 0; i < calls; i++) {
+					d4[size_t(i)] = test_run(p.obj->prog_fd(), p.frames->v4, 1).duration;
+					d6[size_t(i)] = test_run(p.obj->prog_fd(), p.frames->v6, 1).duration;
+				}
+				p.single4.push_back(median(d4));
+				p.single6.push_back(median(d6));
+			}
+		}
+		// The single-call cross-check of the sluice paths (no wrapper).
+		for (auto &p : paths) {
+			if (calls <= 0 || !p.obj->sluice())
+				continue;
+			for (int i = 0; i < calls; i++) {
+				d4[size_t(i)] = test_run(p.obj->prog_fd(), p.frames->v4, 1).duration;
+				d6[size_t(i)] = test_run(p.obj->prog_fd(), p.frames->v6, 1).duration;
+			}
+			p.single4.push_back(median(d4));
+			p.single6.push_back(median(d6));
+		}
+	}
+	json out;
+	out["calls"] = calls;
+	out["rounds"] = rounds;
+	out["repeat"] = repeat;
+	json jp = json::object();
+	for (const auto &p : paths) {
+		jp[p.name] = {{"v4", p.v4},
+			      {"v6", p.v6},
+			      {"single_v4", p.single4},
+			      {"single_v6", p.single6},
+			      {"retval_v4", p.ret4},
+			      {"retval_v6", p.ret6},
+			      {"wrapped", p.wrapped},
+			      {"frame_bytes_v4", p.frames->v4.size()},
+			      {"frame_bytes_v6", p.frames->v6.size()}};
+	}
+	out["paths"] = jp;
+	out["outcomes"] = counts;
+	std::cout << out.dump() << std::endl;
+	return 0;
+}
+
 // Attach netrx_clock.bpf.o's two tracepoint programs; then, for every line
 // read on stdin, print {"ns":N,"count":C}: the NET_RX softirq time summed over
 // every CPU since the attach. Ends (and detaches) at end of input.
@@ -647,7 +938,7 @@ int main(int argc, char **argv)
 {
 	libbpf_set_print(quiet_libbpf);
 	if (argc < 2) {
-		std::cerr << "usage: sluice-bench cost|collateral|attach|netrx [options] (see the comment at the top of "
+		std::cerr << "usage: sluice-bench cost|collateral|attach|netrx|cookie-cost [options] (see the comment at the top of "
 			     "tests/tools/bench/sluice_bench.cpp)\n";
 		return 2;
 	}
@@ -659,6 +950,8 @@ int main(int argc, char **argv)
 			return cmd_collateral(argc - 2, argv + 2);
 		if (cmd == "netrx")
 			return cmd_netrx(argc - 2, argv + 2);
+		if (cmd == "cookie-cost")
+			return cmd_cookie_cost(argc - 2, argv + 2);
 		if (cmd == "attach")
 			return cmd_attach(argc - 2, argv + 2);
 		std::cerr << "sluice-bench: unknown command '" << cmd << "'\n";
