@@ -22,6 +22,8 @@ void print_explain(Context &ctx, const json &r)
 					text_of(r.at("slots")[1]) + ", tokens " + text_of(r.at("tokens")[0]) + " and " +
 					text_of(r.at("tokens")[1])})
 		.row({"standing", text_of(r.at("has_standing"))});
+	if (r.contains("cookie"))
+		t.row({"SYN cookie", r.at("cookie").at("why").get<std::string>()});
 	t.print(ctx.out, 0);
 }
 

@@ -187,6 +187,39 @@ void ManagedInterface::refuse_reload(const Error &why)
 	log_error(name_ + ": policy reload refused, nothing changed: " + last_refused_);
 }
 
+namespace {
+// What the cookie path (sluice.bpf.c, sluice_cookie) does with a frame of
+// this explanation under cfg: the program's own order (the deny list, the
+// class's action, the allowlist while shedding, standing, the valve).
+ExplainView::CookieWay cookie_way(const sluice_config &cfg, const ExplainView &v)
+{
+	ExplainView::CookieWay w;
+	bool shedding = cfg.breaker_state == SLUICE_SHEDDING;
+	w.in_force = cfg.cookie_mode == SLUICE_COOKIES_ALWAYS || (cfg.cookie_mode == SLUICE_COOKIES_SHEDDING && shedding);
+	Protocol p = v.frame.protocol;
+	const Explanation &x = v.explanation;
+	if (cfg.cookie_mode == SLUICE_COOKIES_OFF)
+		w.why = "off (--cookies off): a SYN without standing takes the newcomer budget while shedding";
+	else if (p != Protocol::any && p != Protocol::tcp && p != Protocol::tcp_syn)
+		w.why = "not for this frame: cookies answer TCP SYNs only";
+	else if (x.deny_entry || x.action != ClassAction::limit)
+		w.why = "not for this frame: its class's action (or the deny list) decides first";
+	else if (x.allow_entry && shedding)
+		w.why = "not for this source: the allowlist passes it while shedding";
+	else if (v.has_standing)
+		w.why = "not for this source: it has standing";
+	else if (shedding && cfg.valve_closed)
+		w.why = "not now: the standing valve is closed (shedding is allowlist-only)";
+	else
+		w.applies = true;
+	if (w.applies)
+		w.why = w.in_force ? "a SYN to a listening port is answered with a SYN cookie now; the ACK that brings it "
+				     "back earns standing (cookie)"
+				   : "while the breaker sheds, a SYN to a listening port would be answered with a SYN cookie";
+	return w;
+}
+} // namespace
+
 Result<ExplainView> ManagedInterface::explain(const std::string &src, const std::optional<std::string> &proto) const
 {
 	auto frame = parse_frame(src, proto);
@@ -241,6 +274,7 @@ Result<ExplainView> ManagedInterface::explain(const std::string &src, const std:
 	if (!standing)
 		return std::unexpected(standing.error());
 	v.has_standing = standing->live;
+	v.cookie = cookie_way(*cfg, v);
 	return v;
 }
 

@@ -133,11 +133,13 @@ class Cookies(unittest.TestCase):
                         self.shedding_under_flood(tb, d, flood)
                         armed = iface_status(tb)["cookies"]
                         during_sysctls = sysctls(tb)
+                        before_visit = ctl_json(tb, "explain", tb.host_if, visitor, f"tcp-syn/{HTTP_PORT}")["cookie"]
                         c1 = counters(tb)
                         v = visits(tb, visitor, 100, each_new=True)
                         c2 = counters(tb)
                         again = visits(tb, visitor, 10)
                         c3 = counters(tb)
+                        after_visit = ctl_json(tb, "explain", tb.host_if, visitor, f"tcp-syn/{HTTP_PORT}")["cookie"]
                         shedding = iface_status(tb)["breaker"]["state"] == "shedding"
                         flood_alive = flood.running()
                         flood.stop()
@@ -161,6 +163,9 @@ class Cookies(unittest.TestCase):
                 self.assertEqual(again["ok"], 10, f"the first visitor, again: {again}")
                 self.assertEqual(seen_again["cookie_proved"], 0, f"with standing, no cookie again: {seen_again}")
                 self.assertGreater(seen_again["standing"], 0, seen_again)
+                self.assertTrue(before_visit["in_force"] and before_visit["applies"], before_visit)
+                self.assertFalse(after_visit["applies"], after_visit)
+                self.assertIn("standing", after_visit["why"])
                 self.assertTrue(got["has_standing"], got)
                 self.assertEqual(got["reason"], "cookie", got)
                 self.assertTrue(armed["sysctls_armed"], armed)

@@ -195,7 +195,8 @@ json encode(const ExplainView &e)
 		{"bucket", e.bucket.str()},
 		{"slots", {e.slots[0], e.slots[1]}},
 		{"tokens", {e.tokens[0], e.tokens[1]}},
-		{"has_standing", e.has_standing}};
+		{"has_standing", e.has_standing},
+		{"cookie", {{"in_force", e.cookie.in_force}, {"applies", e.cookie.applies}, {"why", e.cookie.why}}}};
 }
 
 json encode(const DaemonInfo &d)

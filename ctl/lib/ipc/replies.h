@@ -196,6 +196,15 @@ struct ExplainView {
 	std::array<uint32_t, 2> slots{};
 	std::array<uint64_t, 2> tokens{};
 	bool has_standing = false;     // looked up by the plain hash
+	// The SYN-cookie path (docs/architecture.md, "SYN cookies") for this
+	// frame: whether cookies are in force now (the mode and the breaker
+	// state), whether a SYN of this frame's to a listening port takes the
+	// path, and why, in one sentence.
+	struct CookieWay {
+		bool in_force = false;
+		bool applies = false;
+		std::string why;
+	} cookie;
 };
 
 struct DetachResult {
