@@ -46,7 +46,8 @@ inline constexpr uint64_t kNewcomerBurstMs = 100;
 inline constexpr sluice_cookie_mode kCookieMode = SLUICE_COOKIES_SHEDDING;
 // The SYN-ACKs the program may send a second, all CPUs together: a ceiling on
 // what a spoofed SYN flood can reflect (one SYN-ACK a SYN, at most 8 bytes
-// longer: about 0.6 Gbit/s of SYN-ACKs at this rate), set above what the
+// longer: at most 0.75 Gbit/s of SYN-ACKs at this rate, 94 bytes each at the
+// longest, an IPv6 one with every option), set above what the
 // host's own stack answers with its cookies on a few cores, so that a visitor
 // gets a cookie whatever the flood's share; an operator lowers it to the
 // uplink's headroom. Its burst: kNewcomerBurstMs of it, per CPU, as the
