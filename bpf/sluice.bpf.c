@@ -20,6 +20,9 @@
  *                  other than the default: its prefixes, the key with its id
  *                  folded in, its budgets; standing by the plain hash
  *   serving, recovering:
+ *     cookies      (config.cookie_mode always only) a TCP frame of a source
+ *                  without standing takes the cookie path first, as while
+ *                  shedding (below); what it does not take goes on
  *     bucket.h     admit when the fuller slot of the pair has a token; both
  *                  pay (recovering: at the ramped cost, admission_ppm, but a
  *                  source with standing at its whole cost) -> passed. Serving,
@@ -31,7 +34,12 @@
  *   shedding:      allowlisted sources pass; then standing is looked up:
  *     standing     the valve closed -> drop_valve; else slot pair (unramped),
  *                  then standing bucket -> standing, or drop_rate
- *     none         the valve closed -> drop_shed; else the newcomer budget
+ *     none         the valve closed -> drop_shed; else, cookies in force
+ *                  (config.cookie_mode), a TCP SYN to a listener is answered
+ *                  with a SYN cookie and the ACK bringing one back proved
+ *                  (sluice_cookie: cookie_sent, XDP_TX; cookie_proved and
+ *                  standing; drop_cookie, drop_cookie_budget,
+ *                  drop_cookie_unfit); anything else: the newcomer budget
  *                  (one bucket per CPU, read before any slot, so a shed frame
  *                  pays no CAS): empty -> drop_shed; else the slot pair, and
  *                  the budget pays only when it admits (one heavy newcomer
