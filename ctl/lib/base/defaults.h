@@ -72,6 +72,7 @@ inline constexpr double kUpstreamHoldS = 300;       // least seconds announced b
 // How often the speaker's paths are read and reconciled (a restarted gobgpd
 // gets sluice's paths again within this), and one CLI call's timeout.
 inline constexpr double kUpstreamReconcileS = 5;
+inline constexpr double kUpstreamRetryMaxS = 60; // a speaker that does not answer: retried at 5, 10, 20, 40, 60 s
 inline constexpr double kUpstreamCallTimeoutS = 3;
 // The large community on every path sluice adds: how a restarted sluiced
 // tells its own paths from the operator's. 4200000000 is a private ASN

@@ -25,6 +25,8 @@ json encode(const StandingStatus &s);
 json encode(const StandingView &v);
 json encode(const ListChange &c);
 json encode(const ListShow &s);
+json encode(const UpstreamView &v);
+json encode(const UpstreamListChange &c);
 json encode(const AuditResult &a);
 json encode(const TopView &t);
 json encode(const AttachResult &a);
