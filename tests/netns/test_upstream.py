@@ -216,6 +216,9 @@ class UpstreamTest(unittest.TestCase):
         self.assertIn(f"deny add {tb.host_if} {ATTACKER} --upstream", r["reason"])
         self.assertIsNotNone(r["since"])
         self.assertIn("announce dst 198.18.1.0/24 src 198.18.3.7/32 discard", d.output())
+        text = ctl(tb, "upstream", tb.host_if, check=True).stdout
+        self.assertIn(f"upstream: speaker {API} up; peer 198.18.1.1 established", text)
+        self.assertRegex(text, rf"dst {re.escape(OWN4)} src {re.escape(ATTACKER)} discard +{tb.host_if} +announced ")
 
         p = ctl(tb, "deny", "del", tb.host_if, ATTACKER)
         self.assertEqual(p.returncode, 0, p.stderr)
@@ -250,6 +253,19 @@ class UpstreamTest(unittest.TestCase):
         p = ctl(tb, "deny", "add", tb.host_if, "198.18.3.1/32", "198.18.3.2/32", "--upstream")
         self.assertEqual(p.returncode, 0, p.stderr)
         self.wait_flows(router, lambda f: len(f) == 2, "two rules in BIRD")
+        # sluiced without --upstream: nothing is announced, and it says so.
+        d.kill(signal.SIGTERM)
+        self.wait_flows(router, lambda f: not f, "the rules withdrawn at sluiced's exit")
+        plain = Daemon(tb)
+        plain.start()
+        self.addCleanup(plain.kill, signal.SIGTERM)
+        p = ctl(tb, "deny", "add", tb.host_if, "198.18.3.5/32", "--upstream")
+        self.assertEqual(p.returncode, 1, p.stderr)
+        self.assertIn("sluiced runs without --upstream", p.stderr)
+        self.assertNotIn("198.18.3.5/32", ctl_json(tb, "deny", "list", tb.host_if)["cidrs"])
+        p = ctl(tb, "upstream")
+        self.assertEqual(p.returncode, 1, p.stderr)
+        self.assertIn("sluiced runs without --upstream", p.stderr)
 
     def test_dry_run_logs_and_lists_and_announces_nothing(self):
         tb, speaker, router, d = self.bed("--upstream-dry-run")
