@@ -192,8 +192,10 @@ json Daemon::status(const Request &req)
 		return error_reply(only.error());
 	auto wanted = [&](const std::string &name) { return !*only || **only == name; };
 	StatusReply r;
-	r.daemon = {getpid(), std::round(monotonic_seconds() - started_s_), opts_.socket_path, opts_.pin_dir,
-		    opts_.period_s, opts_.policy};
+	r.daemon = {getpid(),	   std::round(monotonic_seconds() - started_s_),
+		    opts_.socket_path, opts_.pin_dir,
+		    opts_.period_s,    opts_.policy,
+		    upstream_ ? std::optional(upstream_->view(*only)) : std::nullopt};
 	for (const auto &[name, m] : ifaces_)
 		if (wanted(name))
 			r.interfaces.push_back(m->status());

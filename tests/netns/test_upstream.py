@@ -216,6 +216,10 @@ class UpstreamTest(unittest.TestCase):
         self.assertIn(f"deny add {tb.host_if} {ATTACKER} --upstream", r["reason"])
         self.assertIsNotNone(r["since"])
         self.assertIn("announce dst 198.18.1.0/24 src 198.18.3.7/32 discard", d.output())
+        status = ctl_json(tb, "status")["daemon"]["upstream"]
+        self.assertTrue(status["speaker"]["up"])
+        self.assertEqual(len(status["rules"]), 2)
+        self.assertIn(f"upstream: speaker {API} up, 2 rules announced", ctl(tb, "status", check=True).stdout)
         text = ctl(tb, "upstream", tb.host_if, check=True).stdout
         self.assertIn(f"upstream: speaker {API} up; peer 198.18.1.1 established", text)
         self.assertRegex(text, rf"dst {re.escape(OWN4)} src {re.escape(ATTACKER)} discard +{tb.host_if} +announced ")

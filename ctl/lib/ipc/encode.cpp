@@ -189,7 +189,8 @@ json encode(const DaemonInfo &d)
 		  {"trip_periods", d.policy.trip_periods},
 		  {"hold_s", d.policy.hold_s},
 		  {"recovery_s", d.policy.recovery_s},
-		  {"recovery_start_ppm", d.policy.start_ppm}}}};
+		  {"recovery_start_ppm", d.policy.start_ppm}}},
+		{"upstream", d.upstream ? encode(*d.upstream) : json(nullptr)}};
 }
 
 json encode(const StatusReply &r)
