@@ -19,6 +19,10 @@ packages=(
   # the unit file (systemd-analyze), man pages (groff), capability sets
   # (setpriv), the Kubernetes manifests (python3-yaml)
   dpkg-dev systemd groff-base util-linux python3-yaml
+  # upstream mitigation (docs/upstream.md): the BGP speaker sluiced drives
+  # (gobgpd and its CLI gobgp) and the router the netns tests announce to
+  # (BIRD 2, birdc); the tests start their own, by pid, in namespaces
+  gobgpd bird2
 )
 
 missing=()

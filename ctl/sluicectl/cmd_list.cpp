@@ -21,7 +21,9 @@ namespace sluicectl {
 void list_options(po::options_description &options)
 {
 	options.add_options()("from", po::value<std::string>()->value_name("FILE"),
-			      "add or del the CIDRs in FILE: one a line, '#' comments and blank lines ignored");
+			      "add or del the CIDRs in FILE: one a line, '#' comments and blank lines ignored")(
+		"upstream", po::bool_switch(),
+		"deny add: also ask the network upstream to drop these sources (FlowSpec through gobgpd; sluiced --upstream)");
 }
 
 namespace {
@@ -59,8 +61,8 @@ void print_list(Context &ctx, const json &reply)
 
 Status show(Context &ctx, const Invocation &inv, const std::string &iface)
 {
-	if (inv.option("from"))
-		return std::unexpected(inv.usage_error("--from is for add and del"));
+	if (inv.option("from") || inv.flag("upstream"))
+		return std::unexpected(inv.usage_error("--from and --upstream are for add and del"));
 	if (auto ok = inv.at_most(2); !ok)
 		return ok;
 	return show_replies(ctx, inv, request_for(sluice::Command::list_show, {{"iface", iface}, {"list", inv.command}}),
@@ -146,8 +148,13 @@ Status do_list(Context &ctx, const Invocation &inv)
 		return std::unexpected(inv.usage_error("missing CIDR (or --from FILE)"));
 
 	bool add = *action == "add";
+	bool upstream = inv.flag("upstream");
+	if (upstream && (!add || inv.command != "deny"))
+		return std::unexpected(inv.usage_error("--upstream is for deny add (deny del withdraws by itself)"));
 	json request = request_for(add ? sluice::Command::list_add : sluice::Command::list_del,
 				   {{"iface", *iface}, {"list", inv.command}, {"cidrs", cidrs}});
+	if (upstream)
+		request["upstream"] = 1;
 	if (file_fd)
 		request["from_fd"] = true;
 	auto reply = Client(ctx.socket).call(request, file_fd.get());
@@ -156,6 +163,15 @@ Status do_list(Context &ctx, const Invocation &inv)
 	size_t total = cidrs.size() + from_file;
 	ctx.out << *iface << ": " << (add ? "added " : "removed ") << total << (total == 1 ? " prefix" : " prefixes")
 		<< (add ? " to" : " from") << " the " << inv.command << " list\n";
+	if (reply->contains("upstream")) {
+		bool up = reply->value("speaker_up", false), dry = reply->value("dry_run", false);
+		for (const auto &rule : reply->at("upstream"))
+			ctx.out << *iface << ": upstream: " << rule.get<std::string>()
+				<< (dry ? " (dry run: not announced)"
+				    : up ? ""
+					 : " (the speaker does not answer: announced once it does)")
+				<< '\n';
+	}
 	return {};
 }
 

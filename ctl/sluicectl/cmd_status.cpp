@@ -110,6 +110,17 @@ void print_daemon(std::ostream &out, const json &daemon)
 		out << " (pid " << text_of(daemon["pid"]) << ", up " << text_of(daemon.value("uptime_s", json()))
 		    << " s)";
 	out << '\n';
+	// --upstream: one line; `sluicectl upstream` has the rules.
+	if (daemon.contains("upstream") && !daemon["upstream"].is_null()) {
+		const json &u = daemon["upstream"];
+		size_t announced = 0;
+		for (const auto &r : u.at("rules"))
+			announced += r.at("state") == "announced";
+		out << "upstream: speaker " << u.at("speaker").at("address").get<std::string>()
+		    << (u.at("speaker").at("up").get<bool>() ? " up" : " DOWN") << ", " << announced
+		    << (announced == 1 ? " rule" : " rules") << " announced"
+		    << (u.at("dry_run").get<bool>() ? " (dry run: nothing is)" : "") << " (sluicectl upstream)\n";
+	}
 }
 
 Status status_from_pins(Context &ctx, const std::optional<std::string> &only, const Error &unreachable)

@@ -117,5 +117,6 @@ Status do_standing(Context &, const Invocation &);
 Status do_reload(Context &, const Invocation &);
 Status do_explain(Context &, const Invocation &);
 Status do_class(Context &, const Invocation &);
+Status do_upstream(Context &, const Invocation &);
 
 } // namespace sluicectl

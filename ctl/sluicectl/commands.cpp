@@ -35,7 +35,7 @@ const Cmd kCommands[] = {
 	 list_options},
 	{"deny", do_list, {C::list_add, C::list_del, C::list_show},
 	 "add, remove, list or save (to a netset file) prefixes that are always dropped",
-	 "deny add|del IFACE CIDR...\ndeny add|del IFACE --from FILE\ndeny list IFACE\ndeny save IFACE FILE",
+	 "deny add|del IFACE CIDR... [--upstream]\ndeny add|del IFACE --from FILE\ndeny list IFACE\ndeny save IFACE FILE",
 	 list_options},
 	{"attach", do_attach, {C::attach}, "load the data plane and attach it to an interface",
 	 "attach IFACE [--mode native|skb|auto]", attach_options},
@@ -53,6 +53,9 @@ const Cmd kCommands[] = {
 	{"explain", do_explain, {C::explain},
 	 "show the policy class a frame from SRC gets and why, its data plane class and bucket",
 	 "explain IFACE SRC [PROTO[/PORT]]", nullptr},
+	{"upstream", do_upstream, {C::upstream},
+	 "show what is announced upstream over BGP (FlowSpec through gobgpd), why and since when",
+	 "upstream [IFACE]", nullptr},
 	{"class", do_class, {}, "list the policy classes in force: budgets, prefixes, standing (from the pins)",
 	 "class list IFACE", nullptr, false, true},
 };

@@ -63,6 +63,16 @@ Result<std::vector<Cidr>> read_list_file(int fd)
 	return parse_cidr_lines(text, "list file");
 }
 
+// Prefixes the request already carried as checked text (list_change).
+std::vector<Cidr> parse_all(const std::vector<std::string> &cidrs)
+{
+	std::vector<Cidr> out;
+	for (const auto &c : cidrs)
+		if (auto p = parse_cidr(c))
+			out.push_back(*p);
+	return out;
+}
+
 template <class T>
 json reply_of(const Result<T> &r)
 {
@@ -126,6 +136,10 @@ Result<std::unique_ptr<Daemon>> Daemon::start(DaemonOptions opts)
 				return std::unexpected(ok.error());
 		d->ifaces_.emplace(name, std::move(*m));
 	}
+	if (d->opts_.upstream.enabled) {
+		d->upstream_ = std::make_unique<UpstreamAnnouncer>(d->opts_.upstream, d->upstream_hooks());
+		d->upstream_->tick(monotonic_seconds()); // adopt or withdraw what a previous daemon left
+	}
 	d->publish_metrics(monotonic_seconds());
 	log_info("sluiced " + std::to_string(getpid()) + ": control socket " + d->opts_.socket_path + ", " +
 		 std::to_string(d->ifaces_.size()) + " interface(s), period " + std::to_string(d->opts_.period_s) + " s");
@@ -140,6 +154,8 @@ void Daemon::publish_metrics(double tick_mono_s)
 	snap.tick_mono_s = tick_mono_s;
 	for (const auto &[_, m] : ifaces_)
 		snap.interfaces.push_back(m->metrics());
+	if (upstream_)
+		snap.upstream = upstream_->metrics();
 	metrics_->publish(std::move(snap));
 }
 
@@ -176,8 +192,10 @@ json Daemon::status(const Request &req)
 		return error_reply(only.error());
 	auto wanted = [&](const std::string &name) { return !*only || **only == name; };
 	StatusReply r;
-	r.daemon = {getpid(), std::round(monotonic_seconds() - started_s_), opts_.socket_path, opts_.pin_dir,
-		    opts_.period_s, opts_.policy};
+	r.daemon = {getpid(),	   std::round(monotonic_seconds() - started_s_),
+		    opts_.socket_path, opts_.pin_dir,
+		    opts_.period_s,    opts_.policy,
+		    upstream_ ? std::optional(upstream_->view(*only)) : std::nullopt};
 	for (const auto &[name, m] : ifaces_)
 		if (wanted(name))
 			r.interfaces.push_back(m->status());
@@ -302,7 +320,83 @@ json Daemon::list_change(ManagedInterface &mi, const Request &req)
 		for (const auto &c : *from_file)
 			cidrs.push_back(c.str());
 	}
-	return reply_of(mi.list_change(*kind, cidrs, req.cmd == command_name(Command::list_add)));
+	bool add = req.cmd == command_name(Command::list_add);
+	auto up = req.opt_integer("upstream");
+	if (!up)
+		return error_reply(up.error());
+	bool announce = up->value_or(0) != 0;
+	if (!announce || !add) {
+		auto changed = mi.list_change(*kind, cidrs, add);
+		// A prefix off the deny list is no longer asked of the network either.
+		if (changed && !add && *kind == ListKind::deny && upstream_)
+			upstream_->remove_sources(mi.name(), parse_all(cidrs), monotonic_seconds());
+		return reply_of(changed);
+	}
+	if (*kind != ListKind::deny)
+		return error_reply(Error{ErrorKind::invalid, 0, "--upstream is for the deny list"});
+	if (!upstream_)
+		return error_reply(Error{ErrorKind::refused, 0,
+					 "sluiced runs without --upstream: nothing is announced upstream (docs/upstream.md)"});
+	// The guards first: a refused source changes nothing, here or upstream.
+	auto sources = parse_all(cidrs);
+	if (auto ok = upstream_->check_sources(mi.name(), sources); !ok) {
+		log_warn(ok.error().message + " (sluicectl deny add " + mi.name() + " --upstream: nothing changed)");
+		return error_reply(ok.error());
+	}
+	auto changed = mi.list_change(*kind, cidrs, true);
+	if (!changed)
+		return error_reply(changed.error());
+	auto rules = upstream_->add_sources(mi.name(), sources, monotonic_seconds());
+	if (!rules)
+		return error_reply(rules.error());
+	UpstreamListChange reply{*changed, {}, upstream_->speaker_up(), opts_.upstream.dry_run};
+	for (const auto &r : *rules)
+		reply.upstream.push_back(r.str());
+	return ok_reply(encode(reply));
+}
+
+json Daemon::upstream(const Request &req)
+{
+	auto only = this->only(req);
+	if (!only)
+		return error_reply(only.error());
+	if (!upstream_) {
+		UpstreamView off;
+		return ok_reply(encode(off));
+	}
+	return ok_reply(encode(upstream_->view(*only)));
+}
+
+UpstreamAnnouncer::Hooks Daemon::upstream_hooks()
+{
+	UpstreamAnnouncer::Hooks h;
+	h.is_protected = [this](const std::string &iface, const Cidr &source) -> std::optional<std::string> {
+		auto it = ifaces_.find(iface);
+		if (it == ifaces_.end())
+			return std::nullopt;
+		if (auto allow = it->second->list_show(ListKind::allow))
+			for (const auto &a : allow->cidrs)
+				if (contains(a, source) || contains(source, a))
+					return "allowlisted (" + a.str() + " on " + iface + ")";
+		if (auto st = it->second->standing(source.addr.str()); st && st->lookup && st->lookup->record.live)
+			return "a source with standing (" + st->lookup->source.str() + " on " + iface + ")";
+		return std::nullopt;
+	};
+	h.deny_list = [this](const std::string &iface) {
+		auto it = ifaces_.find(iface);
+		std::vector<Cidr> out;
+		if (it != ifaces_.end())
+			if (auto deny = it->second->list_show(ListKind::deny))
+				out = deny->cidrs;
+		return out;
+	};
+	h.interfaces = [this] {
+		std::vector<std::string> out;
+		for (const auto &[name, _] : ifaces_)
+			out.push_back(name);
+		return out;
+	};
+	return h;
 }
 
 json Daemon::list_show(ManagedInterface &mi, const Request &req)
@@ -318,6 +412,8 @@ json Daemon::detach(ManagedInterface &mi, const Request &)
 	if (!ok)
 		return error_reply(ok.error());
 	ifaces_.erase(name);
+	if (upstream_)
+		upstream_->forget_interface(name, monotonic_seconds());
 	return ok_reply(encode(DetachResult{name}));
 }
 
@@ -492,6 +588,7 @@ const Daemon::Handler &Daemon::handler(Command c)
 		{Command::standing, nullptr, &Daemon::standing},
 		{Command::reload, &Daemon::reload, nullptr},
 		{Command::explain, &Daemon::explain, nullptr},
+		{Command::upstream, &Daemon::upstream, nullptr},
 	};
 	static_assert(std::size(handlers) == kCommandCount, "every command of the registry needs a handler");
 	static_assert(
@@ -578,6 +675,8 @@ int Daemon::run()
 		if (now >= next_tick) {
 			for (auto &[_, m] : ifaces_)
 				m->tick(now);
+			if (upstream_)
+				upstream_->tick(now);
 			watch_policy();
 			publish_metrics(now);
 			// Keep the period's phase; after a long stall, skip ahead
@@ -588,6 +687,8 @@ int Daemon::run()
 		}
 	}
 	sd_notify(0, "STOPPING=1");
+	if (upstream_)
+		upstream_->withdraw_all(); // a clean exit asks the network for nothing more
 	for (auto &[name, m] : ifaces_) {
 		m->release_cookies();
 		if (opts_.detach_on_exit) {

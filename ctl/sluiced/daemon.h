@@ -7,6 +7,7 @@
 #include "sluiced/managed_interface.h"
 #include "sluiced/metrics_server.h"
 #include "sluiced/options.h"
+#include "sluiced/upstream_announcer.h"
 
 #include <map>
 #include <memory>
@@ -48,6 +49,10 @@ private:
 	json standing(ManagedInterface &mi, const Request &req);
 	json reload(const Request &req);
 	json explain(const Request &req); // refused (exit 1) for an interface not managed
+	json upstream(const Request &req);
+	// The hooks the announcer asks: is a source protected on an interface
+	// (allowlisted, or with standing), and an interface's deny list.
+	UpstreamAnnouncer::Hooks upstream_hooks();
 	void publish_metrics(double tick_mono_s);
 
 	// The policy file: read it again and apply it to `only` (none: every
@@ -79,6 +84,7 @@ private:
 		std::optional<FileIdentity> identity; // none: it could not be looked at
 	};
 	std::vector<WatchedFile> watched_; // the policy file first, then its netsets
+	std::unique_ptr<UpstreamAnnouncer> upstream_; // --upstream; null when off
 };
 
 } // namespace sluice

@@ -166,10 +166,28 @@ std::vector<MetricFamily> sluice_families(const MetricsSnapshot &s)
 		if (i.last_reload_success)
 			last_reload.samples.push_back({{{"iface", i.iface}}, uint64_t(*i.last_reload_success ? 1 : 0)});
 	}
-	return {packets,      bytes,          state,         transitions,    admission,
-		violations,   slots,          standing_entries, standing_capacity, valve_closed,
-		valve_closes, class_packets,  class_bytes,   reloads,        policy_classes,
-		last_reload};
+	std::vector<MetricFamily> out{packets,      bytes,          state,         transitions,    admission,
+				      violations,   slots,          standing_entries, standing_capacity, valve_closed,
+				      valve_closes, class_packets,  class_bytes,   reloads,        policy_classes,
+				      last_reload};
+	if (s.upstream) {
+		const auto &u = *s.upstream;
+		auto one = [&](const char *name, const char *help, const char *type, MetricValue v) {
+			auto f = family(name, help, type);
+			f.samples.push_back({{}, v});
+			out.push_back(std::move(f));
+		};
+		one("sluice_upstream_announced", "FlowSpec rules the BGP speaker holds for sluice now.", "gauge", u.announced);
+		one("sluice_upstream_announcements_total", "Announcements made upstream by this sluiced.", "counter",
+		    u.announcements);
+		one("sluice_upstream_withdrawals_total", "Withdrawals made upstream by this sluiced.", "counter",
+		    u.withdrawals);
+		one("sluice_upstream_refusals_total", "Rules not announced because --upstream-max was reached.", "counter",
+		    u.refusals);
+		one("sluice_upstream_speaker_up", "1 while the BGP speaker (gobgpd) answers, 0 when it does not.", "gauge",
+		    uint64_t(u.speaker_up ? 1 : 0));
+	}
+	return out;
 }
 
 std::string render_metrics(const MetricsSnapshot &s)

@@ -19,6 +19,11 @@
 //   sluice_policy_reloads_total{iface,result}      counter  result "applied" or "refused"
 //   sluice_policy_classes{iface}                   gauge    classes in force (the default included)
 //   sluice_policy_last_reload_success{iface}       gauge    1: the last reload was applied, 0: refused
+//   sluice_upstream_announced                      gauge    rules the BGP speaker holds for sluice (--upstream)
+//   sluice_upstream_announcements_total            counter  announcements made by this sluiced
+//   sluice_upstream_withdrawals_total              counter  withdrawals made by this sluiced
+//   sluice_upstream_refusals_total                 counter  rules not announced: --upstream-max reached
+//   sluice_upstream_speaker_up                     gauge    1 while gobgpd answers
 //
 // No label is per source: the series count is fixed by the interfaces and
 // their classes (at most SLUICE_CLASSES_MAX each).
@@ -95,8 +100,15 @@ struct InterfaceMetrics {
 	std::optional<bool> last_reload_success; // none before the first reload
 };
 
+// --upstream (sluiced/upstream_announcer.h): none when off, and no series.
+struct UpstreamMetricsSnapshot {
+	uint64_t announced = 0, announcements = 0, withdrawals = 0, refusals = 0;
+	bool speaker_up = false;
+};
+
 struct MetricsSnapshot {
 	std::vector<InterfaceMetrics> interfaces;
+	std::optional<UpstreamMetricsSnapshot> upstream;
 	double tick_mono_s = 0; // CLOCK_MONOTONIC of the control period that made it
 };
 

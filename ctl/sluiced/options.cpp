@@ -63,6 +63,52 @@ Result<std::string> read_config_file(const std::string &path)
 	return text;
 }
 
+// The --upstream-* options, checked whether --upstream is given or not (a
+// typo in sluice.conf is found before the day it is turned on).
+Status parse_upstream_options(const po::variables_map &vm, const std::string &speaker,
+			      const std::vector<std::string> &prefixes, int64_t max, int64_t min4, int64_t min6,
+			      UpstreamOptions &up)
+{
+	auto addr = parse_listen_address(speaker);
+	if (!addr)
+		return invalid("--upstream-speaker: " + addr.error().message);
+	up.speaker.host = addr->host;
+	up.speaker.port = addr->port;
+	up.speaker.timeout_s = defaults::kUpstreamCallTimeoutS;
+	up.speaker.marker = defaults::kUpstreamMarker;
+	up.speaker.communities = {defaults::kUpstreamCommunity};
+	if (up.speaker.cli.empty())
+		return invalid("--upstream-gobgp needs a program");
+	if (vm.count("upstream-peer"))
+		if (auto a = parse_address(up.peer); !a)
+			return invalid("--upstream-peer: " + a.error().message);
+	if (!prefixes.empty())
+		if (auto ok = named("--upstream-prefixes", check_upstream_prefixes(prefixes.size())); !ok)
+			return ok;
+	for (const auto &p : prefixes) {
+		auto c = parse_cidr(p);
+		if (!c)
+			return invalid("--upstream-prefixes: " + c.error().message);
+		up.guards.own.push_back(*c);
+	}
+	if (auto ok = named("--upstream-max", check_upstream_max(max)); !ok)
+		return ok;
+	if (auto ok = named("--upstream-min-prefix4", check_upstream_min_prefix4(min4)); !ok)
+		return ok;
+	if (auto ok = named("--upstream-min-prefix6", check_upstream_min_prefix6(min6)); !ok)
+		return ok;
+	if (auto ok = named("--upstream-hold", check_upstream_hold_s(up.hold_s)); !ok)
+		return ok;
+	up.guards.max = static_cast<size_t>(max);
+	up.guards.min_source4 = static_cast<uint32_t>(min4);
+	up.guards.min_source6 = static_cast<uint32_t>(min6);
+	if (up.enabled && up.guards.own.empty())
+		return invalid("--upstream needs --upstream-prefixes: the operator's own prefixes, every rule's destination");
+	if (!up.enabled && up.dry_run)
+		return invalid("--upstream-dry-run needs --upstream");
+	return {};
+}
+
 } // namespace
 
 uint64_t newcomer_pps_asked(const DaemonOptions &o, uint64_t cpus)
@@ -88,6 +134,13 @@ Result<ParsedOptions> parse_daemon_options(int argc, const char *const *argv)
 	std::string cookies(cookie_mode_name(o.cookie_mode));
 	double start_pct = o.policy.start_ppm / 10000.0;
 	bool no_policy = false;
+	std::string upstream_speaker = defaults::kUpstreamSpeaker;
+	std::vector<std::string> upstream_prefixes;
+	int64_t upstream_max = defaults::kUpstreamMax, upstream_min4 = defaults::kUpstreamMinPrefix4,
+		upstream_min6 = defaults::kUpstreamMinPrefix6;
+	UpstreamOptions &up = o.upstream;
+	up.hold_s = defaults::kUpstreamHoldS;
+	up.speaker.cli = defaults::kUpstreamCli;
 
 	po::options_description desc("sluiced options");
 	desc.add_options()
@@ -132,7 +185,17 @@ Result<ParsedOptions> parse_daemon_options(int argc, const char *const *argv)
 		("detach-on-exit", po::bool_switch(&o.detach_on_exit), "detach the program when sluiced exits (default: enforcement stays)")
 		("policy", po::value(&o.policy_file), "policy file (YAML, docs/policy.md; default: /etc/sluice/policy.yaml when it exists); reloaded on SIGHUP and `sluicectl reload`")
 		("no-policy", po::bool_switch(&no_policy), "read no policy file, even at the default path")
-		("policy-watch", po::bool_switch(&o.policy_watch), "reload the policy file when it or a netset it names changes (the path's target, inode, mtime or size; checked once a period)");
+		("policy-watch", po::bool_switch(&o.policy_watch), "reload the policy file when it or a netset it names changes (the path's target, inode, mtime or size; checked once a period)")
+		("upstream", po::bool_switch(&up.enabled), "announce FlowSpec rules upstream over BGP through gobgpd (`sluicectl deny add IFACE PREFIX --upstream`; docs/upstream.md); nothing is announced without it")
+		("upstream-speaker", po::value(&upstream_speaker)->default_value(upstream_speaker), "gobgpd's API, ADDRESS:PORT")
+		("upstream-gobgp", po::value(&up.speaker.cli)->default_value(up.speaker.cli), "gobgpd's CLI, run with a timeout for each change")
+		("upstream-peer", po::value(&up.peer), "the BGP neighbor gobgpd announces to (its session state in `sluicectl upstream`)")
+		("upstream-prefixes", po::value(&upstream_prefixes)->composing(), "the operator's own prefixes (repeatable): every rule's destination lies inside one; required with --upstream")
+		("upstream-max", po::value(&upstream_max)->default_value(upstream_max), "announcements at most, all interfaces together")
+		("upstream-min-prefix4", po::value(&upstream_min4)->default_value(upstream_min4), "no IPv4 source prefix shorter than this is announced")
+		("upstream-min-prefix6", po::value(&upstream_min6)->default_value(upstream_min6), "no IPv6 source prefix shorter than this is announced")
+		("upstream-hold", po::value(&up.hold_s)->default_value(up.hold_s), "least seconds an automatic announcement stays before its withdrawal")
+		("upstream-dry-run", po::bool_switch(&up.dry_run), "log and show what would be announced; announce nothing");
 
 	std::ostringstream usage;
 	usage << "usage: sluiced -i IFACE [-i IFACE...] [options]\n" << desc;
@@ -291,6 +354,10 @@ Result<ParsedOptions> parse_daemon_options(int argc, const char *const *argv)
 	}
 	if (o.policy_watch && o.policy_file.empty())
 		return invalid("--policy-watch needs a policy file (--policy PATH)");
+	if (auto ok = parse_upstream_options(vm, upstream_speaker, upstream_prefixes, upstream_max, upstream_min4,
+					     upstream_min6, up);
+	    !ok)
+		return std::unexpected(ok.error());
 	return out;
 }
 

@@ -6,6 +6,7 @@
 
 #include "bpf/dataplane.h"
 #include "sluiced/metrics.h"
+#include "sluiced/upstream_announcer.h"
 #include "logic/policy.h"
 #include "base/defaults.h"
 #include "base/log.h"
@@ -66,6 +67,8 @@ struct DaemonOptions {
 	// --policy-watch: look at the file's identity once a period and reload
 	// when it changes.
 	bool policy_watch = false;
+	// --upstream and its --upstream-* options (docs/upstream.md).
+	UpstreamOptions upstream;
 };
 
 // The newcomer budget to ask for over `cpus` CPUs: --newcomer-pps, or its default.

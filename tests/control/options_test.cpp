@@ -274,6 +274,48 @@ TEST(Options, NegativeClearPpsIsNotTakenForTheDefault)
 	expect_bad_value("--clear-pps", "-5");
 }
 
+TEST(Options, UpstreamIsOffByDefaultAndTakesItsValues)
+{
+	auto off = good();
+	EXPECT_FALSE(off.upstream.enabled);
+	EXPECT_EQ(off.upstream.speaker.host, "127.0.0.1");
+	EXPECT_EQ(off.upstream.speaker.port, 50051);
+	EXPECT_EQ(off.upstream.guards.max, defaults::kUpstreamMax);
+	EXPECT_EQ(off.upstream.guards.min_source4, 24u);
+	EXPECT_EQ(off.upstream.guards.min_source6, 48u);
+	EXPECT_EQ(off.upstream.speaker.marker, defaults::kUpstreamMarker);
+
+	auto on = good({"--upstream", "--upstream-prefixes", "198.51.100.0/24", "--upstream-prefixes",
+			"2001:db8:100::/48", "--upstream-speaker", "[::1]:50052", "--upstream-peer", "192.0.2.1",
+			"--upstream-max", "3", "--upstream-min-prefix4", "32", "--upstream-hold", "0", "--upstream-dry-run"});
+	EXPECT_TRUE(on.upstream.enabled);
+	EXPECT_TRUE(on.upstream.dry_run);
+	ASSERT_EQ(on.upstream.guards.own.size(), 2u);
+	EXPECT_EQ(on.upstream.guards.own[1].str(), "2001:db8:100::/48");
+	EXPECT_EQ(on.upstream.speaker.host, "::1");
+	EXPECT_EQ(on.upstream.speaker.port, 50052);
+	EXPECT_EQ(on.upstream.peer, "192.0.2.1");
+	EXPECT_EQ(on.upstream.guards.max, 3u);
+	EXPECT_EQ(on.upstream.guards.min_source4, 32u);
+	EXPECT_EQ(on.upstream.hold_s, 0);
+}
+
+TEST(Options, RefusesBadUpstreamValues)
+{
+	expect_invalid({"-i", "eth0", "--upstream"}, {"--upstream needs --upstream-prefixes"});
+	expect_invalid({"-i", "eth0", "--upstream-dry-run"}, {"--upstream-dry-run needs --upstream"});
+	expect_bad_value("--upstream-prefixes", "198.51.100.1/24");
+	expect_bad_value("--upstream-speaker", "localhost:50051");
+	expect_bad_value("--upstream-peer", "router");
+	expect_bad_value("--upstream-max", "0", {"1..1024"});
+	expect_bad_value("--upstream-max", "1025");
+	expect_bad_value("--upstream-min-prefix4", "7", {"8..32"}); // a /0 source is one typo from the Internet
+	expect_bad_value("--upstream-min-prefix4", "33");
+	expect_bad_value("--upstream-min-prefix6", "15", {"16..128"});
+	expect_bad_value("--upstream-hold", "-1");
+	expect_bad_value("--upstream-gobgp", "");
+}
+
 TEST(Options, RefusesBadHashKey)
 {
 	expect_bad_value("--hash-key", "0123", {"32 hex digits", "got 4 characters"});

@@ -36,6 +36,7 @@ EXPECTED_FILES = {
     "usr/share/bash-completion/completions/sluicectl",
     "usr/share/doc/sluice/README.md",
     "usr/share/doc/sluice/deploy.md",
+    "usr/share/doc/sluice/upstream.md",
 }
 DEPENDS = ["libbpf1", "libboost-program-options1.74.0", "libsystemd0", "libcpp-httplib0.11"]
 

@@ -76,4 +76,25 @@ inline constexpr uint32_t kTopCapacity = 1024; // sources the summary tracks
 inline constexpr double kTopWindowS = 2.0;     // seconds one summary covers
 inline constexpr uint32_t kTopCount = 10;      // sources one reply lists
 
+// Upstream mitigation over BGP (docs/upstream.md): nothing is announced
+// unless --upstream is given.
+inline constexpr const char *kUpstreamSpeaker = "127.0.0.1:50051"; // gobgpd's API (its default)
+inline constexpr const char *kUpstreamCli = "gobgp";                // gobgpd's CLI, on PATH
+inline constexpr uint32_t kUpstreamMax = 16;        // announcements at most, all interfaces
+inline constexpr uint32_t kUpstreamMinPrefix4 = 24; // no source prefix shorter than this
+inline constexpr uint32_t kUpstreamMinPrefix6 = 48;
+inline constexpr double kUpstreamHoldS = 300;       // least seconds announced before an automatic withdrawal
+// How often the speaker's paths are read and reconciled (a restarted gobgpd
+// gets sluice's paths again within this), and one CLI call's timeout.
+inline constexpr double kUpstreamReconcileS = 5;
+inline constexpr double kUpstreamRetryMaxS = 60; // a speaker that does not answer: retried at 5, 10, 20, 40, 60 s
+inline constexpr double kUpstreamCallTimeoutS = 3;
+// The large community on every path sluice adds: how a restarted sluiced
+// tells its own paths from the operator's. 4200000000 is a private ASN
+// (RFC 6996), 7583 "SL" in a phone keypad's letters, 21 the issue.
+inline constexpr const char *kUpstreamMarker = "4200000000:7583:21";
+// Every FlowSpec rule carries NO_EXPORT: the upstream applies it, never
+// passes it on to its own peers.
+inline constexpr const char *kUpstreamCommunity = "no-export";
+
 } // namespace sluice::defaults

@@ -411,4 +411,29 @@ Status check_socket_path(std::string_view path)
 	return invalid("'" + std::string(path) + "' must be 1 to " + std::to_string(kSocketPathMax) + " bytes long");
 }
 
+Status check_upstream_max(Given n)
+{
+	return count_within(n, 1, kUpstreamMaxMax);
+}
+
+Status check_upstream_min_prefix4(Given prefix)
+{
+	return count_within(prefix, kUpstreamMinPrefix4Floor, 32);
+}
+
+Status check_upstream_min_prefix6(Given prefix)
+{
+	return count_within(prefix, kUpstreamMinPrefix6Floor, 128);
+}
+
+Status check_upstream_hold_s(double seconds)
+{
+	return seconds_within(seconds, 0, kUpstreamHoldMaxS);
+}
+
+Status check_upstream_prefixes(Given n)
+{
+	return count_within(n, 1, kUpstreamPrefixesMax);
+}
+
 } // namespace sluice

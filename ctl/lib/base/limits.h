@@ -137,6 +137,19 @@ Status check_top_window_s(double seconds);       // kTopWindowMinS..kTopWindowMa
 Status check_top_count(Given n);                 // 1..kTopCountMax
 Status check_interval_s(double seconds);         // (0, kIntervalMaxS]
 
+// Upstream mitigation (docs/upstream.md). A source prefix announced upstream
+// is never shorter than --upstream-min-prefix4/6, and those never go below
+// /8 and /16: a bound that allowed /0 would let one typo drop the Internet.
+inline constexpr uint64_t kUpstreamMaxMax = 1024;    // announcements at most
+inline constexpr uint64_t kUpstreamMinPrefix4Floor = 8, kUpstreamMinPrefix6Floor = 16;
+inline constexpr double kUpstreamHoldMaxS = 86400;
+inline constexpr size_t kUpstreamPrefixesMax = 64;  // --upstream-prefixes entries
+Status check_upstream_max(Given n);              // 1..kUpstreamMaxMax
+Status check_upstream_min_prefix4(Given prefix); // kUpstreamMinPrefix4Floor..32
+Status check_upstream_min_prefix6(Given prefix); // kUpstreamMinPrefix6Floor..128
+Status check_upstream_hold_s(double seconds);    // 0..kUpstreamHoldMaxS
+Status check_upstream_prefixes(Given n);         // 1..kUpstreamPrefixesMax
+
 // --- The policy file (docs/policy.md) ---
 // Classes, the default class included: a class is a small index the data
 // plane carries per frame (a class record per id, a u8 in the port table),

@@ -38,8 +38,9 @@ enum class Command : uint8_t {
 	standing,
 	reload,
 	explain,
+	upstream,
 };
-inline constexpr size_t kCommandCount = static_cast<size_t>(Command::explain) + 1;
+inline constexpr size_t kCommandCount = static_cast<size_t>(Command::upstream) + 1;
 
 enum class ArgType : uint8_t {
 	string,      // Request::str
@@ -80,9 +81,10 @@ inline constexpr ArgSpec bucket[] = {{"iface", T::string, true}, {"addr", T::str
 				     {"set", T::integer, false}};
 inline constexpr ArgSpec refill[] = {{"iface", T::string, true}, {"addr", T::string, true},
 				     {"n", T::integer, true}};
-// cidrs is optional: with from_fd the list comes as a file.
+// cidrs is optional: with from_fd the list comes as a file. upstream (1):
+// deny add ... --upstream, the prefixes announced upstream too.
 inline constexpr ArgSpec list_change[] = {{"iface", T::string, true}, {"list", T::string, true},
-					  {"cidrs", T::string_list, false}};
+					  {"cidrs", T::string_list, false}, {"upstream", T::integer, false}};
 inline constexpr ArgSpec list_show[] = {{"iface", T::string, true}, {"list", T::string, true}};
 inline constexpr ArgSpec attach[] = {{"iface", T::string, true}, {"mode", T::string, false}};
 inline constexpr ArgSpec top[] = {{"iface", T::string, true}, {"n", T::integer, false}};
@@ -122,6 +124,8 @@ inline constexpr std::array<CommandSpec, kCommandCount> kCommandSpecs = {{
 	 "read the policy file again and apply it (all or nothing), to one interface or all"},
 	{Command::explain, "explain", Access::read, command_args::explain,
 	 "the policy class a frame gets and why, its compiled class and its bucket's slots"},
+	{Command::upstream, "upstream", Access::read, command_args::optional_iface,
+	 "what is announced upstream over BGP (FlowSpec through gobgpd), why and since when; the speaker's state"},
 }};
 
 constexpr bool registry_in_order()

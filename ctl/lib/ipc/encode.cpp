@@ -213,7 +213,8 @@ json encode(const DaemonInfo &d)
 		  {"trip_periods", d.policy.trip_periods},
 		  {"hold_s", d.policy.hold_s},
 		  {"recovery_s", d.policy.recovery_s},
-		  {"recovery_start_ppm", d.policy.start_ppm}}}};
+		  {"recovery_start_ppm", d.policy.start_ppm}}},
+		{"upstream", d.upstream ? encode(*d.upstream) : json(nullptr)}};
 }
 
 json encode(const StatusReply &r)
@@ -268,6 +269,41 @@ json encode(const BucketView &b)
 json encode(const ListChange &c)
 {
 	return {{"iface", c.iface}, {"list", to_string(c.list)}, {"changed", c.changed}};
+}
+
+json encode(const UpstreamListChange &c)
+{
+	json j = encode(c.change);
+	j["upstream"] = c.upstream;
+	j["speaker_up"] = c.speaker_up;
+	j["dry_run"] = c.dry_run;
+	return j;
+}
+
+json encode(const UpstreamView &v)
+{
+	json rules = json::array();
+	for (const auto &r : v.rules)
+		rules.push_back({{"rule", r.rule},
+				 {"family", r.family},
+				 {"iface", r.iface},
+				 {"reason", r.reason},
+				 {"state", r.state},
+				 {"since", r.since_realtime_ns ? json(iso_time(*r.since_realtime_ns)) : json(nullptr)}});
+	return {{"enabled", v.enabled},
+		{"dry_run", v.dry_run},
+		{"speaker", {{"address", v.speaker},
+			     {"up", v.speaker_up},
+			     {"last_error", v.last_error.empty() ? json(nullptr) : json(v.last_error)},
+			     {"last_call_ms", v.last_call_ms}}},
+		{"peer", v.peer.empty() ? json(nullptr) : json({{"address", v.peer}, {"state", v.peer_state}})},
+		{"prefixes", v.prefixes},
+		{"max", v.max},
+		{"hold_s", v.hold_s},
+		{"rules", rules},
+		{"announcements", v.announcements},
+		{"withdrawals", v.withdrawals},
+		{"refusals", v.refusals}};
 }
 
 json encode(const ListShow &s)

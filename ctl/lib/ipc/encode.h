@@ -26,6 +26,8 @@ json encode(const CookieStatus &c);
 json encode(const StandingView &v);
 json encode(const ListChange &c);
 json encode(const ListShow &s);
+json encode(const UpstreamView &v);
+json encode(const UpstreamListChange &c);
 json encode(const AuditResult &a);
 json encode(const TopView &t);
 json encode(const AttachResult &a);

@@ -53,6 +53,32 @@ struct ManagedStatus {
 };
 
 // status.daemon
+// `sluicectl upstream [IFACE]`: what is announced upstream, why, since when.
+struct UpstreamRuleView {
+	std::string rule;   // "dst 198.18.1.0/24 src 198.18.3.7/32 discard"
+	std::string family; // "ipv4-flowspec", "ipv6-flowspec"
+	std::string iface;
+	std::string reason;
+	std::string state;  // "announced", "dry-run", "holding" (unwanted, in its hold), "over-max"
+	std::optional<uint64_t> since_realtime_ns; // none: not announced
+};
+
+struct UpstreamView {
+	bool enabled = false;
+	bool dry_run = false;
+	std::string speaker;     // gobgpd's API, host:port
+	bool speaker_up = false; // the last call to it answered
+	std::string last_error;  // the last call's error (empty: none)
+	double last_call_ms = 0;
+	std::string peer;        // --upstream-peer (empty: none)
+	std::string peer_state;  // its session as gobgpd reports it
+	std::vector<std::string> prefixes; // --upstream-prefixes
+	uint64_t max = 0;
+	double hold_s = 0;
+	std::vector<UpstreamRuleView> rules;
+	uint64_t announcements = 0, withdrawals = 0, refusals = 0; // by this daemon
+};
+
 struct DaemonInfo {
 	int pid = 0;
 	double uptime_s = 0;
@@ -60,6 +86,7 @@ struct DaemonInfo {
 	std::string pin_dir;
 	double period_s = 0;
 	PolicyConfig policy;
+	std::optional<UpstreamView> upstream; // --upstream; none when off
 };
 
 struct StatusReply {
@@ -126,6 +153,15 @@ struct ListChange {
 	std::string iface;
 	ListKind list = ListKind::allow;
 	size_t changed = 0; // prefixes in the request
+};
+
+// deny add ... --upstream: the change, and the FlowSpec rules announced (or,
+// in --upstream-dry-run, that would be), as logic/upstream writes them.
+struct UpstreamListChange {
+	ListChange change;
+	std::vector<std::string> upstream;
+	bool speaker_up = false; // false: wanted, announced once gobgpd answers
+	bool dry_run = false;    // --upstream-dry-run: logged, not announced
 };
 
 struct ListShow {

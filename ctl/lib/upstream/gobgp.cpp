@@ -1,0 +1,378 @@
+#include "upstream/gobgp.h"
+
+#include "base/clock.h"
+#include "base/fd.h"
+
+#include <nlohmann/json.hpp>
+
+#include <cmath>
+#include <csignal>
+#include <fcntl.h>
+#include <poll.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+extern char **environ;
+
+namespace sluice {
+
+using json = nlohmann::json;
+
+namespace {
+
+constexpr size_t kOutputMax = 4u << 20;
+
+std::string first_line(const std::string &s)
+{
+	auto nl = s.find('\n');
+	std::string line = s.substr(0, nl);
+	return line.size() > 300 ? line.substr(0, 300) + "..." : line;
+}
+
+Status close_on_error(int rc, const char *what)
+{
+	if (rc != 0)
+		return fail(ErrorKind::system, std::string("running the speaker's CLI: ") + what, rc);
+	return {};
+}
+
+// "4200000000:7583:21" -> its three numbers.
+std::optional<std::array<uint64_t, 3>> large_community(std::string_view text)
+{
+	std::array<uint64_t, 3> out{};
+	size_t i = 0;
+	for (auto &part : out) {
+		size_t end = text.find(':', i);
+		std::string piece(text.substr(i, end == std::string_view::npos ? std::string_view::npos : end - i));
+		if (piece.empty() || piece.find_first_not_of("0123456789") != std::string::npos || piece.size() > 10)
+			return std::nullopt;
+		part = std::stoull(piece);
+		if (part > 0xffffffffull)
+			return std::nullopt;
+		if (&part != &out.back()) {
+			if (end == std::string_view::npos)
+				return std::nullopt;
+			i = end + 1;
+		} else if (end != std::string_view::npos) {
+			return std::nullopt;
+		}
+	}
+	return out;
+}
+
+bool has_marker(const json &attrs, const std::array<uint64_t, 3> &m)
+{
+	for (const auto &a : attrs) {
+		if (a.value("type", 0) != 32 || !a.contains("value"))
+			continue;
+		for (const auto &c : a.at("value"))
+			if (c.value("ASN", uint64_t(0)) == m[0] && c.value("LocalData1", uint64_t(0)) == m[1] &&
+			    c.value("LocalData2", uint64_t(0)) == m[2])
+				return true;
+	}
+	return false;
+}
+
+// One operator-value list of a numeric component, when it is "== N" alone.
+std::optional<uint64_t> equals_one(const json &v)
+{
+	// op 0x81: end of list, equals (RFC 8955 4.2.1.1).
+	if (!v.is_array() || v.size() != 1 || v[0].value("op", 0) != 0x81)
+		return std::nullopt;
+	return v[0].value("value", uint64_t(0));
+}
+
+std::optional<UpstreamRule> rule_of(const json &path)
+{
+	UpstreamRule r;
+	bool have_dst = false;
+	for (const auto &c : path.at("nlri").at("value")) {
+		int type = c.value("type", 0);
+		const json &v = c.at("value");
+		if (type == 1 || type == 2) {
+			if (c.value("offset", 0) != 0)
+				return std::nullopt;
+			auto cidr = parse_cidr(v.at("prefix").get<std::string>());
+			if (!cidr)
+				return std::nullopt;
+			(type == 1 ? r.destination : r.source.emplace()) = *cidr;
+			have_dst |= type == 1;
+		} else if (type == 3) {
+			auto p = equals_one(v);
+			if (!p || *p > 255)
+				return std::nullopt;
+			r.protocol = static_cast<uint8_t>(*p);
+		} else if (type == 5) {
+			auto p = equals_one(v);
+			if (!p || *p > 65535)
+				return std::nullopt;
+			r.dport = static_cast<uint16_t>(*p);
+		} else {
+			return std::nullopt;
+		}
+	}
+	bool have_action = false;
+	for (const auto &a : path.at("attrs")) {
+		if (a.value("type", 0) != 16)
+			continue;
+		for (const auto &e : a.at("value")) {
+			// traffic-rate (RFC 8955 7.3): 0 is discard.
+			if (e.value("type", 0) == 128 && e.value("subtype", 0) == 6) {
+				double rate = e.value("rate", 0.0);
+				r.action = rate > 0 ? UpstreamAction::rate_limit : UpstreamAction::discard;
+				r.rate_bytes = rate > 0 ? static_cast<uint64_t>(std::llround(rate)) : 0;
+				have_action = true;
+			}
+		}
+	}
+	if (!have_dst || !have_action)
+		return std::nullopt;
+	return r;
+}
+
+} // namespace
+
+std::string_view gobgp_family(Family f)
+{
+	return f == Family::v4 ? "ipv4-flowspec" : "ipv6-flowspec";
+}
+
+std::vector<std::string> gobgp_rule_words(const UpstreamRule &rule)
+{
+	std::vector<std::string> w{"match", "destination", rule.destination.str()};
+	if (rule.source) {
+		w.push_back("source");
+		w.push_back(rule.source->str());
+	}
+	if (rule.protocol) {
+		w.push_back("protocol");
+		w.push_back(std::to_string(*rule.protocol));
+	}
+	if (rule.dport) {
+		w.push_back("destination-port");
+		w.push_back("==" + std::to_string(*rule.dport));
+	}
+	w.push_back("then");
+	if (rule.action == UpstreamAction::discard) {
+		w.push_back("discard");
+	} else {
+		w.push_back("rate-limit");
+		w.push_back(std::to_string(rule.rate_bytes));
+	}
+	return w;
+}
+
+Result<GobgpRib> parse_gobgp_rib(std::string_view json_text, std::string_view marker)
+{
+	auto m = large_community(marker);
+	if (!m)
+		return invalid("the upstream marker '" + std::string(marker) + "' is not a large community ASN:N:N");
+	json doc = json::parse(json_text, nullptr, false);
+	if (doc.is_discarded())
+		return fail(ErrorKind::system, "the speaker's RIB is not JSON: " + first_line(std::string(json_text)), EPROTO);
+	GobgpRib out;
+	if (doc.is_null() || (doc.is_array() && doc.empty()))
+		return out;
+	if (!doc.is_object())
+		return fail(ErrorKind::system, "the speaker's RIB is not a JSON object", EPROTO);
+	try {
+		for (const auto &[key, paths] : doc.items())
+			for (const auto &p : paths) {
+				// Received paths name their neighbor: only local ones are sluice's.
+				if (p.contains("neighbor-ip") && !p.at("neighbor-ip").get<std::string>().empty() &&
+				    p.at("neighbor-ip") != "<nil>")
+					continue;
+				if (!p.contains("attrs") || !has_marker(p.at("attrs"), *m))
+					continue;
+				if (auto r = rule_of(p))
+					out.rules.push_back(*r);
+				else
+					out.unknown++;
+			}
+	} catch (const json::exception &e) {
+		return fail(ErrorKind::system, std::string("the speaker's RIB: unexpected JSON: ") + e.what(), EPROTO);
+	}
+	return out;
+}
+
+Result<std::string> parse_gobgp_neighbor_state(std::string_view json_text)
+{
+	json doc = json::parse(json_text, nullptr, false);
+	if (doc.is_array() && doc.size() == 1)
+		doc = doc[0];
+	if (doc.is_discarded() || !doc.is_object())
+		return fail(ErrorKind::system, "the speaker's neighbor is not JSON: " + first_line(std::string(json_text)),
+			    EPROTO);
+	const json *s = nullptr;
+	if (doc.contains("state") && doc["state"].is_object()) {
+		s = &doc["state"];
+		if (s->contains("session_state")) {
+			const json &st = s->at("session_state");
+			if (st.is_string())
+				return st.get<std::string>();
+			// The API's enum: 6 is ESTABLISHED.
+			static const char *names[] = {"unknown", "idle", "connect", "active", "opensent", "openconfirm",
+						      "established"};
+			int n = st.get<int>();
+			return std::string(n >= 0 && n < 7 ? names[n] : "unknown");
+		}
+	}
+	return std::string("unknown");
+}
+
+Result<std::string> run_captured(const std::vector<std::string> &argv, double timeout_s)
+{
+	int out_pipe[2], err_pipe[2];
+	if (pipe2(out_pipe, O_CLOEXEC) != 0)
+		return fail_errno("running " + argv.at(0) + ": pipe");
+	UniqueFd out_r(out_pipe[0]), out_w(out_pipe[1]);
+	if (pipe2(err_pipe, O_CLOEXEC) != 0)
+		return fail_errno("running " + argv.at(0) + ": pipe");
+	UniqueFd err_r(err_pipe[0]), err_w(err_pipe[1]);
+
+	posix_spawn_file_actions_t fa;
+	posix_spawn_file_actions_init(&fa);
+	posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
+	posix_spawn_file_actions_adddup2(&fa, out_w.get(), 1);
+	posix_spawn_file_actions_adddup2(&fa, err_w.get(), 2);
+	posix_spawnattr_t attr;
+	posix_spawnattr_init(&attr);
+	sigset_t none, all;
+	sigemptyset(&none);
+	sigfillset(&all);
+	posix_spawnattr_setsigmask(&attr, &none); // sluiced blocks its signals for signalfd
+	posix_spawnattr_setsigdefault(&attr, &all);
+	posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
+	std::vector<char *> args;
+	for (const auto &a : argv)
+		args.push_back(const_cast<char *>(a.c_str()));
+	args.push_back(nullptr);
+	pid_t pid = 0;
+	int rc = posix_spawnp(&pid, args[0], &fa, &attr, args.data(), environ);
+	posix_spawn_file_actions_destroy(&fa);
+	posix_spawnattr_destroy(&attr);
+	if (auto ok = close_on_error(rc, argv[0].c_str()); !ok)
+		return std::unexpected(ok.error());
+	out_w.reset();
+	err_w.reset();
+
+	std::string out, err;
+	double deadline = monotonic_seconds() + timeout_s;
+	bool timed_out = false;
+	while (out_r || err_r) {
+		pollfd fds[2] = {{out_r ? out_r.get() : -1, POLLIN, 0}, {err_r ? err_r.get() : -1, POLLIN, 0}};
+		double left = deadline - monotonic_seconds();
+		if (left <= 0) {
+			timed_out = true;
+			break;
+		}
+		int n = poll(fds, 2, static_cast<int>(std::ceil(left * 1000)));
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0)
+			break;
+		for (int i = 0; i < 2; i++) {
+			if (!fds[i].revents)
+				continue;
+			UniqueFd &fd = i == 0 ? out_r : err_r;
+			std::string &into = i == 0 ? out : err;
+			char buf[65536];
+			ssize_t got = read(fd.get(), buf, sizeof(buf));
+			if (got <= 0) {
+				fd.reset();
+				continue;
+			}
+			if (into.size() < kOutputMax)
+				into.append(buf, static_cast<size_t>(got));
+		}
+	}
+	if (timed_out)
+		kill(pid, SIGKILL);
+	int status = 0;
+	while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+	}
+	std::string what = argv.at(0);
+	for (size_t i = 1; i < argv.size() && i < 8; i++)
+		what += " " + argv[i];
+	if (timed_out)
+		return fail(ErrorKind::system, what + ": no answer within " + std::to_string(timeout_s) + " s (killed)",
+			    ETIMEDOUT);
+	if (out.size() >= kOutputMax)
+		return fail(ErrorKind::system, what + ": output over 4 MiB", E2BIG);
+	if (WIFEXITED(status) && WEXITSTATUS(status) == 0)
+		return out;
+	std::string why = first_line(err.empty() ? out : err);
+	if (WIFEXITED(status) && WEXITSTATUS(status) == 127)
+		return fail(ErrorKind::system, what + ": cannot run it (is gobgp installed?)", ENOENT);
+	return fail(ErrorKind::system,
+		    what + (WIFEXITED(status) ? ": exit " + std::to_string(WEXITSTATUS(status))
+					      : ": killed by signal " + std::to_string(WTERMSIG(status))) +
+			    (why.empty() ? "" : ": " + why),
+		    EIO);
+}
+
+Result<std::string> GobgpSpeaker::run(const std::vector<std::string> &words) const
+{
+	std::vector<std::string> argv{cfg_.cli, "-u", cfg_.host, "-p", std::to_string(cfg_.port)};
+	argv.insert(argv.end(), words.begin(), words.end());
+	double t0 = monotonic_seconds();
+	auto r = run_captured(argv, cfg_.timeout_s);
+	last_call_s_ = monotonic_seconds() - t0;
+	return r;
+}
+
+Result<GobgpRib> GobgpSpeaker::list() const
+{
+	GobgpRib all;
+	for (Family f : {Family::v4, Family::v6}) {
+		auto text = run({"global", "rib", "-a", std::string(gobgp_family(f)), "-j"});
+		if (!text)
+			return std::unexpected(text.error());
+		auto rib = parse_gobgp_rib(*text, cfg_.marker);
+		if (!rib)
+			return std::unexpected(rib.error());
+		all.rules.insert(all.rules.end(), rib->rules.begin(), rib->rules.end());
+		all.unknown += rib->unknown;
+	}
+	return all;
+}
+
+Status GobgpSpeaker::announce(const UpstreamRule &rule) const
+{
+	std::vector<std::string> w{"global", "rib", "-a", std::string(gobgp_family(rule.family())), "add"};
+	auto words = gobgp_rule_words(rule);
+	w.insert(w.end(), words.begin(), words.end());
+	if (!cfg_.communities.empty()) {
+		std::string list;
+		for (const auto &c : cfg_.communities)
+			list += (list.empty() ? "" : ",") + c;
+		w.push_back("community");
+		w.push_back(list);
+	}
+	w.push_back("large-community");
+	w.push_back(cfg_.marker);
+	if (auto r = run(w); !r)
+		return std::unexpected(r.error());
+	return {};
+}
+
+Status GobgpSpeaker::withdraw(const UpstreamRule &rule) const
+{
+	std::vector<std::string> w{"global", "rib", "-a", std::string(gobgp_family(rule.family())), "del"};
+	auto words = gobgp_rule_words(rule);
+	w.insert(w.end(), words.begin(), words.end());
+	if (auto r = run(w); !r)
+		return std::unexpected(r.error());
+	return {};
+}
+
+Result<std::string> GobgpSpeaker::peer_state(const std::string &peer) const
+{
+	auto text = run({"neighbor", peer, "-j"});
+	if (!text)
+		return std::unexpected(text.error());
+	return parse_gobgp_neighbor_state(*text);
+}
+
+} // namespace sluice

@@ -1,0 +1,72 @@
+// cmd_upstream.cpp - `upstream [IFACE]`: what sluiced asks the network
+// upstream to drop over BGP (docs/upstream.md): each FlowSpec rule, its
+// interface, why, since when and its state; the speaker (gobgpd) and the
+// session with the upstream peer. Exit 1 when sluiced runs without --upstream.
+#include "sluicectl/client.h"
+#include "sluicectl/command.h"
+#include "sluicectl/output.h"
+#include "sluicectl/table.h"
+
+namespace sluicectl {
+
+namespace {
+
+void print_upstream(Context &ctx, const json &r)
+{
+	using A = Table::Align;
+	const json &sp = r.at("speaker");
+	ctx.out << "upstream" << (r.at("dry_run").get<bool>() ? " (dry run: nothing is announced)" : "") << ": speaker "
+		<< sp.at("address").get<std::string>() << (sp.at("up").get<bool>() ? " up" : " DOWN");
+	if (!sp.at("last_error").is_null())
+		ctx.out << " (" << sp.at("last_error").get<std::string>() << ")";
+	if (!r.at("peer").is_null())
+		ctx.out << "; peer " << r.at("peer").at("address").get<std::string>() << " "
+			<< r.at("peer").at("state").get<std::string>();
+	ctx.out << '\n';
+	std::string prefixes;
+	for (const auto &p : r.at("prefixes"))
+		prefixes += (prefixes.empty() ? "" : ", ") + p.get<std::string>();
+	Table block;
+	block.row({"own prefixes", prefixes})
+		.row({"max", text_of(r.at("max"))})
+		.row({"hold", text_of(r.at("hold_s")) + " s"})
+		.row({"made", text_of(r.at("announcements")) + " announcements, " + text_of(r.at("withdrawals")) +
+				      " withdrawals, " + text_of(r.at("refusals")) + " refused over max"});
+	block.print(ctx.out, 2);
+	const json &rules = r.at("rules");
+	if (rules.empty()) {
+		ctx.out << "  nothing announced\n";
+		return;
+	}
+	Table table({"RULE", "IFACE", "STATE", "SINCE", "WHY"}, {A::left, A::left, A::left, A::left, A::left});
+	for (const auto &x : rules)
+		table.row({x.at("rule").get<std::string>(), x.at("iface").get<std::string>(), x.at("state").get<std::string>(),
+			   text_of(x.at("since")), x.at("reason").get<std::string>()});
+	table.print(ctx.out, 2);
+}
+
+} // namespace
+
+Status do_upstream(Context &ctx, const Invocation &inv)
+{
+	auto iface = inv.optional_iface(0);
+	if (!iface)
+		return std::unexpected(iface.error());
+	if (auto ok = inv.at_most(1); !ok)
+		return ok;
+	json request = request_for(sluice::Command::upstream);
+	if (*iface)
+		request["iface"] = **iface;
+	auto reply = Client(ctx.socket).call(request);
+	if (!reply)
+		return std::unexpected(reply.error());
+	if (ctx.json)
+		print_json(ctx, *reply);
+	if (!reply->at("enabled").get<bool>())
+		return sluice::refused("sluiced runs without --upstream: nothing is announced upstream");
+	if (!ctx.json)
+		print_upstream(ctx, *reply);
+	return {};
+}
+
+} // namespace sluicectl

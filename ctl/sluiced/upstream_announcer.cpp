@@ -1,0 +1,301 @@
+#include "sluiced/upstream_announcer.h"
+
+#include "base/clock.h"
+#include "base/defaults.h"
+#include "base/log.h"
+
+#include <algorithm>
+
+namespace sluice {
+
+namespace {
+
+std::string operator_reason(const std::string &iface, const Cidr &source)
+{
+	return "operator: sluicectl deny add " + iface + " " + source.str() + " --upstream";
+}
+
+} // namespace
+
+UpstreamAnnouncer::UpstreamAnnouncer(UpstreamOptions opts, Hooks hooks)
+	: opts_(std::move(opts)), hooks_(std::move(hooks)), speaker_(opts_.speaker)
+{
+}
+
+Result<std::vector<UpstreamRule>> UpstreamAnnouncer::check_sources(const std::string &iface,
+								   const std::vector<Cidr> &sources) const
+{
+	std::vector<UpstreamRule> out;
+	auto is_protected = [&](const Cidr &c) { return hooks_.is_protected(iface, c); };
+	for (const auto &s : sources) {
+		auto rules = source_rules(opts_.guards, s);
+		if (rules.empty())
+			return refused("upstream: " + s.str() + " refused: no --upstream-prefixes of its family to match on");
+		for (const auto &r : rules) {
+			if (auto ok = check_rule(opts_.guards, r, is_protected); !ok)
+				return std::unexpected(ok.error());
+			out.push_back(r);
+		}
+	}
+	// --upstream-max: refused here, before anything changes, rather than
+	// left wanted and never announced.
+	size_t total = wanted_.size();
+	for (size_t i = 0; i < out.size(); i++) {
+		bool known = std::any_of(wanted_.begin(), wanted_.end(), [&](const UpstreamWanted &w) { return w.rule == out[i]; });
+		bool repeated = std::find(out.begin(), out.begin() + static_cast<std::ptrdiff_t>(i), out[i]) != out.begin() + static_cast<std::ptrdiff_t>(i);
+		total += !known && !repeated;
+	}
+	if (total > opts_.guards.max)
+		return refused("upstream: " + std::to_string(total) + " rules would be wanted, over --upstream-max " +
+			       std::to_string(opts_.guards.max) + ": nothing changed");
+	return out;
+}
+
+Result<std::vector<UpstreamRule>> UpstreamAnnouncer::add_sources(const std::string &iface,
+								 const std::vector<Cidr> &sources, double now_s)
+{
+	auto rules = check_sources(iface, sources);
+	if (!rules)
+		return rules;
+	for (const auto &s : sources)
+		for (auto &r : source_rules(opts_.guards, s)) {
+			bool known = std::any_of(wanted_.begin(), wanted_.end(),
+						 [&](const UpstreamWanted &w) { return w.rule == r && w.iface == iface; });
+			if (!known)
+				wanted_.push_back({r, iface, operator_reason(iface, s), false});
+		}
+	reconcile(now_s, "deny add --upstream on " + iface);
+	return rules;
+}
+
+void UpstreamAnnouncer::remove_sources(const std::string &iface, const std::vector<Cidr> &sources, double now_s)
+{
+	size_t before = wanted_.size();
+	std::erase_if(wanted_, [&](const UpstreamWanted &w) {
+		return w.iface == iface && w.rule.source &&
+		       std::find(sources.begin(), sources.end(), *w.rule.source) != sources.end();
+	});
+	if (wanted_.size() != before)
+		reconcile(now_s, "deny del on " + iface);
+}
+
+void UpstreamAnnouncer::forget_interface(const std::string &iface, double now_s)
+{
+	size_t before = wanted_.size();
+	std::erase_if(wanted_, [&](const UpstreamWanted &w) { return w.iface == iface; });
+	if (wanted_.size() != before)
+		reconcile(now_s, iface + " no longer managed");
+}
+
+void UpstreamAnnouncer::tick(double now_s)
+{
+	if (now_s >= next_reconcile_s_)
+		reconcile(now_s, started_ ? "periodic" : "start");
+}
+
+// The wanted rules, each still through the guards: an allowlist entry or
+// standing that came after the announcement withdraws it.
+std::vector<UpstreamWanted> UpstreamAnnouncer::wanted_now()
+{
+	std::vector<UpstreamWanted> out;
+	for (const auto &w : wanted_) {
+		auto is_protected = [&](const Cidr &c) { return hooks_.is_protected(w.iface, c); };
+		if (auto ok = check_rule(opts_.guards, w.rule, is_protected); !ok) {
+			bool was_mine = std::any_of(mine_.begin(), mine_.end(), [&](const UpstreamHeld &h) { return h.rule == w.rule; });
+			if (was_mine)
+				log_warn("upstream: " + ok.error().message + " (" + w.reason + "); withdrawing it");
+			continue;
+		}
+		out.push_back(w);
+	}
+	return out;
+}
+
+void UpstreamAnnouncer::reconcile(double now_s, const std::string &why)
+{
+	next_reconcile_s_ = now_s + defaults::kUpstreamReconcileS;
+	auto rib = speaker_.list();
+	last_call_s_ = speaker_.last_call_s();
+	if (!rib) {
+		// A call to a gobgpd that is down costs the loop about a second:
+		// retry at 5, 10, 20, 40, 60, 60... s rather than every 5 s.
+		failures_++;
+		double wait = std::min(defaults::kUpstreamReconcileS * double(1u << std::min(failures_ - 1, 4u)),
+				       defaults::kUpstreamRetryMaxS);
+		next_reconcile_s_ = now_s + wait;
+		if (speaker_up_ || last_error_ != rib.error().describe())
+			log_warn("upstream: the speaker at " + opts_.speaker.host + ":" + std::to_string(opts_.speaker.port) +
+				 " does not answer (" + rib.error().describe() +
+				 "); the deny lists keep enforcing here; retrying, at most every " +
+				 std::to_string(static_cast<int>(defaults::kUpstreamRetryMaxS)) + " s");
+		speaker_up_ = false;
+		last_error_ = rib.error().describe();
+		return;
+	}
+	failures_ = 0;
+	if (!speaker_up_)
+		log_info("upstream: the speaker at " + opts_.speaker.host + ":" + std::to_string(opts_.speaker.port) +
+			 " answers (" + std::to_string(rib->rules.size()) + " path(s) of sluice's)");
+	speaker_up_ = true;
+	last_error_.clear();
+	if (rib->unknown)
+		log_warn("upstream: " + std::to_string(rib->unknown) +
+			 " path(s) carry sluice's marker with components sluice does not write: left alone");
+
+	// The first reconcile adopts what a previous daemon announced for a
+	// source still on an interface's deny list; the rest is stale.
+	if (!started_) {
+		started_ = true;
+		for (const auto &r : rib->rules) {
+			if (!r.source)
+				continue;
+			for (const auto &iface : hooks_.interfaces()) {
+				auto deny = hooks_.deny_list(iface);
+				if (std::find(deny.begin(), deny.end(), *r.source) == deny.end())
+					continue;
+				auto rules = source_rules(opts_.guards, *r.source);
+				if (std::find(rules.begin(), rules.end(), r) == rules.end())
+					continue;
+				bool known = std::any_of(wanted_.begin(), wanted_.end(), [&](const UpstreamWanted &w) {
+					return w.rule == r && w.iface == iface;
+				});
+				if (!known)
+					wanted_.push_back({r, iface, operator_reason(iface, *r.source) + " (adopted at start)", false});
+				break;
+			}
+		}
+	}
+
+	auto wanted = wanted_now();
+	// In dry run the speaker holds nothing of ours: what this daemon
+	// "announced" stands in for it.
+	std::vector<UpstreamRule> held;
+	if (opts_.dry_run)
+		for (const auto &h : mine_)
+			held.push_back(h.rule);
+	else
+		held = rib->rules;
+	auto plan = plan_upstream(wanted, held, mine_, opts_.guards.max, opts_.hold_s, now_s);
+	const char *verb = opts_.dry_run ? "would " : "";
+
+	for (const auto &r : plan.withdraw) {
+		if (!opts_.dry_run)
+			if (auto ok = speaker_.withdraw(r); !ok) {
+				log_error("upstream: withdrawing " + r.str() + ": " + ok.error().describe());
+				speaker_up_ = false;
+				last_error_ = ok.error().describe();
+				continue;
+			}
+		auto h = std::find_if(mine_.begin(), mine_.end(), [&](const UpstreamHeld &x) { return x.rule == r; });
+		log_info(std::string("upstream: ") + verb + "withdraw " + r.str() +
+			 (h != mine_.end() ? " (" + h->reason + ")" : " (stale: no longer wanted)") + " [" + why + "]");
+		if (h != mine_.end())
+			mine_.erase(h);
+		withdrawals_++;
+	}
+	for (const auto &a : plan.adopt)
+		if (std::none_of(mine_.begin(), mine_.end(), [&](const UpstreamHeld &h) { return h.rule == a; })) {
+			auto w = std::find_if(wanted.begin(), wanted.end(), [&](const UpstreamWanted &x) { return x.rule == a; });
+			mine_.push_back({a, w->iface, w->reason, now_s, w->held});
+			log_info("upstream: adopted " + a.str() + " (" + w->reason + "), already held by the speaker");
+		}
+	for (const auto &w : plan.announce) {
+		if (!opts_.dry_run)
+			if (auto ok = speaker_.announce(w.rule); !ok) {
+				log_error("upstream: announcing " + w.rule.str() + ": " + ok.error().describe());
+				speaker_up_ = false;
+				last_error_ = ok.error().describe();
+				continue;
+			}
+		bool again = std::any_of(mine_.begin(), mine_.end(), [&](const UpstreamHeld &h) { return h.rule == w.rule; });
+		log_info(std::string("upstream: ") + verb + (again ? "announce again (the speaker lost it) " : "announce ") +
+			 w.rule.str() + " (" + w.reason + ") [" + why + "]");
+		if (!again)
+			mine_.push_back({w.rule, w.iface, w.reason, now_s, w.held});
+		announcements_++;
+	}
+	for (const auto &w : plan.over_max)
+		if (std::none_of(over_max_.begin(), over_max_.end(), [&](const UpstreamWanted &x) { return x.rule == w.rule; })) {
+			log_warn("upstream: not announced, --upstream-max " + std::to_string(opts_.guards.max) + " reached: " +
+				 w.rule.str() + " (" + w.reason + ")");
+			refusals_++;
+		}
+	over_max_ = plan.over_max;
+	// Held rules no longer on the speaker and not wanted (gone meanwhile).
+	std::erase_if(mine_, [&](const UpstreamHeld &h) {
+		bool on_speaker = std::find(held.begin(), held.end(), h.rule) != held.end();
+		bool wanted_now = std::any_of(wanted.begin(), wanted.end(), [&](const UpstreamWanted &w) { return w.rule == h.rule; });
+		return !on_speaker && !wanted_now &&
+		       std::find(plan.withdraw.begin(), plan.withdraw.end(), h.rule) == plan.withdraw.end();
+	});
+	if (!opts_.peer.empty()) {
+		auto st = speaker_.peer_state(opts_.peer);
+		peer_state_ = st ? *st : "unknown (" + st.error().message + ")";
+	}
+}
+
+void UpstreamAnnouncer::withdraw_all()
+{
+	if (opts_.dry_run) {
+		for (const auto &h : mine_)
+			log_info("upstream: would withdraw " + h.rule.str() + " (sluiced exiting)");
+		mine_.clear();
+		return;
+	}
+	auto rib = speaker_.list();
+	if (!rib) {
+		log_error("upstream: sluiced exiting and the speaker does not answer (" + rib.error().describe() +
+			  "): its paths stay until the next sluiced withdraws them or gobgpd restarts");
+		return;
+	}
+	for (const auto &r : rib->rules) {
+		if (auto ok = speaker_.withdraw(r); !ok)
+			log_error("upstream: withdrawing " + r.str() + ": " + ok.error().describe());
+		else
+			log_info("upstream: withdraw " + r.str() + " (sluiced exiting)");
+	}
+	mine_.clear();
+}
+
+UpstreamView UpstreamAnnouncer::view(const std::optional<std::string> &iface) const
+{
+	UpstreamView v;
+	v.enabled = true;
+	v.dry_run = opts_.dry_run;
+	v.speaker = opts_.speaker.host + ":" + std::to_string(opts_.speaker.port);
+	v.speaker_up = speaker_up_;
+	v.last_error = last_error_;
+	v.last_call_ms = last_call_s_ * 1000;
+	v.peer = opts_.peer;
+	v.peer_state = peer_state_;
+	for (const auto &p : opts_.guards.own)
+		v.prefixes.push_back(p.str());
+	v.max = opts_.guards.max;
+	v.hold_s = opts_.hold_s;
+	double now_mono = monotonic_seconds();
+	uint64_t now_real = realtime_ns();
+	for (const auto &h : mine_) {
+		if (iface && h.iface != *iface)
+			continue;
+		bool wanted = std::any_of(wanted_.begin(), wanted_.end(), [&](const UpstreamWanted &w) { return w.rule == h.rule; });
+		double age = std::max(0.0, now_mono - h.since_s);
+		v.rules.push_back({h.rule.str(), std::string(gobgp_family(h.rule.family())), h.iface, h.reason,
+				   opts_.dry_run ? "dry-run" : (wanted ? "announced" : "holding"),
+				   now_real - static_cast<uint64_t>(age * 1e9)});
+	}
+	for (const auto &w : over_max_)
+		if (!iface || w.iface == *iface)
+			v.rules.push_back({w.rule.str(), std::string(gobgp_family(w.rule.family())), w.iface, w.reason,
+					   "over-max", std::nullopt});
+	v.announcements = announcements_;
+	v.withdrawals = withdrawals_;
+	v.refusals = refusals_;
+	return v;
+}
+
+UpstreamMetricsSnapshot UpstreamAnnouncer::metrics() const
+{
+	return {opts_.dry_run ? 0 : mine_.size(), announcements_, withdrawals_, refusals_, speaker_up_};
+}
+
+} // namespace sluice

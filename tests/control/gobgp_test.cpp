@@ -1,0 +1,100 @@
+// upstream/gobgp: the CLI words for a rule and the reading of gobgpd's RIB
+// (JSON as `gobgp global rib -a ipv4-flowspec -j` printed it, gobgpd 3.10),
+// and the child process runner, with no gobgpd. The real speaker is
+// tests/netns/test_upstream.py's.
+#include "upstream/gobgp.h"
+
+#include <gtest/gtest.h>
+
+namespace sluice {
+namespace {
+
+constexpr const char *kMarker = "4200000000:7583:21";
+
+Cidr cidr(const char *text)
+{
+	return *parse_cidr(text);
+}
+
+std::string joined(const std::vector<std::string> &w)
+{
+	std::string s;
+	for (const auto &x : w)
+		s += (s.empty() ? "" : " ") + x;
+	return s;
+}
+
+TEST(GobgpWords, EveryComponentAndBothActions)
+{
+	UpstreamRule r{cidr("198.18.1.0/24"), cidr("198.18.3.7/32"), std::nullopt, std::nullopt, UpstreamAction::discard, 0};
+	EXPECT_EQ(joined(gobgp_rule_words(r)), "match destination 198.18.1.0/24 source 198.18.3.7/32 then discard");
+	r.protocol = 17;
+	r.dport = 53;
+	r.action = UpstreamAction::rate_limit;
+	r.rate_bytes = 125000;
+	EXPECT_EQ(joined(gobgp_rule_words(r)), "match destination 198.18.1.0/24 source 198.18.3.7/32 protocol 17 "
+					       "destination-port ==53 then rate-limit 125000");
+	EXPECT_EQ(gobgp_family(Family::v6), "ipv6-flowspec");
+}
+
+// Three paths: one of sluice's (marked), one marked with a component sluice
+// does not write, one not marked (the operator's own).
+constexpr const char *kRib = R"({
+ "[destination: 198.18.1.0/24][source: 198.18.3.7/32]":[{"nlri":{"value":[{"type":1,"value":{"prefix":"198.18.1.0/24"}},{"type":2,"value":{"prefix":"198.18.3.7/32"}}]},"age":1,"best":true,"attrs":[{"type":1,"value":2},{"type":8,"communities":[4294967041]},{"type":16,"value":[{"type":128,"subtype":6,"as":0,"rate":0}]},{"type":32,"value":[{"ASN":4200000000,"LocalData1":7583,"LocalData2":21}]}],"stale":false}],
+ "[destination: 198.18.1.0/24][protocol: ==udp][destination-port: ==53]":[{"nlri":{"value":[{"type":1,"value":{"prefix":"198.18.1.0/24"}},{"type":3,"value":[{"op":129,"value":17}]},{"type":5,"value":[{"op":129,"value":53}]}]},"age":1,"best":true,"attrs":[{"type":16,"value":[{"type":128,"subtype":6,"as":0,"rate":125000}]},{"type":32,"value":[{"ASN":4200000000,"LocalData1":7583,"LocalData2":21}]}],"stale":false}],
+ "[destination: 198.18.1.0/24][packet-length: >100]":[{"nlri":{"value":[{"type":1,"value":{"prefix":"198.18.1.0/24"}},{"type":10,"value":[{"op":146,"value":100}]}]},"attrs":[{"type":16,"value":[{"type":128,"subtype":6,"as":0,"rate":0}]},{"type":32,"value":[{"ASN":4200000000,"LocalData1":7583,"LocalData2":21}]}]}],
+ "[destination: 198.18.1.0/24][source: 198.18.9.0/24]":[{"nlri":{"value":[{"type":1,"value":{"prefix":"198.18.1.0/24"}},{"type":2,"value":{"prefix":"198.18.9.0/24"}}]},"attrs":[{"type":16,"value":[{"type":128,"subtype":6,"as":0,"rate":0}]}]}]
+})";
+
+TEST(GobgpRib, OnlyMarkedPathsAreSluicesAndReadBackAsRules)
+{
+	auto rib = parse_gobgp_rib(kRib, kMarker);
+	ASSERT_TRUE(rib) << rib.error().message;
+	ASSERT_EQ(rib->rules.size(), 2u);
+	EXPECT_EQ(rib->unknown, 1u);
+	// In the order of gobgpd's keys, sorted.
+	EXPECT_EQ(rib->rules[0].str(), "dst 198.18.1.0/24 proto 17 dport 53 rate 125000 B/s");
+	EXPECT_EQ(rib->rules[1].str(), "dst 198.18.1.0/24 src 198.18.3.7/32 discard");
+	// What sluice writes reads back as itself.
+	UpstreamRule r{cidr("198.18.1.0/24"), cidr("198.18.3.7/32"), std::nullopt, std::nullopt, UpstreamAction::discard, 0};
+	EXPECT_EQ(rib->rules[1], r);
+}
+
+TEST(GobgpRib, AnEmptyRibAndBadInput)
+{
+	for (const char *empty : {"{}", "null", "[]"}) {
+		auto rib = parse_gobgp_rib(empty, kMarker);
+		ASSERT_TRUE(rib) << empty;
+		EXPECT_TRUE(rib->rules.empty());
+	}
+	EXPECT_FALSE(parse_gobgp_rib("{\"error\":", kMarker));
+	auto bad_marker = parse_gobgp_rib("{}", "65535:666");
+	ASSERT_FALSE(bad_marker);
+	EXPECT_EQ(bad_marker.error().kind, ErrorKind::invalid);
+}
+
+TEST(GobgpNeighbor, TheSessionStateByNameFromTheApiEnum)
+{
+	EXPECT_EQ(*parse_gobgp_neighbor_state(R"({"state":{"session_state":6}})"), "established");
+	EXPECT_EQ(*parse_gobgp_neighbor_state(R"([{"state":{"session_state":3}}])"), "active");
+	EXPECT_FALSE(parse_gobgp_neighbor_state("oops"));
+}
+
+TEST(RunCaptured, OutputExitCodesAndTheTimeout)
+{
+	auto out = run_captured({"sh", "-c", "echo hello; echo noise >&2"}, 5);
+	ASSERT_TRUE(out) << out.error().message;
+	EXPECT_EQ(*out, "hello\n");
+	auto failed = run_captured({"sh", "-c", "echo 'no route' >&2; exit 3"}, 5);
+	ASSERT_FALSE(failed);
+	EXPECT_EQ(failed.error().message, "sh -c echo 'no route' >&2; exit 3: exit 3: no route");
+	auto missing = run_captured({"/nonexistent/gobgp"}, 5);
+	ASSERT_FALSE(missing);
+	EXPECT_EQ(missing.error().kind, ErrorKind::system);
+	auto slow = run_captured({"sleep", "10"}, 0.2);
+	ASSERT_FALSE(slow);
+	EXPECT_EQ(slow.error().code, ETIMEDOUT);
+}
+
+} // namespace
+} // namespace sluice

@@ -1,0 +1,325 @@
+"""Upstream mitigation over BGP (docs/upstream.md), against real daemons: gobgpd
+(Debian's, 3.x) in the protected host's namespace, driven by sluiced through
+its CLI, with an eBGP session to BIRD 2 in the router's namespace. What
+sluiced announces is read back from BIRD with birdc: FlowSpec rules component
+by component in its flow4/flow6 tables, with their communities. (BIRD stores
+FlowSpec; no Linux router enforces it, so these tests read the router's
+tables rather than its forwarding.)
+
+Every daemon is started here with its configuration in the testbed's run
+directory and stopped by pid; BIRD's control socket is per test."""
+
+import json
+import os
+import re
+import shutil
+import signal
+import subprocess
+import time
+import unittest
+
+from sluice_netns import Daemon, Testbed, ctl, ctl_json, in_ci, main, require_root, run, wait_until
+
+HOST_AS, ROUTER_AS = 64500, 64501
+API = "127.0.0.1:50051"
+MARKER = "(4200000000, 7583, 21)"
+OWN4, OWN6 = "198.18.1.0/24", "2001:2:0:1::/64"
+ATTACKER = "198.18.3.7/32"
+
+
+def require_bgp_daemons(test):
+    missing = [t for t in ("gobgpd", "gobgp", "bird", "birdc") if shutil.which(t) is None]
+    if missing:
+        if in_ci():
+            test.fail(f"cannot run in CI: {', '.join(missing)} not installed (scripts/setup.sh installs gobgpd and bird2)")
+        raise unittest.SkipTest(f"needs {', '.join(missing)} (Debian's gobgpd and bird2)")
+
+
+class Speaker:
+    """gobgpd in the host's namespace, its API on the namespace's loopback."""
+
+    def __init__(self, tb):
+        self.tb = tb
+        self.conf = os.path.join(tb.rundir, "gobgpd.toml")
+        self.log_path = os.path.join(tb.rundir, "gobgpd.log")
+        with open(self.conf, "w") as f:
+            f.write(f"""[global.config]
+  as = {HOST_AS}
+  router-id = "198.18.1.2"
+  port = 179
+  local-address-list = ["198.18.1.2"]
+
+[[neighbors]]
+  [neighbors.config]
+    neighbor-address = "198.18.1.1"
+    peer-as = {ROUTER_AS}
+  [neighbors.timers.config]
+    connect-retry = 1
+  [neighbors.transport.config]
+    local-address = "198.18.1.2"
+""" + "".join(f"""  [[neighbors.afi-safis]]
+    [neighbors.afi-safis.config]
+      afi-safi-name = "{f}"
+""" for f in ("ipv4-unicast", "ipv4-flowspec", "ipv6-flowspec")))
+        self.proc = None
+
+    def start(self):
+        run(["ip", "netns", "exec", self.tb.ns_host, "ip", "link", "set", "lo", "up"])
+        with open(self.log_path, "a") as log:
+            self.proc = subprocess.Popen(["ip", "netns", "exec", self.tb.ns_host, "gobgpd", "-f", self.conf,
+                                          "--api-hosts", API, "-p"], stdout=log, stderr=subprocess.STDOUT)
+        wait_until(lambda: self.gobgp("global", check=False).returncode == 0, 15, what="gobgpd's API")
+        return self
+
+    def gobgp(self, *args, check=True):
+        host, port = API.split(":")
+        return run(["ip", "netns", "exec", self.tb.ns_host, "gobgp", "-u", host, "-p", port] + list(args),
+                   check=check)
+
+    def paths(self, family="ipv4-flowspec"):
+        out = self.gobgp("global", "rib", "-a", family, "-j").stdout.strip()
+        doc = json.loads(out) if out else {}
+        return [k for k, v in (doc or {}).items() for _ in v]
+
+    def stop(self, sig=signal.SIGTERM):
+        if self.proc and self.proc.poll() is None:
+            self.proc.send_signal(sig)
+            self.proc.wait(timeout=20)
+
+
+class Router:
+    """BIRD 2 in the router's namespace: an eBGP session to gobgpd, FlowSpec
+    into flowtab4/flowtab6, unicast routes with the blackhole community into
+    the kernel as blackhole routes (the receiving-router example of
+    docs/upstream.md)."""
+
+    def __init__(self, tb):
+        self.tb = tb
+        self.dir = os.path.join(tb.rundir, "bird")
+        os.makedirs(self.dir, exist_ok=True)
+        self.sock = os.path.join(self.dir, "bird.ctl")
+        self.conf = os.path.join(self.dir, "bird.conf")
+        self.log_path = os.path.join(self.dir, "bird.log")
+        with open(self.conf, "w") as f:
+            f.write(f"""router id 198.18.1.1;
+protocol device {{ }}
+flow4 table flowtab4;
+flow6 table flowtab6;
+protocol bgp host {{
+  local 198.18.1.1 as {ROUTER_AS};
+  neighbor 198.18.1.2 as {HOST_AS};
+  connect delay time 1;
+  connect retry time 1;
+  error wait time 1, 5;
+  ipv4 {{ import all; export none; }};
+  flow4 {{ table flowtab4; import all; export none; }};
+  flow6 {{ table flowtab6; import all; export none; }};
+}}
+""")
+        self.proc = None
+
+    def start(self):
+        with open(self.log_path, "a") as log:
+            self.proc = subprocess.Popen(["ip", "netns", "exec", self.tb.ns_router, "bird", "-f", "-s", self.sock,
+                                          "-c", self.conf], stdout=log, stderr=subprocess.STDOUT)
+        wait_until(lambda: os.path.exists(self.sock), 10, what="BIRD's control socket")
+        return self
+
+    def birdc(self, *args):
+        return run(["birdc", "-s", self.sock] + list(args)).stdout
+
+    def established(self):
+        return "Established" in self.birdc("show", "protocols", "host")
+
+    def flows(self, table="flowtab4"):
+        """{flow text: its attribute lines} of a flow table."""
+        out = self.birdc("show", "route", "table", table, "all")
+        flows, current = {}, None
+        for line in out.splitlines():
+            m = re.match(r"^(flow[46] \{.*\})", line)
+            if m:
+                current = m.group(1)
+                flows[current] = []
+            elif current and line.startswith(("\t", " ")):
+                flows[current].append(line.strip())
+        return flows
+
+    def stop(self):
+        if self.proc and self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+            self.proc.wait(timeout=20)
+
+
+def attribute(lines, name):
+    for line in lines:
+        if line.startswith(name + ":"):
+            return line.split(":", 1)[1].strip()
+    return None
+
+
+class UpstreamTest(unittest.TestCase):
+    def setUp(self):
+        require_root(self)
+        require_bgp_daemons(self)
+
+    def bed(self, *extra):
+        """A testbed with gobgpd, BIRD (session up) and sluiced --upstream."""
+        tb = Testbed("upstream").__enter__()
+        self.addCleanup(tb.__exit__, None, None, None)
+        speaker = Speaker(tb).start()
+        self.addCleanup(speaker.stop)
+        router = Router(tb).start()
+        self.addCleanup(router.stop)
+        wait_until(router.established, 30, what="the BGP session between BIRD and gobgpd")
+        daemon = self.daemon(tb, *extra)
+        return tb, speaker, router, daemon
+
+    def daemon(self, tb, *extra):
+        d = Daemon(tb, "--upstream", "--upstream-speaker", API, "--upstream-peer", "198.18.1.1",
+                   "--upstream-prefixes", OWN4, "--upstream-prefixes", OWN6, *extra)
+        d.start()
+        self.addCleanup(d.kill, signal.SIGTERM)
+        return d
+
+    def wait_flows(self, router, pred, what, table="flowtab4", timeout=20):
+        wait_until(lambda: pred(router.flows(table)), timeout, what=what)
+        return router.flows(table)
+
+    def test_deny_upstream_reaches_bird_component_by_component_and_del_withdraws(self):
+        tb, speaker, router, d = self.bed()
+        p = ctl(tb, "deny", "add", tb.host_if, ATTACKER, "2001:2:0:3::/64", "--upstream")
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertIn(f"upstream: dst {OWN4} src {ATTACKER} discard", p.stdout)
+        flow4 = f"flow4 {{ dst {OWN4}; src {ATTACKER}; }}"
+        flow6 = f"flow6 {{ dst {OWN6}; src 2001:2:0:3::/64; }}"
+        flows = self.wait_flows(router, lambda f: flow4 in f, "the IPv4 rule in BIRD's flowtab4")
+        self.assertEqual(list(flows), [flow4])
+        attrs = flows[flow4]
+        self.assertEqual(attribute(attrs, "BGP.as_path"), str(HOST_AS))
+        self.assertEqual(attribute(attrs, "BGP.community"), "(65535,65281)")  # NO_EXPORT
+        self.assertEqual(attribute(attrs, "BGP.large_community"), MARKER)
+        # traffic-rate 0 (RFC 8955 7.3): discard
+        self.assertEqual(attribute(attrs, "BGP.ext_community"), "(generic, 0x80060000, 0x0)")
+        flows6 = self.wait_flows(router, lambda f: flow6 in f, "the IPv6 rule in BIRD's flowtab6", table="flowtab6")
+        self.assertEqual(list(flows6), [flow6])
+        # Still dropped here too: the deny list has both.
+        self.assertIn(ATTACKER, ctl_json(tb, "deny", "list", tb.host_if)["cidrs"])
+
+        view = ctl_json(tb, "upstream")
+        self.assertTrue(view["speaker"]["up"])
+        self.assertEqual(view["peer"], {"address": "198.18.1.1", "state": "established"})
+        rules = {r["rule"]: r for r in view["rules"]}
+        self.assertEqual(set(rules), {f"dst {OWN4} src {ATTACKER} discard",
+                                      f"dst {OWN6} src 2001:2:0:3::/64 discard"})
+        r = rules[f"dst {OWN4} src {ATTACKER} discard"]
+        self.assertEqual((r["state"], r["iface"], r["family"]), ("announced", tb.host_if, "ipv4-flowspec"))
+        self.assertIn(f"deny add {tb.host_if} {ATTACKER} --upstream", r["reason"])
+        self.assertIsNotNone(r["since"])
+        self.assertIn("announce dst 198.18.1.0/24 src 198.18.3.7/32 discard", d.output())
+        status = ctl_json(tb, "status")["daemon"]["upstream"]
+        self.assertTrue(status["speaker"]["up"])
+        self.assertEqual(len(status["rules"]), 2)
+        self.assertIn(f"upstream: speaker {API} up, 2 rules announced", ctl(tb, "status", check=True).stdout)
+        text = ctl(tb, "upstream", tb.host_if, check=True).stdout
+        self.assertIn(f"upstream: speaker {API} up; peer 198.18.1.1 established", text)
+        self.assertRegex(text, rf"dst {re.escape(OWN4)} src {re.escape(ATTACKER)} discard +{tb.host_if} +announced ")
+
+        p = ctl(tb, "deny", "del", tb.host_if, ATTACKER)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.wait_flows(router, lambda f: not f, "the IPv4 rule gone from BIRD")
+        self.assertEqual(list(router.flows("flowtab6")), [flow6])
+        self.assertIn("withdraw dst 198.18.1.0/24 src 198.18.3.7/32 discard", d.output())
+        # A clean exit withdraws the rest.
+        d.kill(signal.SIGTERM)
+        self.wait_flows(router, lambda f: not f, "the IPv6 rule withdrawn at sluiced's exit", table="flowtab6")
+
+    def test_guards_refuse_and_change_nothing(self):
+        tb, speaker, router, d = self.bed("--upstream-max", "2")
+        ctl(tb, "allow", "add", tb.host_if, "198.18.2.0/24", check=True)
+        cases = [
+            (["198.18.2.5/32"], "its source is allowlisted (198.18.2.0/24"),
+            (["198.18.0.0/16"], "shorter than /24 (--upstream-min-prefix4)"),
+            (["198.18.3.1/32", "198.18.3.2/32", "198.18.3.3/32"], "over --upstream-max 2"),
+        ]
+        for sources, why in cases:
+            p = ctl(tb, "deny", "add", tb.host_if, *sources, "--upstream")
+            self.assertEqual(p.returncode, 1, (sources, p.stdout, p.stderr))
+            self.assertIn(why, p.stderr)
+            self.assertIn(why, d.output())  # logged
+        self.assertEqual(ctl_json(tb, "deny", "list", tb.host_if)["cidrs"], [])
+        self.assertEqual(ctl_json(tb, "upstream")["rules"], [])
+        self.assertEqual(speaker.paths(), [])
+        self.assertEqual(router.flows(), {})
+        # Not the deny list, or without --upstream on the daemon: usage / refused.
+        p = ctl(tb, "allow", "add", tb.host_if, "198.18.3.9/32", "--upstream")
+        self.assertEqual(p.returncode, 2, p.stderr)
+        # Two is the max: both go out.
+        p = ctl(tb, "deny", "add", tb.host_if, "198.18.3.1/32", "198.18.3.2/32", "--upstream")
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.wait_flows(router, lambda f: len(f) == 2, "two rules in BIRD")
+        # sluiced without --upstream: nothing is announced, and it says so.
+        d.kill(signal.SIGTERM)
+        self.wait_flows(router, lambda f: not f, "the rules withdrawn at sluiced's exit")
+        plain = Daemon(tb)
+        plain.start()
+        self.addCleanup(plain.kill, signal.SIGTERM)
+        p = ctl(tb, "deny", "add", tb.host_if, "198.18.3.5/32", "--upstream")
+        self.assertEqual(p.returncode, 1, p.stderr)
+        self.assertIn("sluiced runs without --upstream", p.stderr)
+        self.assertNotIn("198.18.3.5/32", ctl_json(tb, "deny", "list", tb.host_if)["cidrs"])
+        p = ctl(tb, "upstream")
+        self.assertEqual(p.returncode, 1, p.stderr)
+        self.assertIn("sluiced runs without --upstream", p.stderr)
+
+    def test_dry_run_logs_and_lists_and_announces_nothing(self):
+        tb, speaker, router, d = self.bed("--upstream-dry-run")
+        p = ctl(tb, "deny", "add", tb.host_if, ATTACKER, "--upstream")
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertIn(f"upstream: dst {OWN4} src {ATTACKER} discard (dry run: not announced)", p.stdout)
+        view = ctl_json(tb, "upstream")
+        self.assertTrue(view["dry_run"])
+        self.assertEqual([(r["rule"], r["state"]) for r in view["rules"]],
+                         [(f"dst {OWN4} src {ATTACKER} discard", "dry-run")])
+        self.assertIn("would announce dst 198.18.1.0/24 src 198.18.3.7/32 discard", d.output())
+        time.sleep(1)  # what a real announcement takes to reach BIRD (the first test waits for it)
+        self.assertEqual(speaker.paths(), [])
+        self.assertEqual(router.flows(), {})
+        self.assertIn(ATTACKER, ctl_json(tb, "deny", "list", tb.host_if)["cidrs"])
+
+    def test_speaker_restart_reannounces_and_sluiced_restart_adopts_without_duplicates(self):
+        tb, speaker, router, d = self.bed()
+        ctl(tb, "deny", "add", tb.host_if, ATTACKER, "--upstream", check=True)
+        flow4 = f"flow4 {{ dst {OWN4}; src {ATTACKER}; }}"
+        self.wait_flows(router, lambda f: flow4 in f, "the rule in BIRD")
+
+        # gobgpd killed: sluice keeps enforcing locally and says so.
+        speaker.stop(signal.SIGKILL)
+        wait_until(lambda: not ctl_json(tb, "upstream")["speaker"]["up"], 20, what="the speaker reported down")
+        self.assertIn(ATTACKER, ctl_json(tb, "deny", "list", tb.host_if)["cidrs"])
+        self.assertIn("does not answer", d.output())
+        # gobgpd back, empty: sluiced announces again at its next reconcile.
+        speaker.start()
+        wait_until(router.established, 30, what="the session again")
+        self.wait_flows(router, lambda f: flow4 in f, "the rule announced again (retries back off: 5, 10, 20 s)", timeout=60)
+        self.assertIn("announce again (the speaker lost it)", d.output())
+        self.assertEqual(len(speaker.paths()), 1)
+
+        # A path marked as sluice's whose source is on no deny list: a stale
+        # one of an earlier daemon.
+        speaker.gobgp("global", "rib", "-a", "ipv4-flowspec", "add", "match", "destination", OWN4, "source",
+                      "198.18.3.99/32", "then", "discard", "large-community", "4200000000:7583:21")
+        # sluiced killed (no withdrawal) and started again: it adopts its own
+        # path (the source is still on the deny list), withdraws the stale one.
+        d.kill(signal.SIGKILL)
+        d2 = self.daemon(tb)
+        self.assertEqual(speaker.paths(), [f"[destination: {OWN4}][source: {ATTACKER}]"])
+        self.assertIn("adopted dst 198.18.1.0/24 src 198.18.3.7/32 discard", d2.output())
+        self.assertIn("withdraw dst 198.18.1.0/24 src 198.18.3.99/32 discard (stale", d2.output())
+        view = ctl_json(tb, "upstream")
+        self.assertEqual([r["rule"] for r in view["rules"]], [f"dst {OWN4} src {ATTACKER} discard"])
+        self.assertIn("adopted at start", view["rules"][0]["reason"])
+        self.wait_flows(router, lambda f: list(f) == [flow4], "BIRD holding the one rule")
+
+
+if __name__ == "__main__":
+    main()
