@@ -11,13 +11,18 @@
 #      loses nothing;
 #   3. spoofed random sources flood: the breaker trips by itself; a client
 #      that used the host over TCP before the flood has standing and keeps
-#      being served with no allowlist entry, a never-seen source gets no more
-#      than the newcomer budget, and the allowlist overrides both;
+#      being served with no allowlist entry; visitors the host never saw,
+#      each from an address of its own, are served too: sluice answers their
+#      TCP SYNs with SYN cookies from XDP, and the proof gives them standing;
+#      a never-seen UDP source gets no more than the newcomer budget, and the
+#      allowlist overrides both;
 #   4. the flood stops: admission ramps back and the breaker closes;
 #   5. summary.
 # Every number printed comes from this run: sluice's counters
 # (`sluicectl -j status`), the generator's, the probe's, the sink's and the
-# HTTP client's JSON.
+# HTTP client's JSON. The README's transcript ("What the demo shows") is one
+# run of it; tests/packaging/test_demo_readme.py checks that its phase titles
+# are the ones phase_title is given here.
 # Exit 0 when every phase behaved as stated, 1 otherwise (a line says which),
 # 2 when not run as root. Everything it makes is removed on every exit path,
 # Ctrl-C included.
@@ -53,6 +58,12 @@ NEWBIE_PPS=500     # ... and its rate, 5x the whole newcomer budget
 OVERRIDE_N=300     # phase 3: its datagrams once the operator allowlists it
 HTTP_PORT=8080     # phase 3: a web server on the host, the client's TCP
 HTTP_CLIENT=$root/tests/tools/http_client.py # one request per new TCP connection
+VISITORS=30        # phase 3: visitors the host never saw, one page each, while shedding
+VISITOR_FIRST=198.18.64.1   # ... request i from VISITOR_FIRST + i (a /24 of
+VISITOR_NET=198.18.64.0/24  # the spoofed range, local in the client namespace)
+VISITOR_RATE=30    # ... requests started a second (each on a new TCP connection)
+VISITOR_TIMEOUT=3  # ... seconds each may take (a SYN retransmission at 1 s fits)
+VISITORS_MIN=90    # percent: phase 3 fails if fewer visitors are served
 
 # ------------------------------------------------------------- state
 DAEMON_PID='' SINK_PID='' PROBE_PID='' FLOOD_PID='' NEWBIE_PID='' HTTPD_PID=''
@@ -172,16 +183,20 @@ def answer(mode, args, doc):
         r = {k: v.get("pps", 0) for k, v in (e.get("rates") or {}).items()}
         return [total(c, ADMITTED + DROPPED), total(c, ADMITTED), c["passed"], c["allowlisted"],
                 total(c, DROPPED), e["breaker"]["state"], e["admission_ppm"], int(e["breaker"]["manual"]),
-                total(r, ADMITTED + DROPPED), total(r, ADMITTED), total(r, DROPPED), c["standing"], c["newcomer"]]
+                total(r, ADMITTED + DROPPED), total(r, ADMITTED), total(r, DROPPED), c["standing"], c["newcomer"],
+                c["cookie_sent"], c["cookie_proved"]]
     if mode == "config":  # a status reply
         e, d = interface(doc, args[0]), doc["daemon"]
         p = d["policy"]
-        s = e["standing"]
+        s, k = e["standing"], e["cookies"]
         return [e["rate_pps"], e["burst"], e["attach_mode"], d["period_s"], p["trip_pps"], p["trip_periods"],
                 p["hold_s"], p["recovery_s"], p["recovery_start_ppm"], e["table_slots"],
-                s["rate_pps"], s["burst"], s["newcomer"]["pps"], s["newcomer"]["burst"]]
+                s["rate_pps"], s["burst"], s["newcomer"]["pps"], s["newcomer"]["burst"], k["mode"], k["pps"]]
     if mode == "get":  # top-level fields of a tool's result; "-" if missing ("" for error)
         return [doc.get(k, "" if k == "error" else "-") for k in args]
+    if mode == "ms":  # a tool's field in ms, one decimal ("-" if null or missing)
+        v = doc.get(args[0])
+        return ["-" if v is None else "%.1f" % v]
     if mode == "from":  # the sink's count for one source, and its total
         return [doc.get("by_source", {}).get(args[0], 0), doc.get("received", 0)]
     raise ValueError("unknown mode " + mode)
@@ -222,27 +237,29 @@ ctl() {
 
 # sample: one `sluicectl -j status`, timed (the midpoint of the call). Sets
 # S_T (us) S_IN S_ADM S_PASS S_ALLOW S_DROP (cumulative frames) S_STATE S_PPM
-# S_MANUAL S_STAND S_NEWC, and R_IN R_ADM R_DROP (the daemon's pps over its
-# last period).
+# S_MANUAL S_STAND S_NEWC S_CSENT S_CPROVED, and R_IN R_ADM R_DROP (the
+# daemon's pps over its last period).
 sample() {
 	local t0 t1 out
 	t0=${EPOCHREALTIME/./}
 	out=$(ctl -j status "$IFACE")
 	t1=${EPOCHREALTIME/./}
 	json sample "$IFACE" <<<"$out"
-	IFS=$'\t' read -r S_IN S_ADM S_PASS S_ALLOW S_DROP S_STATE S_PPM S_MANUAL R_IN R_ADM R_DROP S_STAND S_NEWC <<<"$REPLY"
+	IFS=$'\t' read -r S_IN S_ADM S_PASS S_ALLOW S_DROP S_STATE S_PPM S_MANUAL R_IN R_ADM R_DROP S_STAND S_NEWC \
+		S_CSENT S_CPROVED <<<"$REPLY"
 	S_T=$(((t0 + t1) / 2)) S_DUR=$((t1 - t0))
 }
 
 # snap: the last sample as one word list, to keep and hand to window().
 snap() {
-	echo "$S_T $S_IN $S_ADM $S_PASS $S_ALLOW $S_DROP $S_STATE $S_STAND $S_NEWC $S_DUR"
+	echo "$S_T $S_IN $S_ADM $S_PASS $S_ALLOW $S_DROP $S_STATE $S_STAND $S_NEWC $S_DUR $S_CSENT $S_CPROVED"
 }
 
 # window A B: rates between two snaps. Sets W_US W_OFFERED W_ADMITTED
 # W_DROPPED (pps); W_IN_N W_ADM_N W_PASSED_N
 # W_STAND_N W_NEWC_N (frames offered, admitted, passed by the buckets, by
-# standing, by the newcomer budget); W_SLACK_US; W_STATE (at B).
+# standing, by the newcomer budget); W_CSENT_N W_CPROVED_N (SYNs answered
+# with a cookie, ACKs that proved one); W_SLACK_US; W_STATE (at B).
 window() {
 	local -a a b
 	read -r -a a <<<"$1"
@@ -257,6 +274,8 @@ window() {
 	W_ADM_N=$((b[2] - a[2]))
 	W_STAND_N=$((b[7] - a[7]))
 	W_NEWC_N=$((b[8] - a[8]))
+	W_CSENT_N=$((b[10] - a[10]))
+	W_CPROVED_N=$((b[11] - a[11]))
 	W_SLACK_US=$(((a[9] + b[9]) / 2)) # the counters were read within their calls, not at the midpoints
 	W_STATE=${b[6]}
 }
@@ -396,12 +415,47 @@ start_httpd() {
 	die "the web server did not listen: $(cat "$TB_RUNDIR/httpd.log")"
 }
 
-# http_for SECONDS: the client's requests in the foreground; H_OK H_FAIL.
+# http_for SECONDS: the client's requests in the foreground; H_OK H_FAIL,
+# H_CONNECT_MS (the median connect, ms).
 http_for() {
 	local out
 	out=$(tb_exec client /usr/bin/python3 "$HTTP_CLIENT" "$TB_HOST_IP4" "$HTTP_PORT" --seconds "$1" --pause 0.02)
 	json get ok fail <<<"$out"
 	IFS=$'\t' read -r H_OK H_FAIL <<<"$REPLY"
+	json ms connect_ms_median <<<"$out"
+	H_CONNECT_MS=$REPLY
+}
+
+# add_visitors: the visitors' /24 local in the client namespace (so that
+# http_client.py --sources-from can bind each request to an address of its
+# own) and routed back to it by the router (whose blackhole takes the rest of
+# the spoofed range); and an XDP program on the router's veth to the host, so
+# that the SYN-ACKs sluice sends back with XDP_TX reach the router
+# (scripts/testbed.sh, tb_xdp_tx_peer). All of it goes with the testbed.
+add_visitors() {
+	tb_xdp_tx_peer "$XDP_PASS_OBJ" || die "could not attach $XDP_PASS_OBJ to the router's $TB_ROUTER_HOST_IF"
+	tb_exec client ip route add local "$VISITOR_NET" dev lo
+	tb_exec router ip route add "$VISITOR_NET" via "$TB_CLIENT_IP4"
+}
+
+# visit: $VISITORS requests in the foreground, request i from
+# VISITOR_FIRST + i, each on a new TCP connection, $VISITOR_RATE a second.
+# V_N V_OK (answered) V_FIRST (connected within 0.9 s: on the first SYN)
+# V_CONNECT_MS (the median connect, ms).
+visit() {
+	local out
+	out=$(tb_exec client /usr/bin/python3 "$HTTP_CLIENT" "$TB_HOST_IP4" "$HTTP_PORT" --count "$VISITORS" \
+		--rate "$VISITOR_RATE" --timeout "$VISITOR_TIMEOUT" --sources-from "$VISITOR_FIRST")
+	json get attempted ok first_syn <<<"$out"
+	IFS=$'\t' read -r V_N V_OK V_FIRST <<<"$REPLY"
+	json ms connect_ms_median <<<"$out"
+	V_CONNECT_MS=$REPLY
+	[[ $V_N =~ ^[1-9][0-9]*$ ]] || die "the visitors' client failed: $out"
+}
+
+# pct N OF: "96.7%" (N/OF, rounded down to 0.1%)
+pct() {
+	fmt_ppm $(($1 * 1000000 / $2))
 }
 
 # run_for SECONDS PHASE TEXT: wait, with a progress line of the live rates.
@@ -499,7 +553,7 @@ phase2_single_source() {
 }
 
 phase3_spoofed() {
-	phase_title 3 "a spoofed multi-source flood trips the breaker; the regular client keeps being served"
+	phase_title 3 "a spoofed multi-source flood trips the breaker; the regular client and new visitors are served"
 	say "  Before the flood, the client fetches a page from the host's web server over TCP (a new connection"
 	say "  per request). The host accepted its handshakes, so it has standing; it has no allowlist entry:"
 	start_httpd
@@ -514,6 +568,7 @@ phase3_spoofed() {
 	say "  Now $SPOOF_PPS pps, each frame from a random source in $TB_SPOOF_NET4: every source is under its limit,"
 	say "  so the buckets admit them all, and the breaker trips above $TRIP_PPS admitted pps."
 	local before='' before_row shed end t_flood deadline trip_us manual result ncpu burst budget n_sent n_recv shed_loss
+	local v0 v1 v_us v_state v_sent v_proved
 	start_client
 	t_flood=${EPOCHREALTIME/./}
 	start_flood --random-src --pps "$SPOOF_PPS"
@@ -539,13 +594,23 @@ phase3_spoofed() {
 	shed=$(snap) TRIPPED=1
 	trip_us=$((S_T - t_flood)) manual=$S_MANUAL
 	say "  While it sheds, the client keeps fetching pages and sending its datagrams, and $NEWBIE, never seen"
-	say "  before, sends $NEWBIE_PPS datagrams/s to the sink."
+	say "  before, sends $NEWBIE_PPS datagrams/s to the sink. Then $VISITORS visitors the host never saw fetch a page each,"
+	say "  each from an address of its own in $VISITOR_NET, on a new TCP connection ($VISITOR_RATE a second)."
 	start_newbie --duration 300
+	progress "phase 3/5 shedding: the client's pages and datagrams, $NEWBIE's datagrams ... $P3_SECS s"
 	http_for "$P3_SECS"
 	stop NEWBIE_PID
 	sample; end=$(snap)
 	# The flood goes on into phase 4, which stops it.
 	stop_client
+	# The visitors, on their own (the window's standing count is the
+	# client's alone); the flood keeps the breaker shedding.
+	progress "phase 3/5 shedding: $VISITORS visitors never seen, one page each ..."
+	sample; v0=$(snap)
+	visit
+	sample; v1=$(snap)
+	window "$v0" "$v1"
+	v_us=$W_US v_state=$W_STATE v_sent=$W_CSENT_N v_proved=$W_CPROVED_N
 	json get sent <"$TB_RUNDIR/newbie.json"
 	n_sent=$REPLY
 	json from "$NEWBIE" <"$TB_RUNDIR/sink.json"
@@ -569,11 +634,16 @@ phase3_spoofed() {
 	burst=$((NEWCOMER_BURST > ncpu ? NEWCOMER_BURST : ncpu))
 	budget=$((NEWCOMER_ASKED * (W_US + W_SLACK_US) / 1000000 + burst))
 	say "  The breaker tripped $(fmt_s "$trip_us") s after the generator started. While shedding, with no allowlist entry:"
-	say "    the client: $H_OK of $((H_OK + H_FAIL)) page requests answered, $LOSS of its datagrams lost; sluice"
-	say "      admitted $W_STAND_N of its frames as \`standing\`;"
-	say "    $NEWBIE (never seen): $n_recv of its $n_sent datagrams reached the sink. Every source without standing,"
-	say "      the flood's included, shares the newcomer budget ($NEWCOMER_ASKED pps, burst $burst): it admitted $W_NEWC_N"
-	say "      frames in $(fmt_s "$W_US") s (at most $budget), and the buckets passed $W_PASSED_N."
+	say "    the client: $H_OK of $((H_OK + H_FAIL)) page requests answered (median connect $H_CONNECT_MS ms), $LOSS"
+	say "      of its datagrams lost; sluice admitted $W_STAND_N of its frames as \`standing\`;"
+	say "    $VISITORS visitors never seen: $V_OK served ($(pct "$V_OK" "$V_N")), $V_FIRST on their first SYN ($(pct "$V_FIRST" "$V_N"): connected in"
+	say "      under 0.9 s), median connect $V_CONNECT_MS ms; sluice answered their SYNs with SYN cookies from XDP:"
+	say "      cookie_sent $v_sent, cookie_proved $v_proved in $(fmt_s "$v_us") s. The proof gave each standing:"
+	say "  # sluicectl standing $IFACE $VISITOR_FIRST"
+	ctl standing "$IFACE" "$VISITOR_FIRST" | sed 's/^/  /' || true
+	say "    $NEWBIE (never seen, UDP: no handshake to prove): $n_recv of its $n_sent datagrams reached the sink."
+	say "      Every source without standing, the flood's included, shares the newcomer budget ($NEWCOMER_ASKED pps,"
+	say "      burst $burst): it admitted $W_NEWC_N frames in $(fmt_s "$W_US") s (at most $budget), and the buckets passed $W_PASSED_N."
 	result=ok
 	if [ "$W_STATE" != shedding ] || ((manual)); then
 		fail_phase 3 "the breaker was not shedding on its own at the end (state $W_STATE, manual $manual)"
@@ -589,6 +659,14 @@ phase3_spoofed() {
 	fi
 	if ((W_NEWC_N > budget || n_recv > budget || W_NEWC_N == 0)); then
 		fail_phase 3 "the newcomer budget admitted $W_NEWC_N frames ($NEWBIE: $n_recv), not in 1..$budget"
+		result=FAILED
+	fi
+	if ((V_OK * 100 < VISITORS_MIN * V_N)); then
+		fail_phase 3 "only $V_OK of $V_N never-seen visitors were served while shedding (under $VISITORS_MIN%)"
+		result=FAILED
+	fi
+	if [ "$v_state" != shedding ]; then
+		fail_phase 3 "the breaker was $v_state, not shedding, when the visitors had come"
 		result=FAILED
 	fi
 
@@ -608,7 +686,7 @@ phase3_spoofed() {
 		result=FAILED
 	fi
 	LOSS=$shed_loss # the summary's: the client's while shedding
-	[ "$result" = FAILED ] || result="ok: tripped in $(fmt_s "$trip_us") s, client served by standing"
+	[ "$result" = FAILED ] || result="ok: tripped in $(fmt_s "$trip_us") s, client by standing, $V_OK/$V_N visitors by cookies"
 	record 3 "random sources" "$result"
 }
 
@@ -771,14 +849,17 @@ main() {
 	SLUICECTL=$build/ctl/sluicectl/sluicectl
 	TRAFFIC=$build/tests/tools/sluice-traffic
 	local f
+	XDP_PASS_OBJ=$build/tests/tools/xdp_pass_bpf.bpf.o
 	for f in "$SLUICED" "$SLUICECTL" "$TRAFFIC"; do
 		[ -x "$f" ] || die "$f is missing after the build"
 	done
+	[ -f "$XDP_PASS_OBJ" ] || die "$XDP_PASS_OBJ is missing after the build"
 
 	start_json
 	# shellcheck source=scripts/testbed.sh
 	. "$root/scripts/testbed.sh"
 	tb_up demo || die "could not build the testbed"
+	add_visitors
 	IFACE=$TB_HOST_IF
 	PINS=$TB_BPFFS/sluice
 	SOCK=$TB_RUNDIR/sluiced.sock
@@ -786,10 +867,10 @@ main() {
 	start_daemon
 	t_ready=${EPOCHREALTIME/./}
 
-	local rate burst mode period trip periods hold recovery start_ppm slots st_rate st_burst
+	local rate burst mode period trip periods hold recovery start_ppm slots st_rate st_burst cookies cookie_pps
 	json config "$IFACE" <<<"$(ctl -j status "$IFACE")"
 	IFS=$'\t' read -r rate burst mode period trip periods hold recovery start_ppm slots st_rate st_burst \
-		NEWCOMER_ASKED NEWCOMER_BURST <<<"$REPLY"
+		NEWCOMER_ASKED NEWCOMER_BURST cookies cookie_pps <<<"$REPLY"
 	say ""
 	say "testbed $TB_NAME: a client ($TB_CLIENT_IP4) and an attacker ($TB_ATTACKER_IP4) reach"
 	say "the protected host ($TB_HOST_IP4) through a router. sluiced protects $IFACE ($mode XDP):"
@@ -797,7 +878,9 @@ main() {
 	say "  standing has a second bucket of its own ($st_rate pps, burst $st_burst);"
 	say "  breaker: trips above $trip admitted pps for $periods periods, sheds at least $hold s, then"
 	say "  ramps admission from $(fmt_ppm "$start_ppm") to 100% over $recovery s. While it sheds, the"
-	say "  sources without standing share a newcomer budget of $NEWCOMER_ASKED pps (burst $NEWCOMER_BURST)."
+	say "  sources without standing share a newcomer budget of $NEWCOMER_ASKED pps (burst $NEWCOMER_BURST); SYN cookies"
+	say "  (--cookies $cookies, at most $cookie_pps SYN-ACKs/s): a TCP SYN from one of them to a listening port"
+	say "  is answered from XDP, and the ACK that proves the cookie earns its source standing."
 
 	phase1_client_alone
 	phase2_single_source
