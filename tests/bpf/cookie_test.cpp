@@ -11,6 +11,7 @@
 // Nothing of the machine's own namespace is touched: the namespace, its
 // sockets and its sysctls die with the process.
 #include "class_fixture.h"
+#include "cookie_netns.h"
 #include "fixture.h"
 #include "require.h"
 #include "standing_support.h"
@@ -40,16 +41,6 @@ const Ip6 kDst6 = ip6("2001:2:0:1::2");
 
 // ------------------------------------------------------------ the namespace
 
-bool write_file(const char *path, const char *text)
-{
-	int fd = open(path, O_WRONLY | O_CLOEXEC);
-	if (fd < 0)
-		return false;
-	bool ok = write(fd, text, std::strlen(text)) == ssize_t(std::strlen(text));
-	close(fd);
-	return ok;
-}
-
 std::string read_file(const char *path)
 {
 	char buf[64] = {};
@@ -64,8 +55,8 @@ std::string read_file(const char *path)
 constexpr const char *kSyncookies = "/proc/sys/net/ipv4/tcp_syncookies";
 
 // A network namespace of the process's own, before the first test runs (in
-// gtest's main thread, the one every test runs in): lo up, syncookies and
-// timestamps 2, the two listeners.
+// gtest's main thread, the one every test runs in): cookie_netns.h's lo up,
+// syncookies and timestamps 2, the two listeners.
 class CookieNetns : public ::testing::Environment {
 public:
 	void SetUp() override
@@ -74,51 +65,10 @@ public:
 			why_ = "needs root (BPF and network namespaces)";
 			return;
 		}
-		if (unshare(CLONE_NEWNET)) {
-			why_ = std::string("unshare(CLONE_NEWNET): ") + std::strerror(errno);
+		why_ = enter_cookie_netns(kPort);
+		if (!why_.empty())
 			return;
-		}
-		int s = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
-		ifreq ifr{};
-		std::strncpy(ifr.ifr_name, "lo", IFNAMSIZ - 1);
-		bool up = s >= 0 && ioctl(s, SIOCGIFFLAGS, &ifr) == 0 &&
-			  (ifr.ifr_flags |= IFF_UP, ioctl(s, SIOCSIFFLAGS, &ifr) == 0);
-		if (s >= 0)
-			close(s);
-		if (!up) {
-			why_ = std::string("lo up: ") + std::strerror(errno);
-			return;
-		}
-		if (!write_file(kSyncookies, "2") || !write_file("/proc/sys/net/ipv4/tcp_timestamps", "2")) {
-			why_ = std::string("sysctls in the test's namespace: ") + std::strerror(errno);
-			return;
-		}
-		fd4_ = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-		fd6_ = socket(AF_INET6, SOCK_STREAM | SOCK_CLOEXEC, 0);
-		int one = 1;
-		sockaddr_in a4{};
-		a4.sin_family = AF_INET;
-		a4.sin_port = htons(kPort);
-		a4.sin_addr.s_addr = htonl(INADDR_ANY);
-		sockaddr_in6 a6{};
-		a6.sin6_family = AF_INET6;
-		a6.sin6_port = htons(kPort);
-		a6.sin6_addr = in6addr_any;
-		if (fd4_ < 0 || fd6_ < 0 || setsockopt(fd6_, IPPROTO_IPV6, IPV6_V6ONLY, &one, sizeof(one)) ||
-		    bind(fd4_, reinterpret_cast<sockaddr *>(&a4), sizeof(a4)) ||
-		    bind(fd6_, reinterpret_cast<sockaddr *>(&a6), sizeof(a6)) || listen(fd4_, 128) ||
-		    listen(fd6_, 128)) {
-			why_ = std::string("listeners: ") + std::strerror(errno);
-			return;
-		}
 		ready_ = true;
-	}
-	void TearDown() override
-	{
-		if (fd4_ >= 0)
-			close(fd4_);
-		if (fd6_ >= 0)
-			close(fd6_);
 	}
 	bool ready() const { return ready_; }
 	const std::string &why() const { return why_; }
@@ -126,7 +76,6 @@ public:
 private:
 	bool ready_ = false;
 	std::string why_ = "the test namespace was not made";
-	int fd4_ = -1, fd6_ = -1;
 };
 
 CookieNetns *const g_netns =
@@ -142,8 +91,8 @@ CookieNetns *const g_netns =
 // net.ipv4.tcp_syncookies of the test's namespace set for a scope.
 struct SyncookiesFor {
 	std::string was;
-	explicit SyncookiesFor(const char *v) : was(read_file(kSyncookies)) { EXPECT_TRUE(write_file(kSyncookies, v)); }
-	~SyncookiesFor() { write_file(kSyncookies, was.empty() ? "2" : was.c_str()); }
+	explicit SyncookiesFor(const char *v) : was(read_file(kSyncookies)) { EXPECT_TRUE(write_proc(kSyncookies, v)); }
+	~SyncookiesFor() { write_proc(kSyncookies, was.empty() ? "2" : was.c_str()); }
 };
 
 // --------------------------------------------------------------- the config

@@ -120,6 +120,7 @@
 #include <string>
 #include <vector>
 
+#include "cookie_netns.h"
 #include "frames.h"
 #include "base/defaults.h"
 #include "bpf/policy_tables.h"
@@ -640,49 +641,12 @@ int cmd_attach(int argc, char **argv)
 
 // ---------------------------------------------------------------- cookie-cost
 
-bool write_text(const char *path, const char *text)
-{
-	int fd = open(path, O_WRONLY | O_CLOEXEC);
-	if (fd < 0)
-		return false;
-	bool ok = write(fd, text, std::strlen(text)) == ssize_t(std::strlen(text));
-	close(fd);
-	return ok;
-}
-
 // A network namespace of this process's own: lo up, the two sysctls at 2,
-// listeners on 0.0.0.0:port and [::]:port (kept open until the process ends).
+// listeners on 0.0.0.0:port and [::]:port (tests/support/cookie_netns.h).
 void cookie_netns(uint16_t port)
 {
-	if (unshare(CLONE_NEWNET))
-		throw Error(std::string("unshare(CLONE_NEWNET): ") + std::strerror(errno));
-	int s = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
-	ifreq ifr{};
-	std::strncpy(ifr.ifr_name, "lo", IFNAMSIZ - 1);
-	if (s < 0 || ioctl(s, SIOCGIFFLAGS, &ifr))
-		throw Error(std::string("lo: ") + std::strerror(errno));
-	ifr.ifr_flags |= IFF_UP;
-	if (ioctl(s, SIOCSIFFLAGS, &ifr))
-		throw Error(std::string("lo up: ") + std::strerror(errno));
-	close(s);
-	if (!write_text("/proc/sys/net/ipv4/tcp_syncookies", "2") ||
-	    !write_text("/proc/sys/net/ipv4/tcp_timestamps", "2"))
-		throw Error(std::string("sysctls in the bench's namespace: ") + std::strerror(errno));
-	int fd4 = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-	int fd6 = socket(AF_INET6, SOCK_STREAM | SOCK_CLOEXEC, 0);
-	int one = 1;
-	sockaddr_in a4{};
-	a4.sin_family = AF_INET;
-	a4.sin_port = htons(port);
-	a4.sin_addr.s_addr = htonl(INADDR_ANY);
-	sockaddr_in6 a6{};
-	a6.sin6_family = AF_INET6;
-	a6.sin6_port = htons(port);
-	a6.sin6_addr = in6addr_any;
-	if (fd4 < 0 || fd6 < 0 || setsockopt(fd6, IPPROTO_IPV6, IPV6_V6ONLY, &one, sizeof(one)) ||
-	    bind(fd4, reinterpret_cast<sockaddr *>(&a4), sizeof(a4)) ||
-	    bind(fd6, reinterpret_cast<sockaddr *>(&a6), sizeof(a6)) || listen(fd4, 128) || listen(fd6, 128))
-		throw Error(std::string("listeners: ") + std::strerror(errno));
+	if (std::string why = sluice::test::enter_cookie_netns(port); !why.empty())
+		throw Error(why);
 }
 
 // Total packets of each outcome (every CPU) of a sluice object.
