@@ -4,7 +4,7 @@
 #
 #   scripts/bench.sh [--quick] [--json FILE] [--update-docs] [--only LIST]
 #
-#   --quick        every figure, shorter and fewer repeats (under 4 minutes on
+#   --quick        every figure, shorter and fewer repeats (about 6 minutes on
 #                  a 2-CPU machine; the smoke test of this script)
 #   --json FILE    also write the results there (they always go to
 #                  bench/results/<time>/results.json)
@@ -15,7 +15,7 @@
 #                  with --update-docs
 #
 # As root: installs what it needs from Debian's packages (scripts/setup.sh,
-# plus gnuplot-nox for the chart, nginx and iperf3 for figure 8), builds into
+# plus gnuplot-nox for the chart, nginx and iperf3 for figures 8 and 10), builds into
 # ${BUILD_DIR:-build}, brings up a testbed of namespaces (scripts/testbed.sh)
 # and runs the driver in it, the Python package scripts/bench/ (python3 -m
 # bench; it shares the netns tests' harness, tests/netns/sluice_netns.py).
@@ -66,7 +66,7 @@ fi
 
 start=$(date +%s)
 "$root/scripts/setup.sh"
-# gnuplot-nox: the chart; nginx and iperf3: figure 8's server and bulk TCP.
+# gnuplot-nox: the chart; nginx and iperf3: figures 8 and 10 (servers, bulk TCP).
 # (Debian's nginx package starts no daemon where there is no init system to
 # start it with; the figure runs its own, in the testbed's host namespace.)
 extra=()

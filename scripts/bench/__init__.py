@@ -2,7 +2,7 @@
 
 scripts/bench.sh installs, builds, brings up a testbed of namespaces
 (scripts/testbed.sh) and exports its TB_* variables; this package runs the
-eight figures of docs/benchmarks.md in it, prints a table, writes the JSON,
+ten figures of docs/benchmarks.md in it, prints a table, writes the JSON,
 renders the chart and, with --update-docs, rewrites the generated part of
 docs/benchmarks.md and docs/benchmarks.png. Every flood runs inside the
 testbed's namespaces; every daemon, program, ruleset and veth it makes is
