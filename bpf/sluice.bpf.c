@@ -232,6 +232,23 @@ struct {
 	__type(value, struct sluice_slot);
 } cookie_budget SEC(".maps");
 
+/* TCP ports that have had a listener (sluice_abi.h, "The listen_ports map"). */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, SLUICE_LISTEN_PORT_WORDS);
+	__type(key, __u32);
+	__type(value, __u64);
+} listen_ports SEC(".maps");
+
+/* Has TCP port `port` (host order) had a listener? */
+static __always_inline int port_listened(__u32 port)
+{
+	__u32 word = (port & 0xffff) / SLUICE_LISTEN_PORT_BITS;
+	const __u64 *bits = bpf_map_lookup_elem(&listen_ports, &word);
+
+	return bits && ((*bits >> (port % SLUICE_LISTEN_PORT_BITS)) & 1);
+}
+
 /* The cookie path's scratch, one per CPU: the SYN's headers as the kernel's
  * cookie helpers read them, the reply cookie.h builds, and every other
  * value of the path that would be on the stack. Off the stack: under
@@ -526,6 +543,10 @@ __noinline __u32 sluice_cookie(struct xdp_md *ctx, __u64 hash, __u64 now, __u32 
 	int ack = (fl & (SLUICE_TCP_FLAG_SYN | SLUICE_TCP_FLAG_ACK | SLUICE_TCP_FLAG_RST)) == SLUICE_TCP_FLAG_ACK;
 
 	if (!syn && !ack)
+		return SLUICE_COOKIE_GO_ON;
+	/* No listener has been on the port: no socket to find (figure 1: the
+	 * lookup is most of the cost of a SYN flood's frame to a closed port). */
+	if (!port_listened(sluice_be16_at(th + 2)))
 		return SLUICE_COOKIE_GO_ON;
 	__u32 tcp_len = (__u32)(th[12] >> 4) * 4;
 
@@ -1292,11 +1313,24 @@ static __always_inline void grant_v6(__u32 a0, __u32 a1, __u32 a2, __u32 a3, __u
 /* A TCP connection reached ESTABLISHED: passive, a peer completed the
  * handshake to a local listener (it answered our SYN-ACK, so its address is
  * real); active, a connection the host opened. Nothing a spoofed packet makes
- * the host send (SYN-ACK, RST) reaches either callback. These two callbacks
- * run without any BPF_SOCK_OPS_*_CB_FLAGS, so the program sets none. */
+ * the host send (SYN-ACK, RST) reaches either callback. And a socket began
+ * to listen (inet_listen): its port goes into listen_ports. These three
+ * callbacks run without any BPF_SOCK_OPS_*_CB_FLAGS, so the program sets none. */
 SEC("sockops")
 int sluice_sockops(struct bpf_sock_ops *skops)
 {
+	if (skops->op == BPF_SOCK_OPS_TCP_LISTEN_CB) {
+		/* listen(): the cookie path may look this port up from now on.
+		 * (Every namespace's listeners reach this feeder: a port set for
+		 * another namespace costs only a lookup that finds nothing.) */
+		__u32 port = skops->local_port; /* host order */
+		__u32 word = (port & 0xffff) / SLUICE_LISTEN_PORT_BITS;
+		__u64 *bits = bpf_map_lookup_elem(&listen_ports, &word);
+
+		if (bits)
+			__sync_fetch_and_or(bits, 1ull << (port % SLUICE_LISTEN_PORT_BITS));
+		return 1;
+	}
 	if (skops->op != BPF_SOCK_OPS_PASSIVE_ESTABLISHED_CB && skops->op != BPF_SOCK_OPS_ACTIVE_ESTABLISHED_CB)
 		return 1;
 	__u32 reason = skops->op == BPF_SOCK_OPS_PASSIVE_ESTABLISHED_CB ? SLUICE_BY_ACCEPTED : SLUICE_BY_CONNECTED;

@@ -24,8 +24,9 @@
  *    "exempt", "drop_class" and "drop_bytes" outcomes.
  * 6: SYN cookies: config's cookie fields, the cookie_budget map, the
  *    "cookie_sent", "cookie_proved", "drop_cookie", "drop_cookie_budget" and
- *    "drop_cookie_unfit" outcomes, the standing reason "cookie". */
-#define SLUICE_LAYOUT_VERSION 6
+ *    "drop_cookie_unfit" outcomes, the standing reason "cookie".
+ * 7: the listen_ports map (the TCP ports the cookie path looks up). */
+#define SLUICE_LAYOUT_VERSION 7
 
 /* Table size bounds. The slot table is a BPF_MAP_TYPE_ARRAY whose size is a
  * power of two fixed at load: the index is (hash & (slots - 1)). */
@@ -191,6 +192,16 @@ enum sluice_cookie_mode {
 	SLUICE_COOKIE_MODES, /* values are 0..SLUICE_COOKIE_MODES-1 */
 };
 #undef SLUICE_COOKIE_MODE_ENUMERATOR
+
+/* The listen_ports map: a bit for each TCP port that has had a listener in
+ * the program's network namespace since it was loaded (set by the sockops
+ * feeder on listen(), and by sluiced from sock_diag at start and each
+ * period; never cleared), SLUICE_LISTEN_PORT_BITS ports a word, word
+ * port / 64. The cookie path looks a socket up only for a port whose bit is
+ * set, so a SYN or ACK flood to ports nobody listens on is shed without the
+ * socket lookup (a set bit without a listener costs only that lookup). */
+#define SLUICE_LISTEN_PORT_BITS 64
+#define SLUICE_LISTEN_PORT_WORDS (65536 / SLUICE_LISTEN_PORT_BITS)
 
 /* config.cookie_flags: what the host's sysctls (in the program's network
  * namespace) let a SYN-ACK offer; sluiced reads them when it arms cookies. */
@@ -506,6 +517,7 @@ struct sluice_observed_set {
 #define SLUICE_PIN_PORT_CLASSES "port_classes"
 #define SLUICE_PIN_CLASS_COUNTERS "class_counters"
 #define SLUICE_PIN_COOKIE_BUDGET "cookie_budget"
+#define SLUICE_PIN_LISTEN_PORTS "listen_ports"
 /* The standing feeders' bpf_links on the cgroup v2 root. */
 #define SLUICE_PIN_SOCKOPS_LINK "sockops_link"
 #define SLUICE_PIN_CONNECT4_LINK "connect4_link"

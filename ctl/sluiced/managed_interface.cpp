@@ -1,7 +1,7 @@
 #include "sluiced/managed_interface.h"
 
 #include "sluiced/cookie_sysctls.h"
-#include "sluiced/established_peers.h"
+#include "sluiced/local_sockets.h"
 
 #include "base/clock.h"
 #include "base/limits.h"
@@ -211,6 +211,7 @@ Result<std::unique_ptr<ManagedInterface>> ManagedInterface::start(const DaemonOp
 		log_info(name + ": the cookie sysctls are armed (by a sluiced before this one); adopted");
 	}
 	m->apply_cookies(monotonic_seconds(), m->breaker_.state());
+	m->mark_listeners();
 	m->policy_.emplace(opts.policy);
 	m->valve_.emplace(ValveConfig{opts.policy.trip_pps, opts.policy.clear_pps, opts.policy.trip_periods});
 	m->auditor_.emplace(opts.audit_per_period);
@@ -325,6 +326,7 @@ void ManagedInterface::tick(double now_s)
 	}
 
 	apply_cookies(now_s, breaker_.state());
+	mark_listeners();
 
 	auto before = auditor_->report().violations;
 	if (auto ok = auditor_->step(dp_->slots()); !ok)
@@ -379,6 +381,17 @@ void ManagedInterface::apply_cookies(double now_s, BreakerState state)
 	if (std::memcmp(&next, &*cfg, sizeof(next)) != 0)
 		if (auto ok = dp_->config().write(next); !ok)
 			log_error(name_ + ": writing the cookie settings: " + ok.error().describe());
+}
+
+void ManagedInterface::mark_listeners()
+{
+	auto ports = listening_tcp_ports();
+	Status ok = ports ? dp_->listen_ports().mark(*ports) : Status(std::unexpected(ports.error()));
+	std::string error = ok ? "" : ok.error().describe();
+	if (!ok && error != listeners_error_)
+		log_error(name_ + ": the listening TCP ports are not marked for the cookie path: " + error +
+			  "; SYNs to a listener older than this program may go to the newcomer budget");
+	listeners_error_ = error;
 }
 
 void ManagedInterface::release_cookies()

@@ -87,6 +87,11 @@ private:
 	// after; write config's cookie fields (what a SYN-ACK offers under the
 	// sysctls now, the MSS from the interface's MTU).
 	void apply_cookies(double now_s, BreakerState state);
+	// The TCP ports listening now into the program's listen_ports map (the
+	// cookie path's hint; the sockops feeder adds later listen() calls as
+	// they happen, this catches what it cannot see: listeners older than
+	// the program, or all of them under --no-standing). Every period.
+	void mark_listeners();
 	void watch_link();
 	Result<BucketView> bucket_reply(const std::string &addr) const;
 	// The tokens of a source's two slots now, and the fuller one's.
@@ -131,6 +136,7 @@ private:
 	sluice_cookie_mode cookie_mode_ = SLUICE_COOKIES_OFF;
 	double shed_left_s_ = -1e18;     // when the breaker last left shedding (monotonic)
 	std::string cookie_error_;        // the last arming error, logged once
+	std::string listeners_error_;     // the last mark_listeners error, logged once
 	// The standing table's occupancy for /metrics and status, counted at
 	// most every kOccupancyEveryS (counted_occupancy()).
 	static constexpr double kOccupancyEveryS = 10;

@@ -122,6 +122,9 @@ Options cookie_options(std::uint32_t mode = SLUICE_COOKIES_SHEDDING, std::uint64
 	c.cookie_mss6 = kMss6;
 	c.cookie_wscale = kOurWscale;
 	c.cookie_flags = SLUICE_COOKIE_TS | SLUICE_COOKIE_SACK | SLUICE_COOKIE_WSCALE;
+	// The listeners' ports, as sluiced and the sockops feeder mark them
+	// (kClosedPort is never marked; 8082 is a test's own listener).
+	o.listen_ports = {kPort, 8082};
 	return o;
 }
 
@@ -690,6 +693,32 @@ TEST(Cookie, ASynToNoListenerIsShedAsBefore)
 	Counters k = s.counters();
 	EXPECT_EQ(k.packets(SLUICE_DROP_SHED), 2u) << k.str();
 	EXPECT_EQ(k.total_packets(), 2u) << k.str();
+}
+
+// The port hint: a SYN to a listener whose port is not marked in
+// listen_ports is not looked up and not answered (shed as to a closed port);
+// once marked, the same SYN is answered.
+TEST(Cookie, ASynToAnUnmarkedPortIsShedWithoutTheLookup)
+{
+	SLUICE_REQUIRE_COOKIE_NETNS();
+	Options o = cookie_options();
+	o.listen_ports = {};
+	{
+		SLUICE_LOAD_OR_FAIL(s, o);
+		Client c = client4("198.18.10.9");
+		Bytes f4 = frame_of(c, c.syn);
+		RunOut r = s.run_out(f4);
+		ASSERT_EQ(r.err, 0);
+		EXPECT_EQ(r.retval, std::uint32_t(XDP_DROP));
+		EXPECT_EQ(r.out, f4) << "not rewritten";
+		Counters k = s.counters();
+		EXPECT_EQ(k.packets(SLUICE_DROP_SHED), 1u) << k.str();
+		EXPECT_EQ(k.packets(SLUICE_COOKIE_SENT), 0u) << k.str();
+	}
+	o.listen_ports = {kPort};
+	SLUICE_LOAD_OR_FAIL(s, o);
+	Answer a = expect_synack(s, client4("198.18.10.9"));
+	EXPECT_TRUE(a.ok);
 }
 
 TEST(Cookie, CookiesOffLeavesASynToTheNewcomerBudget)

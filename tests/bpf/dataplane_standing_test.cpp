@@ -23,6 +23,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstddef>
 #include <cstring>
 #include <string>
@@ -246,17 +247,63 @@ TEST(DataplaneStanding, AdoptingPinsOfLayout3IsRefusedWithThePathAndTheFix)
 TEST(DataplaneStanding, AdoptingPinsOfLayout4IsRefusedWithThePathAndTheFix)
 {
 	SLUICE_REQUIRE_ROOT();
-	// Layout 4's settings are layout 6's (the policy classes and the SYN
-	// cookies changed maps, not settings): the version alone tells them
-	// apart, before any map (the lists' keys grew a set byte) is compared.
-	static_assert(SLUICE_LAYOUT_VERSION == 6);
+	// Layout 4's settings are layout 7's (the policy classes, the SYN
+	// cookies and the port hint changed maps, not settings): the version
+	// alone tells them apart, before any map (the lists' keys grew a set
+	// byte) is compared.
+	static_assert(SLUICE_LAYOUT_VERSION == 7);
 	expect_old_layout_refused(4, sizeof(sluice_settings));
 }
 
 TEST(DataplaneStanding, AdoptingPinsOfLayout5IsRefusedWithThePathAndTheFix)
 {
 	SLUICE_REQUIRE_ROOT();
-	// Layout 5's settings are layout 6's; its config is 48 bytes shorter
+	// Layout 5's settings are layout 7's; its config is 48 bytes shorter
 	// (no cookie fields): the version tells them apart first.
 	expect_old_layout_refused(5, sizeof(sluice_settings));
+}
+
+TEST(DataplaneStanding, AdoptingPinsOfLayout6IsRefusedWithThePathAndTheFix)
+{
+	SLUICE_REQUIRE_ROOT();
+	// Layout 6's settings are layout 7's; it has no listen_ports map: the
+	// version tells them apart first.
+	expect_old_layout_refused(6, sizeof(sluice_settings));
+}
+
+// The cookie path's port hint (sluice_abi.h, listen_ports): the sockops
+// feeder marks the port of a listen() as it happens; sluiced's mark() adds
+// ports and never takes one away; ports() reads back exactly what is set.
+TEST(DataplaneListenPorts, TheFeederMarksAListenersPortAndMarkAddsPorts)
+{
+	SLUICE_REQUIRE_ROOT();
+	Dataplane dp = load();
+	auto none = dp.listen_ports().ports();
+	ASSERT_TRUE(none) << none.error().describe();
+	EXPECT_TRUE(none->empty()) << "a fresh program has no port marked";
+
+	ASSERT_TRUE(dp.attach_feeders()) << "the feeders attach to the cgroup v2 root";
+	Fd bound(socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
+	sockaddr_in at = sin_of("127.0.0.2", 0);
+	ASSERT_EQ(bind(bound.fd, reinterpret_cast<sockaddr *>(&at), sizeof(at)), 0);
+	socklen_t len = sizeof(at);
+	ASSERT_EQ(getsockname(bound.fd, reinterpret_cast<sockaddr *>(&at), &len), 0);
+	const uint16_t port = ntohs(at.sin_port);
+	auto before = dp.listen_ports().ports();
+	ASSERT_TRUE(before);
+	EXPECT_EQ(std::count(before->begin(), before->end(), port), 0) << "bound, not listening: not marked";
+	ASSERT_EQ(listen(bound.fd, 4), 0);
+	auto after = dp.listen_ports().ports();
+	ASSERT_TRUE(after);
+	EXPECT_EQ(std::count(after->begin(), after->end(), port), 1) << "listen() marked port " << port;
+
+	// mark(): 0 and 65535 (the words' edges), a port twice, and the
+	// feeder's port kept.
+	const std::vector<uint16_t> more{0, 65535, 8080, 8080};
+	ASSERT_TRUE(dp.listen_ports().mark(more));
+	auto all = dp.listen_ports().ports();
+	ASSERT_TRUE(all);
+	for (uint16_t p : {uint16_t(0), uint16_t(65535), uint16_t(8080), port})
+		EXPECT_EQ(std::count(all->begin(), all->end(), p), 1) << p;
+	EXPECT_TRUE(std::is_sorted(all->begin(), all->end()));
 }

@@ -94,6 +94,7 @@ struct Options {
 	std::uint32_t standing_sets = 256;       // power of two; standing_set_mask = standing_sets - 1
 	std::uint32_t standing_lapse_ticks = 64; // 2^30 ns each
 	std::uint32_t observe_periods = 0;       // observed standing; on: the observed map has standing_sets sets
+	std::vector<std::uint16_t> listen_ports; // TCP ports marked in listen_ports (the cookie path's hint)
 	sluice_config config{};
 };
 
@@ -272,6 +273,16 @@ public:
 		if (int e = set_config(o.config)) {
 			err_ = "config update: " + std::string(std::strerror(-e));
 			return;
+		}
+		for (std::uint16_t port : o.listen_ports) {
+			__u32 word = port / SLUICE_LISTEN_PORT_BITS;
+			__u64 bits = 0;
+			bpf_map_lookup_elem(map_fd(skel_->maps.listen_ports), &word, &bits);
+			bits |= 1ull << (port % SLUICE_LISTEN_PORT_BITS);
+			if (bpf_map_update_elem(map_fd(skel_->maps.listen_ports), &word, &bits, BPF_ANY)) {
+				err_ = "listen_ports update: " + std::string(std::strerror(errno));
+				return;
+			}
 		}
 		ok_ = true;
 	}

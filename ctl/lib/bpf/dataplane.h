@@ -112,6 +112,7 @@ public:
 	Counters counters() const { return Counters(maps_.counters.get()); }
 	// The ring buffer of sampled drops (struct sluice_drop_sample).
 	int drop_samples_fd() const { return maps_.drop_samples.get(); }
+	ListenPorts listen_ports() const { return ListenPorts(maps_.listen_ports.get()); }
 	StandingTable standing() const { return StandingTable(maps_.standing.get(), settings_); }
 	// Every PrefixLists of this Dataplane shares one count of what the lists
 	// hold (PrefixLists::Counts): the tries are counted once, not per write.

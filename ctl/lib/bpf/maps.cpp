@@ -90,6 +90,37 @@ Status ConfigMap::write(sluice_config c) const
 	return {};
 }
 
+Status ListenPorts::mark(std::span<const uint16_t> ports) const
+{
+	for (uint16_t port : ports) {
+		uint32_t word = port / SLUICE_LISTEN_PORT_BITS;
+		uint64_t bits = 0;
+		if (bpf_map_lookup_elem(fd_, &word, &bits))
+			return fail_errno("reading listen_ports word " + std::to_string(word));
+		uint64_t bit = 1ull << (port % SLUICE_LISTEN_PORT_BITS);
+		if (bits & bit)
+			continue;
+		bits |= bit;
+		if (bpf_map_update_elem(fd_, &word, &bits, BPF_ANY))
+			return fail_errno("marking TCP port " + std::to_string(port) + " in listen_ports");
+	}
+	return {};
+}
+
+Result<std::vector<uint16_t>> ListenPorts::ports() const
+{
+	std::vector<uint16_t> out;
+	for (uint32_t word = 0; word < SLUICE_LISTEN_PORT_WORDS; word++) {
+		uint64_t bits = 0;
+		if (bpf_map_lookup_elem(fd_, &word, &bits))
+			return fail_errno("reading listen_ports word " + std::to_string(word));
+		for (uint32_t b = 0; b < SLUICE_LISTEN_PORT_BITS; b++)
+			if (bits >> b & 1)
+				out.push_back(uint16_t(word * SLUICE_LISTEN_PORT_BITS + b));
+	}
+	return out;
+}
+
 Result<uint64_t> SlotTable::empty_at(uint32_t index) const
 {
 	if (index >= slots_)

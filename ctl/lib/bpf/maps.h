@@ -51,6 +51,22 @@ private:
 	int fd_;
 };
 
+// The listen_ports map (sluice_abi.h): a bit for each TCP port that has had
+// a listener. Bits are only ever set, here and by the sockops feeder.
+class ListenPorts {
+public:
+	explicit ListenPorts(int fd) : fd_(fd) {}
+	// Set the bits of `ports`, a word at a time (read, or, write): a bit
+	// the feeder sets in the same word meanwhile may be lost, to be set
+	// again by the next mark() of a port that still listens.
+	Status mark(std::span<const uint16_t> ports) const;
+	// Every port whose bit is set, ascending.
+	Result<std::vector<uint16_t>> ports() const;
+
+private:
+	int fd_;
+};
+
 class SlotTable {
 public:
 	SlotTable(int fd, uint32_t slots) : fd_(fd), slots_(slots) {}

@@ -18,7 +18,7 @@ namespace {
 // Every LPM trie (lists, class prefixes) holds both policy sets.
 constexpr uint32_t kLpmEntries = SLUICE_POLICY_SETS * SLUICE_LIST_MAX_ENTRIES;
 
-const std::array<MapPin, 18> kMapPins{{
+const std::array<MapPin, 19> kMapPins{{
 	{SLUICE_PIN_SLOTS, &MapFds::slots, [](sluice_bpf *s) { return s->maps.slots; }, BPF_MAP_TYPE_ARRAY, 4,
 	 sizeof(sluice_slot), Entries::table_slots, 0},
 	{SLUICE_PIN_CONFIG, &MapFds::config, [](sluice_bpf *s) { return s->maps.config; }, BPF_MAP_TYPE_ARRAY, 4,
@@ -60,6 +60,9 @@ const std::array<MapPin, 18> kMapPins{{
 	// never pinned, made anew with each load).
 	{SLUICE_PIN_COOKIE_BUDGET, &MapFds::cookie_budget, [](sluice_bpf *s) { return s->maps.cookie_budget; },
 	 BPF_MAP_TYPE_PERCPU_ARRAY, 4, sizeof(sluice_slot), Entries::exact, 1},
+	// The TCP ports that have had a listener (the cookie path's hint).
+	{SLUICE_PIN_LISTEN_PORTS, &MapFds::listen_ports, [](sluice_bpf *s) { return s->maps.listen_ports; },
+	 BPF_MAP_TYPE_ARRAY, 4, sizeof(__u64), Entries::exact, SLUICE_LISTEN_PORT_WORDS},
 }};
 
 const std::array<FeederPin, 5> kFeederPins{{

@@ -20,6 +20,9 @@
 //       program), which gives every repetition a new source address and
 //       tail-calls it: the spoofed flood's path. ",policy=FILE" (sluice
 //       objects) puts a policy file in force, as sluiced would (figure 9).
+//       "@sluiced,PATH" instead of an object is the program as sluiced
+//       loads and configures it by default, on one path (sluiced_program()).
+//       --frame KIND times another frame pair (cost_frames()).
 //       -> {"repeat":N,"rounds":R,"progs":{NAME:{"v4":[ns...],"v6":[ns...],
 //           "retval_v4":V,"retval_v6":V}}}
 //
@@ -123,8 +126,11 @@
 #include "cookie_netns.h"
 #include "frames.h"
 #include "base/defaults.h"
+#include "base/address.h"
+#include "bpf/dataplane.h"
 #include "bpf/policy_tables.h"
 #include "bpf/sluice_abi.h"
+#include "logic/budgets.h"
 #include "logic/class_tables.h"
 #include "policyfile/policy_file.h"
 
@@ -351,6 +357,111 @@ Bytes frame_v6()
 	return udp6_sized(64, {}, {.src = ip6("2001:2:0:ff::1"), .dst = ip6("2001:2:0:1::2")});
 }
 
+// `cost --frame KIND`: the frame pair (v4, v6) every program of the run is
+// timed on, from the same sources as frame_v4(0xc612ff01)/frame_v6().
+//   udp64    64-byte UDP (the default)
+//   udp60z   60-byte UDP whose UDP header is all zero (ports 0, length 0)
+//   udp1514  1514-byte UDP (a full-size frame)
+//   syn      a TCP SYN without options to port 80 (no listener there)
+std::pair<Bytes, Bytes> cost_frames(const std::string &kind)
+{
+	using namespace sluice::frames;
+	const Ipv4 ip4h{.src = ip4("198.18.255.1"), .dst = ip4("198.18.1.2")};
+	const Ipv6 ip6h{.src = ip6("2001:2:0:ff::1"), .dst = ip6("2001:2:0:1::2")};
+	if (kind == "udp64")
+		return {frame_v4(0xc612ff01u), frame_v6()};
+	if (kind == "udp1514")
+		return {udp4_sized(1514, {}, ip4h), udp6_sized(1514, {}, ip6h)};
+	if (kind == "udp60z") {
+		Bytes a = udp4_sized(60, {}, ip4h), b = udp6_sized(62, {}, ip6h);
+		// IPv6's headers alone are 62 bytes: its shortest UDP frame.
+		std::fill(a.begin() + 34, a.begin() + 42, 0);
+		std::fill(b.begin() + 54, b.begin() + 62, 0);
+		return {a, b};
+	}
+	if (kind == "syn") {
+		Ipv4 t4 = ip4h;
+		t4.proto = kIpProtoTcp;
+		Bytes seg = tcp_segment(40000, 80, kTcpSyn);
+		return {ip4_frame({}, t4, seg), ip6_frame({}, ip6h, {}, kIpProtoTcp, seg)};
+	}
+	throw Error("--frame: '" + kind + "' is not udp64, udp60z, udp1514 or syn");
+}
+
+// "NAME=@sluiced,PATH": the program as sluiced loads and configures it by
+// default: the embedded object, Dataplane::load with the default LoadOptions
+// (a fresh random key, the default table sizes and sampling), the config
+// sluiced writes at start (config_with_budgets at the default rates, cookies
+// in their default mode), then put on one path for the source of
+// cost_frames():
+//   pass      serving, the highest rate and burst (the bucket never empties)
+//   drop      serving, the default rate, the slots drained: over its limit
+//   shed      shedding, no standing, the newcomer budget drained
+//   standing  shedding, the source has standing, the pass path's budget
+//   deny      serving, the source on the deny list
+// Nothing is attached or pinned.
+void check(const sluice::Status &ok, const std::string &what)
+{
+	if (!ok)
+		throw Error(what + ": " + ok.error().describe());
+}
+
+std::unique_ptr<sluice::Dataplane> sluiced_program(const std::string &path, const std::pair<Bytes, Bytes> &frames)
+{
+	using namespace sluice;
+	const bool high_rate = path == "pass" || path == "standing";
+	if (!high_rate && path != "drop" && path != "shed" && path != "deny")
+		throw Error("@sluiced: '" + path + "' is not pass, drop, shed, standing or deny");
+	int cpus = libbpf_num_possible_cpus();
+	if (cpus <= 0)
+		throw Error("libbpf_num_possible_cpus failed");
+	sluice_config initial{};
+	initial.breaker_state = SLUICE_SERVING;
+	initial.admission_ppm = SLUICE_PPM_FULL;
+	BudgetAsk ask; // sluiced's defaults, the newcomer budget at a tenth of trip-pps
+	if (high_rate) {
+		// The burst too: the coarse clock moves once a jiffy (4 ms), and a
+		// run takes a jiffy's worth of frames (about 10^5) from the bucket
+		// with no refill in between; at the default burst (20,000) most of
+		// them would be dropped, a "pass" row timing the drop path.
+		ask.rate_pps = SLUICE_RATE_MAX;
+		ask.burst = SLUICE_BURST_MAX;
+	}
+	auto cfg = config_with_budgets(initial, ask, uint64_t(cpus));
+	if (!cfg)
+		throw Error("config_with_budgets: " + cfg.error().describe());
+	cfg->cookie_mode = defaults::kCookieMode; // as apply_cookies() writes it at start
+	auto dp = Dataplane::load(LoadOptions{}, *cfg);
+	if (!dp)
+		throw Error("Dataplane::load: " + dp.error().describe());
+	auto out = std::make_unique<Dataplane>(std::move(*dp));
+	const auto a4 = *parse_address("198.18.255.1"), a6 = *parse_address("2001:2:0:ff::1");
+	if (path == "deny") {
+		std::vector<Cidr> c{*parse_cidr("198.18.255.1/32"), *parse_cidr("2001:2:0:ff::/64")};
+		check(out->lists().add(ListKind::deny, c), "deny add");
+	}
+	if (path == "standing") {
+		std::vector<Address> peers{a4, a6};
+		check(out->standing().grant(peers, SLUICE_BY_ACCEPTED), "standing grant");
+	}
+	if (path == "shed" || path == "standing") {
+		auto c = out->config().read();
+		if (!c)
+			throw Error("config read: " + c.error().describe());
+		c->breaker_state = SLUICE_SHEDDING;
+		check(out->config().write(*c), "config write");
+	}
+	// Drain what the path must find empty: the source's slots (drop), the
+	// newcomer budget of this CPU and the source's slots (shed). A run of
+	// repeat frames takes a few ms, in which the default budgets refill a
+	// few hundred tokens: a share of a percent or less of the frames.
+	if (path == "drop" || path == "shed") {
+		test_run(out->prog_fd(), frames.first, int(defaults::kBurst) * 4);
+		test_run(out->prog_fd(), frames.second, int(defaults::kBurst) * 4);
+	}
+	return out;
+}
+
 std::map<std::string, std::string> parse_opts(int argc, char **argv, std::vector<std::string> &positional)
 {
 	std::map<std::string, std::string> o;
@@ -411,10 +522,11 @@ int cmd_cost(int argc, char **argv)
 		std::vector<__u32> v4, v6;
 		__u32 ret4 = 0, ret6 = 0;
 		std::unique_ptr<Loaded> wrapper; // ",new": runs first, tail-calls obj
-		int run_fd() const { return wrapper ? wrapper->prog_fd() : obj->prog_fd(); }
+		std::unique_ptr<sluice::Dataplane> dp; // "@sluiced,PATH": instead of obj
+		int run_fd() const { return dp ? dp->prog_fd() : wrapper ? wrapper->prog_fd() : obj->prog_fd(); }
 	};
 	std::vector<Prog> progs;
-	const Bytes f4 = frame_v4(0xc612ff01u), f6 = frame_v6(); // 198.18.255.1, 2001:2:0:ff::1
+	const auto [f4, f6] = cost_frames(o.count("frame") ? o["frame"] : "udp64"); // 198.18.255.1, 2001:2:0:ff::1
 	auto strip = [](std::string &path, const char *suffix) {
 		size_t n = std::strlen(suffix);
 		if (path.size() > n && path.compare(path.size() - n, n, suffix) == 0) {
@@ -428,6 +540,12 @@ int cmd_cost(int argc, char **argv)
 		if (eq == std::string::npos)
 			throw Error("cost: '" + s + "' is not NAME=OBJECT[,drop|,new]");
 		std::string name = s.substr(0, eq), path = s.substr(eq + 1);
+		if (path.rfind("@sluiced,", 0) == 0) {
+			Prog p{name, nullptr, {}, {}};
+			p.dp = sluiced_program(path.substr(9), {f4, f6});
+			progs.push_back(std::move(p));
+			continue;
+		}
 		bool drop = strip(path, ",drop");
 		std::string policy;
 		if (auto at = path.find(",policy="); at != std::string::npos) {
@@ -705,8 +823,11 @@ int cmd_cookie_cost(int argc, char **argv)
 
 	// Shedding, no newcomer budget; cookies while shedding (or off), a budget
 	// of a token a nanosecond and a burst of 1e9 (never spent here).
-	auto shedding = [](Loaded &l, __u32 mode) {
+	auto shedding = [&](Loaded &l, __u32 mode) {
 		l.set_config(1000, 1000);
+		const uint16_t listening[] = {kPort}; // as sluiced marks its listeners
+		if (auto ok = sluice::ListenPorts(l.map_fd("listen_ports")).mark(listening); !ok)
+			throw Error(ok.error().describe());
 		sluice_config c{};
 		__u32 zero = 0;
 		if (bpf_map_lookup_elem(l.map_fd("config"), &zero, &c))

@@ -1,4 +1,4 @@
-#include "sluiced/established_peers.h"
+#include "sluiced/local_sockets.h"
 
 #include "base/fd.h"
 
@@ -32,8 +32,9 @@ Address peer_of(const inet_diag_msg &m)
 	return a;
 }
 
-// One dump: every socket of (family, protocol) in ESTABLISHED.
-Status dump(int family, int protocol, PortSpan ephemeral, std::vector<Address> &out)
+// One dump: every socket of (family, protocol) in one of `states` (a bit
+// per TCP state), each handed to visit.
+template <class Visit> Status dump(int family, int protocol, uint32_t states, Visit visit)
 {
 	UniqueFd fd(::socket(AF_NETLINK, SOCK_DGRAM | SOCK_CLOEXEC, NETLINK_SOCK_DIAG));
 	if (!fd)
@@ -47,11 +48,11 @@ Status dump(int family, int protocol, PortSpan ephemeral, std::vector<Address> &
 	msg.nlh.nlmsg_flags = NLM_F_REQUEST | NLM_F_DUMP;
 	msg.req.sdiag_family = static_cast<uint8_t>(family);
 	msg.req.sdiag_protocol = static_cast<uint8_t>(protocol);
-	msg.req.idiag_states = 1u << TCP_ESTABLISHED; // a connected UDP socket is "established" too
+	msg.req.idiag_states = states;
 	sockaddr_nl nl{};
 	nl.nl_family = AF_NETLINK;
 	if (::sendto(fd.get(), &msg, sizeof(msg), 0, reinterpret_cast<sockaddr *>(&nl), sizeof(nl)) < 0)
-		return fail_errno("asking sock_diag for established sockets");
+		return fail_errno("asking sock_diag for sockets");
 
 	alignas(nlmsghdr) char buf[32768];
 	for (;;) {
@@ -73,13 +74,7 @@ Status dump(int family, int protocol, PortSpan ephemeral, std::vector<Address> &
 			}
 			if (h->nlmsg_len < NLMSG_LENGTH(sizeof(inet_diag_msg)))
 				continue;
-			const auto *m = static_cast<const inet_diag_msg *>(NLMSG_DATA(h));
-			if (protocol == IPPROTO_UDP) {
-				uint32_t port = ntohs(m->id.idiag_sport);
-				if (port < ephemeral.lo || port > ephemeral.hi)
-					continue; // a server's socket
-			}
-			out.push_back(peer_of(*m));
+			visit(*static_cast<const inet_diag_msg *>(NLMSG_DATA(h)));
 		}
 	}
 }
@@ -90,11 +85,35 @@ Result<std::vector<Address>> established_peers(PortSpan ephemeral)
 {
 	std::vector<Address> out;
 	for (int family : {AF_INET, AF_INET6})
-		for (int protocol : {IPPROTO_TCP, IPPROTO_UDP})
-			if (auto ok = dump(family, protocol, ephemeral, out); !ok)
+		for (int protocol : {IPPROTO_TCP, IPPROTO_UDP}) {
+			// A connected UDP socket is "established" too.
+			auto ok = dump(family, protocol, 1u << TCP_ESTABLISHED, [&](const inet_diag_msg &m) {
+				if (protocol == IPPROTO_UDP) {
+					uint32_t port = ntohs(m.id.idiag_sport);
+					if (port < ephemeral.lo || port > ephemeral.hi)
+						return; // a server's socket
+				}
+				out.push_back(peer_of(m));
+			});
+			if (!ok)
 				return std::unexpected(ok.error());
+		}
 	auto key = [](const Address &a) { return std::make_pair(a.family, a.bytes); };
 	std::sort(out.begin(), out.end(), [&](const Address &a, const Address &b) { return key(a) < key(b); });
+	out.erase(std::unique(out.begin(), out.end()), out.end());
+	return out;
+}
+
+Result<std::vector<uint16_t>> listening_tcp_ports()
+{
+	std::vector<uint16_t> out;
+	for (int family : {AF_INET, AF_INET6}) {
+		auto ok = dump(family, IPPROTO_TCP, 1u << TCP_LISTEN,
+			       [&](const inet_diag_msg &m) { out.push_back(ntohs(m.id.idiag_sport)); });
+		if (!ok)
+			return std::unexpected(ok.error());
+	}
+	std::sort(out.begin(), out.end());
 	out.erase(std::unique(out.begin(), out.end()), out.end());
 	return out;
 }

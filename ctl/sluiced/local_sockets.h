@@ -1,0 +1,33 @@
+// local_sockets.h - what the daemon's network namespace holds in sockets,
+// from NETLINK_SOCK_DIAG (inet_diag; it answers for the daemon's namespace
+// only).
+//
+// established_peers: the peers of the connections that exist when the daemon
+// starts, so that standing does not forget them across a restart or a first
+// start during an attack (the feeders, sluice.bpf.c, see only connections
+// made after they are attached). What counts, as for the feeders: every
+// ESTABLISHED TCP socket (a completed handshake, either way), and every
+// connected UDP socket bound to a port of the ephemeral range (a client's; a
+// server's per-client socket on its well-known port does not).
+//
+// listening_tcp_ports: the local ports of the TCP sockets in LISTEN, for the
+// program's listen_ports map (the cookie path looks a socket up only on
+// those; the sockops feeder adds the ports of later listen() calls).
+#pragma once
+
+#include "base/address.h"
+#include "base/port_span.h"
+#include "base/result.h"
+
+#include <cstdint>
+#include <vector>
+
+namespace sluice {
+
+// Each peer once, v4-mapped IPv6 peers as IPv4.
+Result<std::vector<Address>> established_peers(PortSpan ephemeral);
+
+// Each port once, ascending, IPv4 and IPv6 listeners together.
+Result<std::vector<uint16_t>> listening_tcp_ports();
+
+} // namespace sluice
