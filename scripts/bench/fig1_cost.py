@@ -1,9 +1,12 @@
 """Figure 1: per-packet program cost, 64-byte UDP, by BPF_PROG_TEST_RUN
-(sluice-bench cost): sluice against XDP_DROP, xdp-filter and the per-source
-LRU-hash limiter people write by hand (tests/tools/bench/lru_limiter.bpf.c,
-coarse and fine clock), on a steady source and on the new-source path (a
-wrapper gives every repetition a new source, as a spoofed flood does), the
-drop path, two variants, and where the time goes (the cut-point builds)."""
+(sluice-bench cost): sluice as sluiced loads and configures it by default
+(`@sluiced,PATH`) on each of its paths (pass, rate drop, shed, standing,
+deny) against XDP_DROP, xdp-filter and the per-source LRU-hash limiter
+people write by hand (tests/tools/bench/lru_limiter.bpf.c, coarse and fine
+clock), on a steady source and on the new-source path (a wrapper gives every
+repetition a new source, as a spoofed flood does), other frames (60 and 1514
+bytes, a zero UDP header, a TCP SYN to a closed port), two variants, and
+where the time goes (the cut-point builds, configured by sluice-bench)."""
 
 import dataclasses
 
@@ -18,7 +21,7 @@ STAGES = (("parse", "parse"), ("hash", "hash (config lookup, mask, SipHash-1-3, 
 
 
 def vs_xdp_filter_name(fam):
-    return f"cost_{fam}_sluice_vs_xdp_filter"
+    return path_name(fam, "pass")
 
 
 def test_run_floor_name(fam):
@@ -55,12 +58,43 @@ class Cost:
                    {f: get.get(new_source_name(f)) for f, _ in FAMILIES})
 
 
+# sluice's paths, the program as sluiced loads it (sluice-bench's
+# sluiced_program()): (path, what, the row's floor against xdp-filter's deny
+# path; issue 19's floors).
+PATHS = (("pass", "pass path (serving, within its limit)", ("<=", 0.8)),
+         ("drop", "rate drop (serving, over its limit)", ("<=", 0.9)),
+         ("shed", "shed (shedding, no standing, newcomer budget spent)", ("<=", 1.0)),
+         ("standing", "standing (shedding, the source has standing)", None),
+         ("deny", "deny list (serving, the source denied)", None))
+# Other frames, timed on the paths a flood takes: (kind, what).
+FRAMES = (("udp60z", "60-byte frame, UDP header all zero"), ("udp1514", "1514-byte UDP frame"),
+          ("syn", "TCP SYN to a port nobody listens on (cookies in their default mode)"))
+
+
+def path_name(fam, path):
+    return f"path_{fam}_{path}_vs_xdp_filter"
+
+
+def measure_frames(lab, rounds, repeat):
+    """The paths again on other frames, each kind in a run of its own with
+    xdp-filter beside it; rows against the same path on the 64-byte UDP
+    frame of the main run are made by the caller."""
+    out = {}
+    for kind, _ in FRAMES:
+        progs = [("xdp_filter", lab.xdpfilt)] + [(p, f"@sluiced,{p}") for p in ("pass", "drop", "shed")]
+        r = last_json(run([lab.bench_tool, "cost", "--repeat", repeat, "--rounds", rounds, "--frame", kind] +
+                          [f"{n}={p}" for n, p in progs], timeout=900).stdout)
+        out[kind] = {n: {f: median(r["progs"][n][f]) for f in ("v4", "v6")} for n in r["progs"]}
+    return out
+
+
 def measure(lab):
     log("figure 1: per-packet program cost (BPF_PROG_TEST_RUN)")
     rounds = 3 if lab.quick else 11
     repeat = 1000000
-    progs = [("xdp_drop", lab.obj("xdp_drop_bpf")), ("xdp_filter", lab.xdpfilt),
-             ("sluice", lab.obj("sluice_bpf")), ("sluice_drop_path", lab.obj("sluice_bpf") + ",drop"),
+    progs = [("xdp_drop", lab.obj("xdp_drop_bpf")), ("xdp_filter", lab.xdpfilt)]
+    progs += [(f"sluiced_{p}", f"@sluiced,{p}") for p, _, _ in PATHS]
+    progs += [("sluice", lab.obj("sluice_bpf")), ("sluice_drop_path", lab.obj("sluice_bpf") + ",drop"),
              ("fine_clock", lab.obj("sluice_fineclock_bpf")), ("siphash24", lab.obj("sluice_sip24_bpf"))]
     progs += [("lru", lab.tool_obj("lru_limiter_bpf")), ("lru_fine", lab.tool_obj("lru_limiter_fineclock_bpf"))]
     # The new-source path: the same programs behind the wrapper (and the
@@ -73,14 +107,33 @@ def measure(lab):
                         [f"{n}={p}" for n, p in progs], timeout=900).stdout)
     d = out["progs"]
     med = {n: {f: median(d[n][f]) for f in ("v4", "v6")} for n in d}
+    frames = measure_frames(lab, rounds, repeat)
     rows = Rows(1)
     vs_filter, floor, vs_lru, new_source = {}, {}, {}, {}
     for fam, label in FAMILIES:
-        s, drop, xf = med["sluice"][fam], med["xdp_drop"][fam], med["xdp_filter"][fam]
+        # The program as sluiced loads it, each path against xdp-filter.
+        xf = med["xdp_filter"][fam]
+        for path, what, path_floor in PATHS:
+            r = rows.add(path_name(fam, path), "ns/packet", med[f"sluiced_{path}"][fam], xf, "xdp-filter deny-ip",
+                         floor=path_floor, samples=d[f"sluiced_{path}"][fam],
+                         note=f"64-byte {label} UDP, sluiced's program and defaults: {what}")
+            if path == "pass":
+                vs_filter[fam] = r
+        rows.add(f"path_{fam}_drop_vs_pass", "ns/packet", med["sluiced_drop"][fam], med["sluiced_pass"][fam],
+                 "sluice, pass path", floor=("<=", 1.0), note="the flood's frame costs at most the passed one")
+        rows.add(f"path_{fam}_shed_vs_pass", "ns/packet", med["sluiced_shed"][fam], med["sluiced_pass"][fam],
+                 "sluice, pass path", note="shedding, no standing, newcomer budget spent")
+        for kind, what in FRAMES:
+            fr = frames[kind]
+            for path in ("pass", "drop", "shed"):
+                rows.add(f"frame_{kind}_{fam}_{path}_vs_xdp_filter", "ns/packet", fr[path][fam],
+                         fr["xdp_filter"][fam], "xdp-filter deny-ip, same frame",
+                         note=f"{what}, {path} path (a run of its own)")
+        s, drop = med["sluice"][fam], med["xdp_drop"][fam]
         lru, lru_fine = med["lru"][fam], med["lru_fine"][fam]
-        vs_filter[fam] = rows.add(vs_xdp_filter_name(fam), "ns/packet", s, xf, "xdp-filter deny-ip",
-                                  floor=("<=", 1.5), samples=d["sluice"][fam],
-                                  note=f"64-byte {label} UDP, pass path (both slots paid)")
+        rows.add(f"cost_{fam}_bench_config_vs_sluiced", "ns/packet", s, med["sluiced_pass"][fam],
+                 "sluice as sluiced loads it, pass path", samples=d["sluice"][fam],
+                 note="the object as sluice-bench configures it (fixed key, the cut-point builds' setup)")
         vs_lru[fam] = rows.add(vs_lru_name(fam), "ns/packet", s, lru, "LRU-hash limiter (coarse clock)",
                  samples=d["sluice"][fam],
                  note="steady source, pass path; reported, no floor (aim: 1.25)")
