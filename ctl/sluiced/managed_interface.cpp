@@ -15,6 +15,7 @@
 
 #include <bpf/bpf.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cmath>
 #include <cstring>
@@ -227,6 +228,17 @@ Result<std::unique_ptr<ManagedInterface>> ManagedInterface::start(const DaemonOp
 	if (c)
 		m->last_counters_ = *c;
 	m->last_tick_s_ = monotonic_seconds();
+	// The standing count served until the first sweep is whole, and the part
+	// counted each period after.
+	const uint32_t sets = m->dp_->standing().sets();
+	m->occupancy_part_sets_ = static_cast<uint32_t>(
+		std::clamp(std::ceil(double(sets) * opts.period_s / kOccupancySweepS), 1.0, double(sets)));
+	if (auto o = m->dp_->standing().occupancy()) {
+		m->occupancy_ = *o;
+		m->occupancy_at_s_ = monotonic_seconds();
+	} else {
+		log_error(name + ": counting standing entries: " + o.error().describe());
+	}
 	return m;
 }
 
@@ -327,6 +339,7 @@ void ManagedInterface::tick(double now_s)
 
 	apply_cookies(now_s, breaker_.state());
 	mark_listeners();
+	count_occupancy_part(now_s);
 
 	auto before = auditor_->report().violations;
 	if (auto ok = auditor_->step(dp_->slots()); !ok)
@@ -444,24 +457,39 @@ Status ManagedInterface::transition(BreakerState to, bool manual, const std::str
 	return {};
 }
 
-// Counting live entries reads every set (one lookup each: up to 2^22 at
-// --standing-sets' maximum; 10 ms at 65,536 slots here), which a storm of
-// status requests must not repeat, so it is counted again at most every
-// kOccupancyEveryS, not for every reply.
+// A part of the standing table each period, so that a whole sweep takes
+// kOccupancySweepS; the sweep's sum becomes the count served once it is whole.
+void ManagedInterface::count_occupancy_part(double now_s)
+{
+	const uint32_t sets = dp_->standing().sets();
+	if (sweep_.next_set == 0) {
+		sweep_.sum = {};
+		sweep_.started_s = now_s;
+	}
+	auto part = dp_->standing().occupancy(sweep_.next_set, occupancy_part_sets_);
+	if (!part) {
+		// Start over next period: a sum with a hole in it is no count.
+		log_error(name_ + ": counting standing entries: " + part.error().describe());
+		sweep_.next_set = 0;
+		return;
+	}
+	sweep_.sum.live += part->live;
+	sweep_.sum.full_sets += part->full_sets;
+	sweep_.sum.capacity += part->capacity;
+	sweep_.next_set += std::min(occupancy_part_sets_, sets - sweep_.next_set);
+	if (sweep_.next_set >= sets) {
+		occupancy_ = sweep_.sum;
+		occupancy_at_s_ = sweep_.started_s;
+		sweep_.next_set = 0;
+	}
+}
+
+// The last whole count and its age; no reading here (requests call it).
 std::optional<CountedOccupancy> ManagedInterface::counted_occupancy() const
 {
-	double now = monotonic_seconds();
-	if (!occupancy_ || now - occupancy_at_s_ >= kOccupancyEveryS) {
-		if (auto o = dp_->standing().occupancy()) {
-			occupancy_ = *o;
-			occupancy_at_s_ = now;
-		} else {
-			log_error(name_ + ": counting standing entries: " + o.error().describe());
-		}
-	}
 	if (!occupancy_)
 		return std::nullopt;
-	return CountedOccupancy{*occupancy_, now - occupancy_at_s_};
+	return CountedOccupancy{*occupancy_, monotonic_seconds() - occupancy_at_s_};
 }
 
 ManagedStatus ManagedInterface::status() const

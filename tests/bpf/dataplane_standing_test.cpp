@@ -206,6 +206,35 @@ TEST(DataplaneStanding, OccupancyCountsLiveEntriesCapacityAndFullSets)
 	EXPECT_EQ(o->live, SLUICE_STANDING_WAYS + 1u);
 	EXPECT_EQ(o->full_sets, 1u);
 	EXPECT_EQ(*dp.standing().live_entries(), o->live);
+
+	// Counted in parts (as sluiced counts it, a part each period): the parts
+	// sum to the whole whatever their size, each part counts its own sets
+	// alone, and a part past the end is clipped to the table.
+	for (uint32_t part : {1u, 3u, 500u, 512u, 513u, kSets - 1, kSets}) {
+		StandingOccupancy sum{0, 0, 0};
+		for (uint32_t first = 0; first < kSets; first += part) {
+			auto p = dp.standing().occupancy(first, part);
+			ASSERT_TRUE(p) << p.error().describe();
+			EXPECT_EQ(p->capacity, uint64_t(std::min(part, kSets - first)) * SLUICE_STANDING_WAYS);
+			sum.live += p->live;
+			sum.full_sets += p->full_sets;
+			sum.capacity += p->capacity;
+		}
+		EXPECT_EQ(sum.live, o->live) << "parts of " << part;
+		EXPECT_EQ(sum.full_sets, o->full_sets) << "parts of " << part;
+		EXPECT_EQ(sum.capacity, o->capacity) << "parts of " << part;
+	}
+	auto full_set = dp.standing().occupancy(set0, 1);
+	ASSERT_TRUE(full_set);
+	EXPECT_EQ(full_set->live, SLUICE_STANDING_WAYS);
+	EXPECT_EQ(full_set->full_sets, 1u);
+	auto past = dp.standing().occupancy(kSets, 8);
+	ASSERT_TRUE(past);
+	EXPECT_EQ(past->capacity, 0u);
+	EXPECT_EQ(past->live, 0u);
+	auto tail = dp.standing().occupancy(kSets - 2, 100);
+	ASSERT_TRUE(tail);
+	EXPECT_EQ(tail->capacity, 2u * SLUICE_STANDING_WAYS);
 }
 
 // Pins whose settings say `version`, `settings_size` bytes long (the layout

@@ -158,7 +158,7 @@ class Metrics(unittest.TestCase):
             self.assertEqual(value(s, "sluice_audit_violations_total", iface=ifc), 0)
             standing = ctl_json(tb, "status")["interfaces"][0]["standing"]
             self.assertEqual(value(s, "sluice_standing_capacity", iface=ifc), standing["capacity"])
-            # (entries is counted at most every 10 s, and the feeders see every socket of the machine)
+            # (entries is a count the periods make, a sweep every 5 s, and the feeders see every socket of the machine)
             self.assertLessEqual(value(s, "sluice_standing_entries", iface=ifc), standing["capacity"])
             self.assertEqual(value(s, "sluice_standing_valve_closed", iface=ifc), 0)
             self.assertEqual(value(s, "sluice_standing_valve_closes_total", iface=ifc), 0)

@@ -95,8 +95,14 @@ Result<StandingRecord> StandingTable::lookup(const Address &addr, const sluice_c
 
 Result<StandingOccupancy> StandingTable::occupancy() const
 {
+	return occupancy(0, sets());
+}
+
+Result<StandingOccupancy> StandingTable::occupancy(uint32_t first_set, uint32_t count) const
+{
+	const uint32_t end = first_set < sets() ? first_set + std::min(count, sets() - first_set) : first_set;
 	const uint32_t stamp = sluice_standing_stamp(dataplane_now());
-	StandingOccupancy o{0, uint64_t(sets()) * SLUICE_STANDING_WAYS, 0};
+	StandingOccupancy o{0, uint64_t(end - first_set) * SLUICE_STANDING_WAYS, 0};
 	auto tally = [&](const sluice_standing_set &set) {
 		uint32_t live = 0;
 		for (uint64_t e : set.way)
@@ -114,8 +120,8 @@ Result<StandingOccupancy> StandingTable::occupancy() const
 	constexpr uint32_t kChunk = 512;
 	std::vector<uint32_t> keys(kChunk);
 	std::vector<sluice_standing_set> chunk(kChunk);
-	for (uint32_t first = 0; first < sets(); first += kChunk) {
-		uint32_t n = std::min(kChunk, sets() - first), out_batch = 0;
+	for (uint32_t first = first_set; first < end; first += kChunk) {
+		uint32_t n = std::min(kChunk, end - first), out_batch = 0;
 		// Array batch lookups resume after in_batch; the first call starts
 		// at the beginning.
 		uint32_t in_batch = first - 1;
@@ -124,7 +130,7 @@ Result<StandingOccupancy> StandingTable::occupancy() const
 					       chunk.data(), &n, &opts);
 		if (err && err != -ENOENT) {
 			// Kernels without batch ops: one lookup per set.
-			for (uint32_t i = first; i < first + std::min(kChunk, sets() - first); i++) {
+			for (uint32_t i = first; i < first + std::min(kChunk, end - first); i++) {
 				sluice_standing_set set{};
 				if (int e = bpf_map_lookup_elem(fd_, &i, &set); e)
 					return fail_errno("reading standing set " + std::to_string(i));

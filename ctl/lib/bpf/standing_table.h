@@ -48,6 +48,9 @@ public:
 	// Entries live now, over the whole table.
 	Result<uint64_t> live_entries() const;
 	Result<StandingOccupancy> occupancy() const;
+	// The sets [first, first + count) alone (clipped to the table; capacity
+	// is that part's): the daemon counts the table a part per period.
+	Result<StandingOccupancy> occupancy(uint32_t first, uint32_t count) const;
 
 private:
 	int fd_;
