@@ -53,6 +53,7 @@ struct cookie_alt_params {
 	__u32 mss4, mss6; /* ours */
 	__u32 wscale;     /* ours */
 	__u32 flags;      /* SLUICE_COOKIE_TS | _SACK | _WSCALE */
+	__u32 remember;   /* 1: a connection whose ACK proved its cookie passes after (`proved`) */
 };
 
 struct {
@@ -68,6 +69,18 @@ struct {
 	__type(key, __u32);
 	__type(value, __u64);
 } outcomes SEC(".maps");
+
+/* The connections (their 4-tuples) whose ACK proved a cookie, with
+ * params.remember: the frames after that ACK (the request, the client's
+ * ACKs, its FIN) carry later sequence numbers no cookie check accepts, and
+ * pass as sluice passes them by standing (or xdp_synproxy by conntrack).
+ * Never looked up without params.remember (the cost benchmark). */
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 4096);
+	__type(key, struct bpf_sock_tuple);
+	__type(value, __u8);
+} proved SEC(".maps");
 
 struct alt_scratch {
 	__u8 ip[40];
@@ -169,10 +182,16 @@ int cookie_alt(struct xdp_md *ctx)
 		return count(ALT_UNFIT, XDP_DROP);
 
 	__s64 cookie;
-#ifdef COOKIE_LISTENER
 	struct bpf_sock_tuple *t = &s->tuple;
-	__u32 tuple_len;
+	__u32 tuple_len = 0;
+#ifdef COOKIE_LISTENER
+	const int need_tuple = 1; /* the lookup's key */
+#else
+	const int need_tuple = p->remember; /* only `proved`'s key: not in the cost */
+#endif
 
+	if (!need_tuple)
+		goto judged;
 	__builtin_memset(t, 0, sizeof(*t));
 	if (!is_v6) {
 		__builtin_memcpy(&t->ipv4.saddr, s->ip + 12, 4);
@@ -187,6 +206,10 @@ int cookie_alt(struct xdp_md *ctx)
 		__builtin_memcpy(&t->ipv6.dport, s->th + 2, 2);
 		tuple_len = sizeof(t->ipv6);
 	}
+	if (ack && p->remember && bpf_map_lookup_elem(&proved, t))
+		return count(ALT_OTHER, XDP_PASS);
+judged:;
+#ifdef COOKIE_LISTENER
 	struct bpf_sock *sk = bpf_skc_lookup_tcp(ctx, t, tuple_len, BPF_F_CURRENT_NETNS, 0);
 
 	if (!sk)
@@ -199,16 +222,21 @@ int cookie_alt(struct xdp_md *ctx)
 		long r = bpf_tcp_check_syncookie(sk, s->ip, ip_len, (struct tcphdr *)s->th, th_len_of(s));
 
 		bpf_sk_release(sk);
-		return r ? count(ALT_FORGED, XDP_DROP) : count(ALT_PROVED, XDP_PASS);
+		if (r)
+			return count(ALT_FORGED, XDP_DROP);
+		goto proved;
 	}
 	cookie = bpf_tcp_gen_syncookie(sk, s->ip, ip_len, (struct tcphdr *)s->th, th_len_of(s));
 	bpf_sk_release(sk);
 #else
+	(void)tuple_len;
 	if (ack) {
 		long r = is_v6 ? bpf_tcp_raw_check_syncookie_ipv6((struct ipv6hdr *)s->ip, (struct tcphdr *)s->th)
 			       : bpf_tcp_raw_check_syncookie_ipv4((struct iphdr *)s->ip, (struct tcphdr *)s->th);
 
-		return r ? count(ALT_FORGED, XDP_DROP) : count(ALT_PROVED, XDP_PASS);
+		if (r)
+			return count(ALT_FORGED, XDP_DROP);
+		goto proved;
 	}
 	cookie = is_v6 ? bpf_tcp_raw_gen_syncookie_ipv6((struct ipv6hdr *)s->ip, (struct tcphdr *)s->th, th_len_of(s))
 		       : bpf_tcp_raw_gen_syncookie_ipv4((struct iphdr *)s->ip, (struct tcphdr *)s->th, th_len_of(s));
@@ -241,4 +269,12 @@ int cookie_alt(struct xdp_md *ctx)
 	if (bpf_xdp_store_bytes(ctx, l3_off, s->reply, len & 0x7f))
 		return count(ALT_UNFIT, XDP_DROP);
 	return count(ALT_SENT, XDP_TX);
+
+proved:
+	if (p->remember) {
+		__u8 one = 1;
+
+		bpf_map_update_elem(&proved, t, &one, BPF_ANY);
+	}
+	return count(ALT_PROVED, XDP_PASS);
 }

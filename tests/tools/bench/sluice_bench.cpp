@@ -97,7 +97,8 @@
 //                              [--mss4 M] [--mss6 M] [--wscale W]
 //       Attaches cookie_alt.bpf.o (raw or listener) to IFACE in native mode
 //       with our side's MSS and window scale (defaults 1460, 1440, 7; all
-//       options offered); prints {"attached":IFACE}, then for each line read
+//       options offered), a connection's frames after its proving ACK passed
+//       (params.remember); prints {"attached":IFACE}, then for each line read
 //       on stdin its outcome counters {"sent":N,"proved":N,...}; detaches at
 //       end of input (tests/netns/test_cookie_alternatives.py).
 //
@@ -819,8 +820,8 @@ int cmd_cookie_cost(int argc, char **argv)
 	std::unique_ptr<Loaded> raw, listener, reqsk;
 	auto alt_params = [](Loaded &l) {
 		struct {
-			__u32 mss4, mss6, wscale, flags;
-		} pv{1460, 1440, 7, SLUICE_COOKIE_TS | SLUICE_COOKIE_SACK | SLUICE_COOKIE_WSCALE};
+			__u32 mss4, mss6, wscale, flags, remember;
+		} pv{1460, 1440, 7, SLUICE_COOKIE_TS | SLUICE_COOKIE_SACK | SLUICE_COOKIE_WSCALE, 0};
 		__u32 zero = 0;
 		if (bpf_map_update_elem(l.map_fd("params"), &zero, &pv, BPF_ANY))
 			throw Error(std::string("params update: ") + std::strerror(errno));
@@ -1012,10 +1013,11 @@ int cmd_cookie_attach(int argc, char **argv)
 	if (!ifindex)
 		throw Error("no interface " + o["iface"]);
 	Loaded obj(o["obj"], Loaded::SluiceSetup{});
+	// remember: the frames after a connection's proving ACK pass (cookie_alt.bpf.c, `proved`)
 	struct {
-		__u32 mss4, mss6, wscale, flags;
+		__u32 mss4, mss6, wscale, flags, remember;
 	} pv{__u32(opt_u64(o, "mss4", 1460)), __u32(opt_u64(o, "mss6", 1440)), __u32(opt_u64(o, "wscale", 7)),
-	     SLUICE_COOKIE_TS | SLUICE_COOKIE_SACK | SLUICE_COOKIE_WSCALE};
+	     SLUICE_COOKIE_TS | SLUICE_COOKIE_SACK | SLUICE_COOKIE_WSCALE, 1};
 	__u32 zero = 0;
 	if (bpf_map_update_elem(obj.map_fd("params"), &zero, &pv, BPF_ANY))
 		throw Error(std::string("params update: ") + std::strerror(errno));
