@@ -7,7 +7,9 @@ with --cookies off, no filter (the kernel's own cookies) and nftables synproxy;
 (b) receive-side CPU per spoofed SYN (figure 2's NET_RX clock) for sluice
 answering with cookies, the kernel answering with its own, and synproxy;
 (c) figure 1's per-packet cost (BPF_PROG_TEST_RUN) of the SYN -> SYN-ACK path
-and of a forged ACK's check, against the drop paths; (d) one bulk TCP flow
+and of a forged ACK's check, against the drop paths, and beside them the other
+ways of making the cookie alone (the raw helpers, the listener's helpers
+without sluice, and tc's bpf_sk_assign_tcp_reqsk on the ACK); (d) one bulk TCP flow
 whose connection a cookie made, against the same flow through XDP_PASS."""
 
 import contextlib
