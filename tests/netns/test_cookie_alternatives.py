@@ -24,6 +24,9 @@ opens N fresh connections to a new listener:
   does), tcp_syncookies 2, never marked before: every one is served (the
   generator marks it).
 
+The first and the last case run over IPv6 too (cookie_v6_check has the same
+overflow test).
+
 tcp_timestamps is 2 throughout (as sluiced arms it), so the cookie's
 timestamp carries window scale and SACK alike in every case. The test prints
 one line "COOKIE-ALT <case>: ..." per case with what it measured.
@@ -37,7 +40,7 @@ import time
 import unittest
 
 from sluice_netns import Testbed, main, require_root, in_ci, wait_until
-from test_standing import start_http, HTTP_PORT
+from test_standing import start_http, start_server, HTTP_PORT
 
 BENCH = os.environ.get("SLUICE_BENCH", "sluice-bench")
 ALT_DIR = os.environ.get("SLUICE_COOKIE_ALT_DIR", "")
@@ -90,6 +93,18 @@ for i in range(n):
     finally:
         c.close()
 print(json.dumps(r))
+"""
+
+
+# The HTTP server of test_standing.start_http, on the host's IPv6 address.
+HTTP6 = """import http.server, socket, sys, functools
+class Server(http.server.ThreadingHTTPServer):
+    address_family = socket.AF_INET6
+h = functools.partial(http.server.SimpleHTTPRequestHandler, directory='/tmp')
+http.server.SimpleHTTPRequestHandler.log_message = lambda *a: None
+srv = Server((sys.argv[1], int(sys.argv[2])), h)
+open(sys.argv[3], 'w').close()
+srv.serve_forever()
 """
 
 
@@ -152,25 +167,27 @@ class CookieAlternatives(unittest.TestCase):
         if not ALT_DIR and in_ci():
             self.fail("SLUICE_COOKIE_ALT_DIR is not set")
 
-    def one_case(self, tb, which, syncookies, mark_first):
+    def one_case(self, tb, which, syncookies, mark_first, v6=False):
         """N fresh connections to a new listener with `which` cookies from
-        XDP; what the client and the host's stack saw."""
+        XDP; what the client and the host's stack saw. (net.ipv4's
+        tcp_syncookies and tcp_timestamps serve IPv6 too.)"""
         tb.exec("host", ["sysctl", "-qw", f"net.ipv4.tcp_syncookies={syncookies}"])
-        http = start_http(tb)
+        host = tb.host_ip6 if v6 else tb.host_ip4
+        http = start_server(tb, "host", HTTP6, host, HTTP_PORT, "http6") if v6 else start_http(tb)
         try:
             marked = None
             if mark_first:
                 # One connection the stack answers itself: at 2 with its own
                 # cookie, which marks the listener.
                 c0 = tcp_counters(tb)
-                tb.exec("client", ["python3", "-c", CLIENT, tb.host_ip4, str(HTTP_PORT), "1"], timeout=30)
+                tb.exec("client", ["python3", "-c", CLIENT, host, str(HTTP_PORT), "1"], timeout=30)
                 marked = tcp_counters(tb)["TcpExtSyncookiesSent"] - c0["TcpExtSyncookiesSent"]
             att = Attached(tb, which)
             try:
                 o1 = att.outcomes()
                 c1 = tcp_counters(tb)
                 t = time.monotonic()
-                p = tb.exec("client", ["python3", "-c", CLIENT, tb.host_ip4, str(HTTP_PORT), str(CONNECTIONS)],
+                p = tb.exec("client", ["python3", "-c", CLIENT, host, str(HTTP_PORT), str(CONNECTIONS)],
                             timeout=30 + CONNECTIONS * 6)
                 seconds = time.monotonic() - t
                 c2 = tcp_counters(tb)
@@ -190,16 +207,18 @@ class CookieAlternatives(unittest.TestCase):
             tb.xdp_tx_peer()
             tb.exec("host", ["sysctl", "-qw", "net.ipv4.tcp_timestamps=2"])
             cases = {}
-            for name, which, sc, mark in (("raw_syncookies2_unmarked", "raw", 2, False),
-                                          ("raw_syncookies1_unmarked", "raw", 1, False),
-                                          ("raw_syncookies2_marked", "raw", 2, True),
-                                          ("listener_syncookies2_unmarked", "listener", 2, False)):
-                seen, xdp, stack, marked, seconds = self.one_case(tb, which, sc, mark)
+            for name, which, sc, mark, v6 in (("raw_syncookies2_unmarked", "raw", 2, False, False),
+                                              ("raw_syncookies1_unmarked", "raw", 1, False, False),
+                                              ("raw_syncookies2_marked", "raw", 2, True, False),
+                                              ("listener_syncookies2_unmarked", "listener", 2, False, False),
+                                              ("v6_raw_syncookies2_unmarked", "raw", 2, False, True),
+                                              ("v6_listener_syncookies2_unmarked", "listener", 2, False, True)):
+                seen, xdp, stack, marked, seconds = self.one_case(tb, which, sc, mark, v6)
                 cases[name] = (seen, xdp, stack, marked)
                 report(name, connections=CONNECTIONS, seconds=round(seconds, 2), marked_by=marked, **seen,
                        xdp=xdp, stack=stack)
 
-            for name in ("raw_syncookies2_unmarked", "raw_syncookies1_unmarked"):
+            for name in ("raw_syncookies2_unmarked", "raw_syncookies1_unmarked", "v6_raw_syncookies2_unmarked"):
                 seen, xdp, stack, _ = cases[name]
                 # Every SYN was answered from XDP and every ACK's raw check passed ...
                 self.assertEqual(xdp.get("sent"), CONNECTIONS, f"{name}: {xdp}")
@@ -217,12 +236,13 @@ class CookieAlternatives(unittest.TestCase):
             self.assertEqual(seen["served"], CONNECTIONS, f"marked: the same raw cookies are accepted: {seen}")
             self.assertEqual(stack["TcpExtSyncookiesRecv"], CONNECTIONS, stack)
 
-            seen, xdp, stack, _ = cases["listener_syncookies2_unmarked"]
-            self.assertEqual(xdp.get("sent"), CONNECTIONS, xdp)
-            self.assertEqual(seen["served"], CONNECTIONS, f"the listener's own cookies: {seen}")
-            self.assertEqual(seen["first_syn"], CONNECTIONS, seen)
-            self.assertEqual(stack["TcpExtSyncookiesRecv"], CONNECTIONS, stack)
-            self.assertEqual(stack["TcpExtSyncookiesSent"], 0, f"every SYN was answered from XDP: {stack}")
+            for name in ("listener_syncookies2_unmarked", "v6_listener_syncookies2_unmarked"):
+                seen, xdp, stack, _ = cases[name]
+                self.assertEqual(xdp.get("sent"), CONNECTIONS, f"{name}: {xdp}")
+                self.assertEqual(seen["served"], CONNECTIONS, f"{name}, the listener's own cookies: {seen}")
+                self.assertEqual(seen["first_syn"], CONNECTIONS, f"{name}: {seen}")
+                self.assertEqual(stack["TcpExtSyncookiesRecv"], CONNECTIONS, f"{name}: {stack}")
+                self.assertEqual(stack["TcpExtSyncookiesSent"], 0, f"{name}: every SYN was answered from XDP: {stack}")
 
 
 if __name__ == "__main__":
