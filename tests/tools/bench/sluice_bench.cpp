@@ -1084,8 +1084,8 @@ int main(int argc, char **argv)
 {
 	libbpf_set_print(quiet_libbpf);
 	if (argc < 2) {
-		std::cerr << "usage: sluice-bench cost|collateral|attach|netrx|cookie-cost|cookie-attach [options] (see the comment at the top of "
-			     "tests/tools/bench/sluice_bench.cpp)\n";
+		std::cerr << "usage: sluice-bench cost|collateral|attach|netrx|cookie-cost|cookie-attach [options] "
+			     "(see the comment at the top of tests/tools/bench/sluice_bench.cpp)\n";
 		return 2;
 	}
 	std::string cmd = argv[1];
