@@ -1,4 +1,7 @@
-# sluice_bpf_object(<name> <source.bpf.c>)
+# sluice_bpf_object(<name> <source.bpf.c> [DEFINES D...] [HEADERS H...])
+#
+# HEADERS: headers outside the source's folder that it includes (its own
+# folder's are found), so that the object is rebuilt when they change.
 #
 # clang -target bpf -> <name>.bpf.o -> bpftool gen skeleton -> <name>.skel.h,
 # exposed as the INTERFACE target <name>_skel that C++ links (it carries the
@@ -28,7 +31,7 @@ if(NOT BPF_MULTIARCH)
 endif()
 
 function(sluice_bpf_object name source)
-  cmake_parse_arguments(ARG "" "" "DEFINES" ${ARGN})
+  cmake_parse_arguments(ARG "" "" "DEFINES;HEADERS" ${ARGN})
   set(obj ${CMAKE_CURRENT_BINARY_DIR}/${name}.bpf.o)
   set(skel_dir ${CMAKE_CURRENT_BINARY_DIR}/skel)
   set(skel ${skel_dir}/${name}.skel.h)
@@ -46,7 +49,7 @@ function(sluice_bpf_object name source)
             -Wall -Werror ${defs}
             -I${src_dir} -I/usr/include/${BPF_MULTIARCH}
             -c ${src_abs} -o ${obj}
-    DEPENDS ${src_abs} ${bpf_headers}
+    DEPENDS ${src_abs} ${bpf_headers} ${ARG_HEADERS}
     COMMENT "BPF ${name}.bpf.o"
     VERBATIM)
   add_custom_command(

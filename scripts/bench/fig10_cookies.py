@@ -7,7 +7,9 @@ with --cookies off, no filter (the kernel's own cookies) and nftables synproxy;
 (b) receive-side CPU per spoofed SYN (figure 2's NET_RX clock) for sluice
 answering with cookies, the kernel answering with its own, and synproxy;
 (c) figure 1's per-packet cost (BPF_PROG_TEST_RUN) of the SYN -> SYN-ACK path
-and of a forged ACK's check, against the drop paths; (d) one bulk TCP flow
+and of a forged ACK's check, against the drop paths, and beside them the other
+ways of making the cookie alone (the raw helpers, the listener's helpers
+without sluice, and tc's bpf_sk_assign_tcp_reqsk on the ACK); (d) one bulk TCP flow
 whose connection a cookie made, against the same flow through XDP_PASS."""
 
 import contextlib
@@ -55,6 +57,22 @@ PATHS = (("syn", "a SYN to a listener from a source without standing: the SYN-AC
          ("ack", "a forged ACK to a listener: the kernel's cookie check fails (drop_cookie)"),
          ("shed", "the same SYN with --cookies off, shedding, no newcomer budget (drop_shed)"),
          ("drop", "figure 1's drop path: 64-byte UDP over its limit (drop_rate)"))
+# (c) The other ways of making the cookie, in the same rounds
+# (docs/architecture.md, "SYN cookies"): tests/tools/bench/cookie_alt.bpf.c
+# alone (no sluice around it), with the raw helpers and with the listener's
+# cookies as sluice makes them, on the same SYN and forged ACK; and the tc
+# program cookie_reqsk.bpf.c on an ACK with its own valid cookie and on the
+# forged one.
+ALT_PATHS = (("raw_syn", "the raw helpers alone: bpf_tcp_raw_gen_syncookie, no listener lookup, the same SYN-ACK"),
+             ("raw_ack", "the raw helpers alone: bpf_tcp_raw_check_syncookie on the forged ACK"),
+             ("listener_syn", "the listener's cookies alone: bpf_skc_lookup_tcp + bpf_tcp_gen_syncookie, the same "
+                              "SYN-ACK, without sluice's judgement around it"),
+             ("listener_ack", "the listener's cookies alone: bpf_skc_lookup_tcp + bpf_tcp_check_syncookie on the "
+                              "forged ACK"),
+             ("reqsk_ack_valid", "tc ingress: an ACK with a valid cookie of its own (SipHash-2-4), "
+                                 "bpf_skc_lookup_tcp, then the bpf_sk_assign_tcp_reqsk kfunc"),
+             ("reqsk_ack_forged", "tc ingress: the forged ACK, refused by its own cookie check"))
+UNWRAPPED = ("reqsk_ack_valid", "reqsk_ack_forged")  # tc: not behind the XDP restore wrapper
 FAMILIES = (("v4", "IPv4"), ("v6", "IPv6"))
 
 SYNPROXY_RULES = """table inet sluicebench_synproxy {{
@@ -383,6 +401,9 @@ def measure_cost(lab, rows, detail):
     repeat = 1000000
     out = last_json(run([lab.bench_tool, "cookie-cost", "--obj", lab.obj("sluice_bpf"), "--drop-obj",
                          lab.obj("xdp_drop_bpf"), "--restore", lab.tool_obj("restore_frame_bpf"),
+                         "--raw-obj", lab.tool_obj("cookie_alt_raw_bpf"),
+                         "--listener-obj", lab.tool_obj("cookie_alt_listener_bpf"),
+                         "--reqsk-obj", lab.tool_obj("cookie_reqsk_bpf"),
                          "--rounds", rounds, "--repeat", repeat, "--calls", 2000 if lab.quick else 10000],
                         timeout=900).stdout)
     detail["cost"] = out
@@ -408,6 +429,28 @@ def measure_cost(lab, rows, detail):
         for n, _ in PATHS:
             rows.add(f"cookies_cost_{fam}_{n}_vs_xdp_drop", "ns/packet", net[n], net["xdp_drop"], "XDP_DROP only",
                      note=f"{what[n]}; {label}")
+        # The alternatives against sluice's own paths (the chosen way), and
+        # the raw helpers against the listener's with nothing else around.
+        alt = {n: med[n] - (0 if n in UNWRAPPED else wrapper) for n, _ in ALT_PATHS}
+        alt_what = dict(ALT_PATHS)
+        kernel = out.get("reqsk_last_assign_error", "?")
+        for n, base, base_name in (("raw_syn", "syn", "sluice's SYN"), ("listener_syn", "syn", "sluice's SYN"),
+                                   ("raw_syn", "listener_syn", "listener's SYN alone"),
+                                   ("raw_ack", "ack", "sluice's forged ACK"),
+                                   ("listener_ack", "ack", "sluice's forged ACK"),
+                                   ("raw_ack", "listener_ack", "listener's ACK alone"),
+                                   ("reqsk_ack_valid", "ack", "sluice's forged ACK"),
+                                   ("reqsk_ack_forged", "ack", "sluice's forged ACK")):
+            b = alt[base] if base in alt else net[base]
+            note = (f"{alt_what[n]}, against {alt_what.get(base, what.get(base))}; {common}"
+                    f"{'' if n not in UNWRAPPED else ' (this tc path unwrapped: tc does not rewrite an ACK)'}; "
+                    f"outcomes counted {outs.get(n, {})}")
+            if n == "reqsk_ack_valid":
+                note += (f"; the kfunc answered {kernel} under BPF_PROG_TEST_RUN (the test skb is not at tc "
+                         f"ingress), so this is the path up to the kfunc's refusal, without the request socket's "
+                         f"allocation, and after the skb the SYN and the ACK each cost at tc")
+            rows.add(f"cookies_cost_{fam}_{n}_vs_{base}", "ns/packet", alt[n], b, base_name,
+                     samples=[x - (0 if n in UNWRAPPED else wrapper) for x in p[n][fam]], note=note)
 
 
 # ---------------------------------------------------------------- (d) bulk TCP

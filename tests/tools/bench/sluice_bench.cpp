@@ -84,6 +84,26 @@
 //       -> {"calls":N,"rounds":R,"repeat":M,"paths":{PATH:{"v4":[ns...],
 //           "v6":[ns...],"single_v4":[ns...],"single_v6":[ns...],
 //           "retval_v4":V,"retval_v6":V}},"outcomes":{PATH:{NAME:packets}}}
+//       With --raw-obj COOKIE_ALT_RAW --listener-obj COOKIE_ALT_LISTENER
+//       --reqsk-obj COOKIE_REQSK (each optional), the other ways of making
+//       the cookie beside sluice's, in the same rounds (docs/architecture.md,
+//       "SYN cookies"): cookie_alt.bpf.o alone, the raw helpers
+//       (raw_syn, raw_ack) and the listener's cookies as sluice makes them
+//       (listener_syn, listener_ack), the same SYN and forged ACK, wrapped;
+//       and the tc program cookie_reqsk.bpf.o (not wrapped: tc does not
+//       rewrite an ACK) on an ACK carrying its own valid cookie
+//       (reqsk_ack_valid) and on the forged one (reqsk_ack_forged), with what
+//       bpf_sk_assign_tcp_reqsk last answered ("reqsk_last_assign", 0 or a
+//       negative errno, and "reqsk_last_assign_error").
+//
+//   sluice-bench cookie-attach --obj COOKIE_ALT_OBJECT --iface IFACE
+//                              [--mss4 M] [--mss6 M] [--wscale W]
+//       Attaches cookie_alt.bpf.o (raw or listener) to IFACE in native mode
+//       with our side's MSS and window scale (defaults 1460, 1440, 7; all
+//       options offered), a connection's frames after its proving ACK passed
+//       (params.remember); prints {"attached":IFACE}, then for each line read
+//       on stdin its outcome counters {"sent":N,"proved":N,...}; detaches at
+//       end of input (tests/netns/test_cookie_alternatives.py).
 //
 //   sluice-bench netrx --obj NETRX_CLOCK_OBJECT
 //       Attaches netrx_clock.bpf.o to the softirq_entry/exit raw tracepoints; prints
@@ -124,6 +144,7 @@
 #include <vector>
 
 #include "cookie_netns.h"
+#include "cookie_reqsk.h"
 #include "frames.h"
 #include "base/defaults.h"
 #include "base/address.h"
@@ -233,7 +254,11 @@ public:
 		{
 			if (!prog_) {
 				prog_ = p;
-				bpf_program__set_type(p, BPF_PROG_TYPE_XDP);
+				// A tc program (figure 10's cookie_reqsk) stays one;
+				// anything else is run as XDP (xdp-filter's sections
+				// are not libbpf's).
+				if (bpf_program__type(p) != BPF_PROG_TYPE_SCHED_CLS)
+					bpf_program__set_type(p, BPF_PROG_TYPE_XDP);
 			} else {
 				bpf_program__set_autoload(p, false);
 			}
@@ -250,6 +275,7 @@ public:
 	bool sluice() const { return sluice_; }
 	bpf_object *object() const { return obj_; }
 	int prog_fd() const { return bpf_program__fd(prog_); }
+	bool has_map(const char *name) const { return bpf_object__find_map_by_name(obj_, name) != nullptr; }
 	int map_fd(const char *name) const
 	{
 		bpf_map *m = bpf_object__find_map_by_name(obj_, name);
@@ -792,6 +818,51 @@ const char *outcome_name(__u32 k)
 	return "?";
 }
 
+// What the benchmark-only cookie programs count (cookie_alt.bpf.c's and
+// cookie_reqsk.bpf.c's `outcomes`), by name; {} for any other object.
+std::map<std::string, __u64> alt_outcomes(const Loaded &obj, bool tc)
+{
+	static const char *alt[] = {"sent", "proved", "forged", "no_cookie", "other", "unfit"};
+	static const char *reqsk[] = {"assigned", "refused", "forged", "other"};
+	std::map<std::string, __u64> out;
+	if (!obj.has_map("outcomes"))
+		return out;
+	const char **names = tc ? reqsk : alt;
+	__u32 n = tc ? 4 : 6;
+	int ncpu = libbpf_num_possible_cpus();
+	std::vector<__u64> v(size_t(ncpu > 0 ? ncpu : 1));
+	for (__u32 k = 0; k < n; k++) {
+		if (bpf_map_lookup_elem(obj.map_fd("outcomes"), &k, v.data()))
+			throw Error(std::string("outcomes lookup: ") + std::strerror(errno));
+		__u64 sum = 0;
+		for (__u64 x : v)
+			sum += x;
+		out[names[k]] = sum;
+	}
+	return out;
+}
+
+// cookie_reqsk.bpf.c's last answer from bpf_sk_assign_tcp_reqsk (its .data).
+int reqsk_last_assign(const Loaded &obj)
+{
+	bpf_map *m;
+	bpf_object__for_each_map(m, obj.object())
+	{
+		const char *name = bpf_map__name(m);
+		std::string n = name ? name : "";
+		if (n.size() >= 5 && n.compare(n.size() - 5, 5, ".data") == 0) {
+			int v = 0;
+			std::vector<char> buf(bpf_map__value_size(m));
+			__u32 zero = 0;
+			if (bpf_map_lookup_elem(bpf_map__fd(m), &zero, buf.data()))
+				throw Error(std::string(".data lookup: ") + std::strerror(errno));
+			std::memcpy(&v, buf.data(), sizeof(v)); // last_assign is its one variable
+			return v;
+		}
+	}
+	throw Error("cookie_reqsk object without .data");
+}
+
 int cmd_cookie_cost(int argc, char **argv)
 {
 	std::vector<std::string> pos;
@@ -820,6 +891,24 @@ int cmd_cookie_cost(int argc, char **argv)
 	const Frames syn_f{tcp4(eth, ip4h, syn), tcp6(eth, ip6h, syn)};
 	const Frames ack_f{tcp4(eth, ip4h, ack), tcp6(eth, ip6h, ack)};
 	const Frames udp_f{frame_v4(0xc612ff01u), frame_v6()};
+	// An ACK carrying a valid cookie of cookie_reqsk's own (cookie_reqsk.h):
+	// the same connection as `ack`, its ack number the cookie + 1.
+	auto reqsk_ack = [&](bool v6) {
+		const __u64 key[2] = {0x0706050403020100ull, 0x0f0e0d0c0b0a0908ull};
+		Tcp a = ack;
+		const Bytes f = v6 ? tcp6(eth, ip6h, a) : tcp4(eth, ip4h, a);
+		const size_t l3 = 14, th = v6 ? 54 : 34;
+		__u32 s0, d0;
+		__u16 sp, dp;
+		std::memcpy(&s0, f.data() + l3 + (v6 ? 8 : 12), 4);
+		std::memcpy(&d0, f.data() + l3 + (v6 ? 24 : 16), 4);
+		std::memcpy(&sp, f.data() + th, 2);
+		std::memcpy(&dp, f.data() + th + 2, 2);
+		__u32 h = reqsk_cookie_hash(key, __u64(s0) << 32 | d0, a.seq - 1, sp, dp);
+		a.ack = reqsk_cookie(h, 3, 1, 7) + 1;
+		return v6 ? tcp6(eth, ip6h, a) : tcp4(eth, ip4h, a);
+	};
+	const Frames reqsk_valid_f{reqsk_ack(false), reqsk_ack(true)};
 
 	// Shedding, no newcomer budget; cookies while shedding (or off), a budget
 	// of a token a nanosecond and a burst of 1e9 (never spent here).
@@ -845,6 +934,29 @@ int cmd_cookie_cost(int argc, char **argv)
 		if (bpf_map_update_elem(l.map_fd("config"), &zero, &c, BPF_ANY))
 			throw Error(std::string("config update: ") + std::strerror(errno));
 	};
+	// The other ways of making the cookie (figure 10's alternatives), each
+	// alone: the raw helpers and the listener's cookies without sluice around
+	// them (cookie_alt.bpf.c, XDP), and the tc kfunc's ACK half
+	// (cookie_reqsk.bpf.c). Optional: --raw-obj, --listener-obj, --reqsk-obj.
+	std::unique_ptr<Loaded> raw, listener, reqsk;
+	auto alt_params = [](Loaded &l) {
+		struct {
+			__u32 mss4, mss6, wscale, flags, remember;
+		} pv{1460, 1440, 7, SLUICE_COOKIE_TS | SLUICE_COOKIE_SACK | SLUICE_COOKIE_WSCALE, 0};
+		__u32 zero = 0;
+		if (bpf_map_update_elem(l.map_fd("params"), &zero, &pv, BPF_ANY))
+			throw Error(std::string("params update: ") + std::strerror(errno));
+	};
+	if (o.count("raw-obj")) {
+		raw = std::make_unique<Loaded>(o["raw-obj"], Loaded::SluiceSetup{});
+		alt_params(*raw);
+	}
+	if (o.count("listener-obj")) {
+		listener = std::make_unique<Loaded>(o["listener-obj"], Loaded::SluiceSetup{});
+		alt_params(*listener);
+	}
+	if (o.count("reqsk-obj"))
+		reqsk = std::make_unique<Loaded>(o["reqsk-obj"], Loaded::SluiceSetup{});
 	Loaded cookies(o["obj"], Loaded::SluiceSetup{}), off(o["obj"], Loaded::SluiceSetup{}),
 		over(o["obj"], Loaded::SluiceSetup{}), xdp_drop(o["drop-obj"], Loaded::SluiceSetup{});
 	if (!cookies.sluice())
@@ -863,6 +975,7 @@ int cmd_cookie_cost(int argc, char **argv)
 		std::unique_ptr<Loaded> wrapper;
 		std::vector<__u32> v4, v6, single4, single6;
 		__u32 ret4 = 0, ret6 = 0;
+		bool tc = false; // a tc program: BPF_PROG_TEST_RUN with an skb
 	};
 	std::vector<Path> paths;
 	paths.push_back({"syn", &cookies, &syn_f, true});
@@ -871,6 +984,21 @@ int cmd_cookie_cost(int argc, char **argv)
 	paths.push_back({"drop", &over, &udp_f, true});
 	paths.push_back({"xdp_drop", &xdp_drop, &syn_f, true});
 	paths.push_back({"xdp_drop_bare", &xdp_drop, &syn_f, false});
+	if (raw) {
+		paths.push_back({"raw_syn", raw.get(), &syn_f, true});
+		paths.push_back({"raw_ack", raw.get(), &ack_f, true});
+	}
+	if (listener) {
+		paths.push_back({"listener_syn", listener.get(), &syn_f, true});
+		paths.push_back({"listener_ack", listener.get(), &ack_f, true});
+	}
+	if (reqsk) {
+		// tc does not rewrite an ACK: no wrapper (it is XDP's)
+		paths.push_back({"reqsk_ack_valid", reqsk.get(), &reqsk_valid_f, false});
+		paths.back().tc = true;
+		paths.push_back({"reqsk_ack_forged", reqsk.get(), &ack_f, false});
+		paths.back().tc = true;
+	}
 	for (auto &p : paths) {
 		if (!p.wrapped)
 			continue;
@@ -916,6 +1044,7 @@ int cmd_cookie_cost(int argc, char **argv)
 		for (auto &p : paths) {
 			// The ack and syn paths share an object: counted apart.
 			std::vector<__u64> c0 = p.obj->sluice() ? outcome_packets(*p.obj) : std::vector<__u64>{};
+			std::map<std::string, __u64> a0 = alt_outcomes(*p.obj, p.tc);
 			Run a = loop(p, p.frames->v4, repeat);
 			Run b = loop(p, p.frames->v6, repeat);
 			p.v4.push_back(a.duration);
@@ -930,6 +1059,14 @@ int cmd_cookie_cost(int argc, char **argv)
 				for (__u32 k = 0; k < SLUICE_OUTCOMES; k++)
 					if (c1[k] != c0[k])
 						j[outcome_name(k)] = j.value(outcome_name(k), __u64(0)) + (c1[k] - c0[k]);
+			}
+			for (const auto &[name, n1] : alt_outcomes(*p.obj, p.tc)) {
+				if (n1 == a0[name])
+					continue;
+				json &j = counts[p.name];
+				if (j.is_null())
+					j = json::object();
+				j[name] = j.value(name, __u64(0)) + (n1 - a0[name]);
 			}
 			if (calls > 0 && !p.wrapped) {
 				for (int i = 0; i < calls; i++) {
@@ -965,12 +1102,57 @@ int cmd_cookie_cost(int argc, char **argv)
 			      {"retval_v4", p.ret4},
 			      {"retval_v6", p.ret6},
 			      {"wrapped", p.wrapped},
+			      {"tc", p.tc},
 			      {"frame_bytes_v4", p.frames->v4.size()},
 			      {"frame_bytes_v6", p.frames->v6.size()}};
 	}
 	out["paths"] = jp;
 	out["outcomes"] = counts;
+	if (reqsk) {
+		// What bpf_sk_assign_tcp_reqsk answered the valid ACK (its last call).
+		int r = reqsk_last_assign(*reqsk);
+		out["reqsk_last_assign"] = r;
+		out["reqsk_last_assign_error"] = r < 0 ? std::string(strerrorname_np(-r) ? strerrorname_np(-r) : "?") + " (" +
+								 std::strerror(-r) + ")"
+						       : std::string(r == 0 ? "assigned" : "never called");
+	}
 	std::cout << out.dump() << std::endl;
+	return 0;
+}
+
+// Attach a cookie_alt object (the raw helpers' or the listener's cookies
+// alone) to IFACE in native mode, with our side's MSS and window scale; then
+// for every line read on stdin print its outcome counters; detach at end of
+// input. tests/netns/test_cookie_alternatives.py drives it.
+int cmd_cookie_attach(int argc, char **argv)
+{
+	std::vector<std::string> pos;
+	auto o = parse_opts(argc, argv, pos);
+	if (!o.count("obj") || !o.count("iface"))
+		throw Error("cookie-attach: give --obj COOKIE_ALT_OBJECT --iface IFACE [--mss4 M] [--mss6 M] [--wscale W]");
+	unsigned ifindex = if_nametoindex(o["iface"].c_str());
+	if (!ifindex)
+		throw Error("no interface " + o["iface"]);
+	Loaded obj(o["obj"], Loaded::SluiceSetup{});
+	// remember: the frames after a connection's proving ACK pass (cookie_alt.bpf.c, `proved`)
+	struct {
+		__u32 mss4, mss6, wscale, flags, remember;
+	} pv{__u32(opt_u64(o, "mss4", 1460)), __u32(opt_u64(o, "mss6", 1440)), __u32(opt_u64(o, "wscale", 7)),
+	     SLUICE_COOKIE_TS | SLUICE_COOKIE_SACK | SLUICE_COOKIE_WSCALE, 1};
+	__u32 zero = 0;
+	if (bpf_map_update_elem(obj.map_fd("params"), &zero, &pv, BPF_ANY))
+		throw Error(std::string("params update: ") + std::strerror(errno));
+	if (int e = bpf_xdp_attach(int(ifindex), obj.prog_fd(), XDP_FLAGS_DRV_MODE, nullptr))
+		throw Error("attach to " + o["iface"] + ": " + std::strerror(-e));
+	std::cout << json{{"attached", o["iface"]}}.dump() << std::endl;
+	std::string line;
+	while (std::getline(std::cin, line)) {
+		json j = json::object();
+		for (const auto &[name, n] : alt_outcomes(obj, false))
+			j[name] = n;
+		std::cout << j.dump() << std::endl;
+	}
+	bpf_xdp_detach(int(ifindex), XDP_FLAGS_DRV_MODE, nullptr);
 	return 0;
 }
 
@@ -1023,8 +1205,8 @@ int main(int argc, char **argv)
 {
 	libbpf_set_print(quiet_libbpf);
 	if (argc < 2) {
-		std::cerr << "usage: sluice-bench cost|collateral|attach|netrx|cookie-cost [options] (see the comment at the top of "
-			     "tests/tools/bench/sluice_bench.cpp)\n";
+		std::cerr << "usage: sluice-bench cost|collateral|attach|netrx|cookie-cost|cookie-attach [options] "
+			     "(see the comment at the top of tests/tools/bench/sluice_bench.cpp)\n";
 		return 2;
 	}
 	std::string cmd = argv[1];
@@ -1037,6 +1219,8 @@ int main(int argc, char **argv)
 			return cmd_netrx(argc - 2, argv + 2);
 		if (cmd == "cookie-cost")
 			return cmd_cookie_cost(argc - 2, argv + 2);
+		if (cmd == "cookie-attach")
+			return cmd_cookie_attach(argc - 2, argv + 2);
 		if (cmd == "attach")
 			return cmd_attach(argc - 2, argv + 2);
 		std::cerr << "sluice-bench: unknown command '" << cmd << "'\n";
