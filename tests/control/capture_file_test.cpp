@@ -83,7 +83,7 @@ TEST(CaptureFile, PcapngHeaderIsOneSectionAndOneEthernetInterface)
 	EXPECT_EQ(static_cast<uint8_t>(h[idb + 32]), 9);
 	EXPECT_EQ(u16(h, idb + 36), 0);
 	EXPECT_EQ(u16(h, idb + 38), 0);
-	EXPECT_EQ(idb_len, 20u + 12 + 8 + 4 + 4);
+	EXPECT_EQ(idb_len, 8u + 8 + 12 + 8 + 4 + 4); // header, fixed part, if_name, if_tsresol, end, trailer
 }
 
 TEST(CaptureFile, EnhancedPacketBlockCarriesTimeLengthsBytesAndComment)

@@ -581,7 +581,8 @@ class HostileCapture(unittest.TestCase):
         require_root(self)
 
     def capture_off(self, f, what):
-        raw = pinned_raw(f.tb, "capture")
+        (_, value), = pinned_raw(f.tb, "capture")
+        raw = bytes(int(b, 16) for b in value)
         self.assertEqual(int.from_bytes(raw[:4], "little"), 0, f"{what}: the capture was turned on")
 
     def test_bad_capture_requests(self):
