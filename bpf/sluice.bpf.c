@@ -79,6 +79,7 @@
 
 #include "sluice_abi.h"
 #include "bucket.h"
+#include "capture.h"
 #include "class_match.h"
 #include "cookie.h"
 #include "parse.h"
@@ -1286,6 +1287,7 @@ int sluice_xdp(struct xdp_md *ctx)
 
 	outcome &= ~SLUICE_COUNT_DEFAULT_CLASS;
 	count(outcome, bytes);
+	sluice_capture(ctx, outcome); /* capture.h: a load and a branch unless a capture runs */
 	if (class0)
 		count_class(SLUICE_CLASS_DEFAULT, outcome, bytes);
 	if (passes(outcome))

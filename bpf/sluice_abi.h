@@ -25,8 +25,11 @@
  * 6: SYN cookies: config's cookie fields, the cookie_budget map, the
  *    "cookie_sent", "cookie_proved", "drop_cookie", "drop_cookie_budget" and
  *    "drop_cookie_unfit" outcomes, the standing reason "cookie".
- * 7: the listen_ports map (the TCP ports the cookie path looks up). */
-#define SLUICE_LAYOUT_VERSION 7
+ * 7: the listen_ports map (the TCP ports the cookie path looks up).
+ * 8: capture (sluicectl capture): the capture, capture_events and
+ *    capture_stats maps (struct sluice_capture, sluice_capture_record,
+ *    sluice_capture_stats). */
+#define SLUICE_LAYOUT_VERSION 8
 
 /* Table size bounds. The slot table is a BPF_MAP_TYPE_ARRAY whose size is a
  * power of two fixed at load: the index is (hash & (slots - 1)). */
@@ -415,6 +418,60 @@ struct sluice_drop_sample {
 #define SLUICE_SAMPLE_EVERY_MAX (1u << 24)
 
 /*
+ * Capture (`sluicectl capture`, bpf/capture.h, docs/architecture.md
+ * "Capture"): while the daemon runs a capture for a client, the program
+ * copies the first snaplen bytes of the frames whose final outcome is in
+ * outcome_mask, 1 in sample_every of them per CPU, with a
+ * struct sluice_capture_record in front, to the capture_events perf event
+ * array (bpf_perf_event_output with the XDP context: the kernel copies the
+ * frame straight into the reader's per-CPU buffer).
+ *
+ * struct sluice_capture is the one element of the "capture" map, a global
+ * of its own data section (.data.capture), so that the program's whole
+ * cost without a capture is one load of outcome_mask and a branch.
+ * outcome_mask 0: off. The daemon renews lease_ns (bpf_ktime_get_ns) while
+ * it serves the capture; a frame that finds it past turns the capture off
+ * itself, so a daemon killed with SIGKILL cannot leave it on (and the perf
+ * array's entries go with the daemon's file: nothing is copied meanwhile).
+ */
+struct sluice_capture {
+	__u32 outcome_mask;  /* bit (1 << outcome) per outcome copied; 0: no capture */
+	__u32 sample_every;  /* 1..SLUICE_CAPTURE_SAMPLE_EVERY_MAX: 1 in this many matching frames, per CPU */
+	__u32 snaplen;       /* SLUICE_CAPTURE_SNAPLEN_MIN..SLUICE_CAPTURE_SNAPLEN_MAX bytes copied at most */
+	__u32 _pad;
+	__u64 lease_ns;      /* bpf_ktime_get_ns() past which the capture is off */
+	__u64 generation;    /* bumped by the daemon on every start: capture_stats restart from 0 */
+};
+
+/* Per CPU (the "capture_stats" map, one element): the program's own count of
+ * what it did for the capture of generation `generation`. */
+struct sluice_capture_stats {
+	__u64 generation; /* the capture these count for; another one resets them */
+	__u64 matched;    /* frames whose outcome was in the mask */
+	__u64 copied;     /* sampled and written to the perf buffer */
+	__u64 lost;       /* sampled, the perf buffer full (the reader behind) or gone */
+};
+
+/* What comes before the frame's bytes in one perf sample. */
+struct sluice_capture_record {
+	__u64 time_ns;   /* bpf_ktime_get_ns() (CLOCK_MONOTONIC); the daemon adds the wall clock's offset */
+	__u32 wire_len;  /* the frame's length */
+	__u32 cap_len;   /* bytes that follow: min(wire_len, snaplen) */
+	__u16 outcome;   /* enum sluice_outcome */
+	__u16 cpu;
+	__u32 _pad;
+};
+
+#define SLUICE_CAPTURE_SNAPLEN_MIN 14u     /* an Ethernet header */
+#define SLUICE_CAPTURE_SNAPLEN_MAX 2048u   /* a full 1500-byte-MTU frame with two VLAN tags */
+#define SLUICE_CAPTURE_SNAPLEN_DEFAULT 128u
+#define SLUICE_CAPTURE_SAMPLE_EVERY_MAX (1u << 24)
+/* Outcomes the capture call never sees: non_ip frames return before it,
+ * would_drop is an overlay counted after it (its frame is captured under
+ * the drop reason). */
+#define SLUICE_CAPTURE_NEVER ((1u << SLUICE_NON_IP) | (1u << SLUICE_WOULD_DROP))
+
+/*
  * Standing: the sources this host has a relationship with that the kernel
  * verified (bpf/standing.h has the math). A fixed table of sets, a power of two
  * of them fixed at load, indexed by the same keyed hash as the buckets; each
@@ -518,6 +575,9 @@ struct sluice_observed_set {
 #define SLUICE_PIN_CLASS_COUNTERS "class_counters"
 #define SLUICE_PIN_COOKIE_BUDGET "cookie_budget"
 #define SLUICE_PIN_LISTEN_PORTS "listen_ports"
+#define SLUICE_PIN_CAPTURE "capture"
+#define SLUICE_PIN_CAPTURE_EVENTS "capture_events"
+#define SLUICE_PIN_CAPTURE_STATS "capture_stats"
 /* The standing feeders' bpf_links on the cgroup v2 root. */
 #define SLUICE_PIN_SOCKOPS_LINK "sockops_link"
 #define SLUICE_PIN_CONNECT4_LINK "connect4_link"

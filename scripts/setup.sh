@@ -23,6 +23,9 @@ packages=(
   # (gobgpd and its CLI gobgp) and the router the netns tests announce to
   # (BIRD 2, birdc); the tests start their own, by pid, in namespaces
   gobgpd bird2
+  # sluicectl capture (docs/architecture.md, "Capture"): libpcap compiles the
+  # filter expression; tcpdump and tshark read the files back in the tests
+  libpcap-dev tcpdump tshark
 )
 
 missing=()

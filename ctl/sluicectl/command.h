@@ -118,5 +118,7 @@ Status do_reload(Context &, const Invocation &);
 Status do_explain(Context &, const Invocation &);
 Status do_class(Context &, const Invocation &);
 Status do_upstream(Context &, const Invocation &);
+Status do_capture(Context &, const Invocation &);
+void capture_options(po::options_description &);
 
 } // namespace sluicectl

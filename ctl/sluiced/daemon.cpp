@@ -6,6 +6,7 @@
 #include "base/log.h"
 #include "ipc/commands.h"
 #include "ipc/encode.h"
+#include "logic/outcomes.h"
 #include "policyfile/policy_file.h"
 
 #include <algorithm>
@@ -408,6 +409,7 @@ json Daemon::list_show(ManagedInterface &mi, const Request &req)
 json Daemon::detach(ManagedInterface &mi, const Request &)
 {
 	std::string name = mi.name();
+	end_capture(name, "the interface was detached (sluicectl detach)");
 	auto ok = mi.detach();
 	if (!ok)
 		return error_reply(ok.error());
@@ -561,6 +563,54 @@ json Daemon::explain(const Request &req)
 	return reply_of(mi.explain(*src, *proto));
 }
 
+json Daemon::capture(ManagedInterface &mi, const Request &req)
+{
+	auto names = req.str_list("outcomes");
+	auto snaplen = req.integer("snaplen");
+	auto every = req.integer("sample_every");
+	if (!names || !snaplen || !every)
+		return error_reply(!names ? names.error() : !snaplen ? snaplen.error() : every.error());
+	uint32_t mask = 0;
+	for (const auto &n : *names) {
+		auto o = outcome_named(n);
+		if (!o)
+			return error_reply(Error{ErrorKind::invalid, 0, "\"outcomes\": no outcome is named '" + n + "'"});
+		mask |= 1u << *o;
+	}
+	if (auto ok = named("\"outcomes\"", check_capture_outcomes(mask)); !ok)
+		return error_reply(ok.error());
+	if (auto ok = named("\"snaplen\"", check_capture_snaplen(*snaplen)); !ok)
+		return error_reply(ok.error());
+	if (auto ok = named("\"sample_every\"", check_capture_sample_every(*every)); !ok)
+		return error_reply(ok.error());
+	if (auto it = captures_.find(mi.name()); it != captures_.end())
+		return error_reply(Error{ErrorKind::refused, EBUSY,
+					 mi.name() + ": a capture is running already, by " + it->second->holder() +
+						 "; one capture per interface at a time"});
+	auto maps = mi.capture_maps();
+	if (!maps)
+		return error_reply(Error{ErrorKind::refused, 0, mi.name() + ": the data plane is not loaded"});
+	Request::Peer peer = req.peer.value_or(Request::Peer{});
+	CaptureAsk ask{mask, static_cast<uint32_t>(*every), static_cast<uint32_t>(*snaplen)};
+	auto session = CaptureSession::start(mi.name(), *maps, req.passed_fd, ask, peer);
+	if (!session)
+		return error_reply(session.error());
+	captures_[mi.name()] = std::move(*session);
+	return ok_reply({{"iface", mi.name()},
+			 {"outcomes", outcome_list(mask)},
+			 {"snaplen", *snaplen},
+			 {"sample_every", *every}});
+}
+
+void Daemon::end_capture(const std::string &iface, const std::string &why)
+{
+	auto it = captures_.find(iface);
+	if (it == captures_.end())
+		return;
+	it->second->end(why);
+	captures_.erase(it);
+}
+
 // One handler per command of the registry, in its order: a command added to
 // ipc/commands.h and not here (or here out of order) fails the static_assert.
 struct Daemon::Handler {
@@ -589,6 +639,7 @@ const Daemon::Handler &Daemon::handler(Command c)
 		{Command::reload, &Daemon::reload, nullptr},
 		{Command::explain, &Daemon::explain, nullptr},
 		{Command::upstream, &Daemon::upstream, nullptr},
+		{Command::capture, nullptr, &Daemon::capture},
 	};
 	static_assert(std::size(handlers) == kCommandCount, "every command of the registry needs a handler");
 	static_assert(
@@ -649,8 +700,13 @@ int Daemon::run()
 		}
 		fds.clear();
 		server_->poll_fds(fds);
+		const size_t server_fds = fds.size();
+		for (const auto &[_, c] : captures_)
+			c->poll_fds(fds);
 		fds.push_back({sfd.get(), POLLIN, 0});
 		double wait = std::min(next_tick, watchdog_every > 0 ? next_watchdog : next_tick) - monotonic_seconds();
+		if (!captures_.empty())
+			wait = std::min(wait, kCaptureStatsEveryS); // renew the lease, send the counts
 		int timeout = wait > 0 ? static_cast<int>(std::ceil(wait * 1000)) : 0;
 		int n = poll(fds.data(), fds.size(), timeout);
 		if (n < 0 && errno != EINTR) {
@@ -669,6 +725,9 @@ int Daemon::run()
 			}
 		}
 		fds.pop_back();
+		fds.resize(server_fds);
+		for (auto it = captures_.begin(); it != captures_.end();)
+			it = it->second->serve(monotonic_seconds()) ? std::next(it) : captures_.erase(it);
 		if (n > 0)
 			server_->serve(fds, [this](const Request &r) { return handle(r); });
 		double now = monotonic_seconds();
@@ -687,6 +746,9 @@ int Daemon::run()
 		}
 	}
 	sd_notify(0, "STOPPING=1");
+	for (auto &[_, c] : captures_)
+		c->end("sluiced is exiting");
+	captures_.clear();
 	if (upstream_)
 		upstream_->withdraw_all(); // a clean exit asks the network for nothing more
 	for (auto &[name, m] : ifaces_) {

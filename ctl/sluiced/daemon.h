@@ -4,6 +4,7 @@
 #include "ipc/commands.h"
 #include "ipc/control_server.h"
 #include "logic/classes.h"
+#include "sluiced/capture_session.h"
 #include "sluiced/managed_interface.h"
 #include "sluiced/metrics_server.h"
 #include "sluiced/options.h"
@@ -50,6 +51,9 @@ private:
 	json reload(const Request &req);
 	json explain(const Request &req); // refused (exit 1) for an interface not managed
 	json upstream(const Request &req);
+	json capture(ManagedInterface &mi, const Request &req);
+	// End the capture on `iface`, if one runs, telling its reader why.
+	void end_capture(const std::string &iface, const std::string &why);
 	// The hooks the announcer asks: is a source protected on an interface
 	// (allowlisted, or with standing), and an interface's deny list.
 	UpstreamAnnouncer::Hooks upstream_hooks();
@@ -85,6 +89,9 @@ private:
 	};
 	std::vector<WatchedFile> watched_; // the policy file first, then its netsets
 	std::unique_ptr<UpstreamAnnouncer> upstream_; // --upstream; null when off
+	// Running captures, one per interface at most (capture_session.h);
+	// declared after ifaces_ so that they end before the maps they use go.
+	std::map<std::string, std::unique_ptr<CaptureSession>> captures_;
 };
 
 } // namespace sluice

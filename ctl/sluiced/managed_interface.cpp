@@ -78,6 +78,13 @@ Result<std::unique_ptr<ManagedInterface>> ManagedInterface::start(const DaemonOp
 		auto dp = Dataplane::adopt(m->dir_);
 		if (!dp)
 			return std::unexpected(dp.error());
+		// A capture a sluiced before this one left on (it was killed): off
+		// now, its lease would end it within kCaptureLeaseS anyway.
+		CaptureControl capture(dp->capture_maps());
+		if (auto c = capture.read(); c && c->outcome_mask) {
+			(void)capture.stop();
+			log_info(name + ": a capture left on by a sluiced before this one: turned off");
+		}
 		const auto &s = dp->settings();
 		auto mismatch = [&](const std::string &what, uint64_t pinned, uint64_t asked) -> Status {
 			if (pinned == asked)

@@ -34,6 +34,12 @@ public:
 
 	const std::string &name() const { return name_; }
 	const std::string &pin_path() const { return dir_; }
+	// The data plane's capture maps (sluiced/capture_session.h); none while
+	// the program is not loaded.
+	std::optional<CaptureMapFds> capture_maps() const
+	{
+		return dp_ ? std::optional(dp_->capture_maps()) : std::nullopt;
+	}
 
 	// Once per control period: watch the interface, run the policy, audit.
 	void tick(double now_mono_s);

@@ -13,7 +13,8 @@ sys.path.insert(0, os.path.join(SOURCE_DIR, "bpf"))
 import sluice_abi  # noqa: E402
 
 STRUCTS = ("sluice_config", "sluice_settings", "sluice_standing_set", "sluice_observed_set", "sluice_counter",
-           "sluice_slot", "sluice_drop_sample", "sluice_class", "sluice_class_match", "sluice_lpm_v4", "sluice_lpm_v6")
+           "sluice_slot", "sluice_drop_sample", "sluice_class", "sluice_class_match", "sluice_lpm_v4", "sluice_lpm_v6", "sluice_capture", "sluice_capture_stats",
+           "sluice_capture_record")
 
 
 def offsets(fmt, fields):

@@ -570,6 +570,134 @@ class HostileSocket(unittest.TestCase):
             f.close()
 
 
+class HostileCapture(unittest.TestCase):
+    """`sluicectl capture` and the capture request: a bad filter, a huge
+    snaplen, a path it may not write, outcomes that do not exist or cannot be
+    captured, a request without its pipe or with something else in its
+    place. Each is refused with the reason; the maps stay, the data plane's
+    capture stays off, and no file is left or changed."""
+
+    def setUp(self):
+        require_root(self)
+
+    def capture_off(self, f, what):
+        (_, value), = pinned_raw(f.tb, "capture")
+        raw = bytes(int(b, 16) for b in value)
+        self.assertEqual(int.from_bytes(raw[:4], "little"), 0, f"{what}: the capture was turned on")
+
+    def test_bad_capture_requests(self):
+        f = Fixture(self, "hcap")
+        s = None
+        try:
+            IF = f.tb.host_if
+            path = os.path.join(f.tb.rundir, "hostile.pcapng")
+            kept = os.path.join(f.tb.rundir, "kept.pcapng")
+            with open(kept, "w") as k:
+                k.write("keep")
+            cases = [
+                (["capture", IF, "-w", path, "udp", "and", "port", "banana"], 2,
+                 ["the filter 'udp and port banana' does not compile"]),
+                (["capture", IF, "-w", path, "tcp["], 2, ["does not compile"]),
+                (["capture", IF, "-w", path, "--snaplen", "99999"], 2, ["--snaplen 99999 is outside 14..2048"]),
+                (["capture", IF, "-w", path, "--snaplen", "99999999999999999999"], 2, ["out of range"]),
+                (["capture", IF, "-w", path, "--snaplen", "13"], 2, ["--snaplen 13 is outside 14..2048"]),
+                (["capture", IF, "-w", path, "--sample-every", "0"], 2, ["--sample-every 0 is outside 1..16777216"]),
+                (["capture", IF, "-w", path, "--count", "0"], 2, ["--count 0 is outside 1..4294967296"]),
+                (["capture", IF, "-w", path, "--duration", "0"], 2, ["--duration"]),
+                (["capture", IF, "-w", path, "--duration", "x"], 2, ["--duration"]),
+                (["capture", IF, "-w", path, "--outcome", "drop_everything"], 2,
+                 ["no outcome is named 'drop_everything'"]),
+                (["capture", IF, "-w", path, "--outcome", ""], 2, ["no outcome is named ''"]),
+                (["capture", IF, "-w", path, "--outcome", "non_ip"], 2,
+                 ["non_ip and would_drop cannot be captured"]),
+                (["capture", IF, "-w", path, "%value%"], 2, ["holds '%value%'"]),
+                (["capture", IF], 2, ["missing -w FILE"]),
+                (["capture", IF, "-w", "/proc/sluice-capture.pcapng"], 1, ["cannot write /proc/sluice-capture.pcapng"]),
+                (["capture", IF, "-w", "/nonexistent/dir/x.pcapng"], 1,
+                 ["cannot write /nonexistent/dir/x.pcapng: No such file or directory"]),
+                (["capture", IF, "-w", f.tb.rundir], 1, [f"cannot write {f.tb.rundir}"]),
+                (["capture", "nosuchif0", "-w", path], 2, ["sluiced does not manage interface 'nosuchif0'"]),
+                (["capture", "nosuchif0", "-w", kept], 2, ["sluiced does not manage interface 'nosuchif0'"]),
+                (["capture", "abcdefghijklmnopq", "-w", path], 2, ["is not an interface name"]),
+            ]
+            for argv, want_rc, words in cases:
+                with self.subTest(argv=argv):
+                    rc, out, err = f.ctl(*argv)
+                    f.expect(f"sluicectl {argv!r}", rc, out, err, want_rc, *words)
+                    f.check_unchanged(f"sluicectl {argv!r}")
+                    self.capture_off(f, f"sluicectl {argv!r}")
+                    self.assertFalse(os.path.exists(path), f"sluicectl {argv!r} left {path}")
+                    with open(kept) as k:
+                        self.assertEqual(k.read(), "keep", f"sluicectl {argv!r} changed an existing file")
+
+            # the request itself, raw on the socket, with and without its pipe
+            s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+            s.settimeout(CASE_TIMEOUT)
+            s.connect(f.tb.socket)
+            buf = [b""]
+
+            def call(line, fds=()):
+                if fds:
+                    socket.send_fds(s, [line + b"\n"], list(fds))
+                else:
+                    s.sendall(line + b"\n")
+                while b"\n" not in buf[0]:
+                    chunk = s.recv(65536)
+                    if not chunk:
+                        raise AssertionError(f"sluiced closed the connection after {line[:100]!r}")
+                    buf[0] += chunk
+                reply, buf[0] = buf[0].split(b"\n", 1)
+                return json.loads(reply)
+
+            def req(**kw):
+                return json.dumps(dict(cmd="capture", iface=IF, **kw)).encode()
+
+            good = dict(outcomes=["drop_rate"], snaplen=128, sample_every=1)
+            rd, wr = os.pipe()
+            regular = os.open(os.path.join(f.tb.rundir, "regular.bin"), os.O_WRONLY | os.O_CREAT, 0o600)
+            try:
+                socket_cases = [
+                    (req(**good), (), ["needs the write end of a pipe"]),
+                    (req(from_fd=True, **good), (), ['"from_fd" is set but no file descriptor came with the request']),
+                    (req(from_fd=True, outcomes=["drop_rate"], snaplen=2**40, sample_every=1), (wr,),
+                     ['"snaplen" 1099511627776 is outside 14..2048']),
+                    (req(from_fd=True, outcomes=["drop_rate"], snaplen=128, sample_every=2**40), (wr,),
+                     ['"sample_every" 1099511627776 is outside 1..16777216']),
+                    (req(from_fd=True, outcomes=["nope"], snaplen=128, sample_every=1), (wr,),
+                     ["no outcome is named 'nope'"]),
+                    (req(from_fd=True, outcomes=[], snaplen=128, sample_every=1), (wr,), ["no outcome to capture"]),
+                    (req(from_fd=True, outcomes=["would_drop"], snaplen=128, sample_every=1), (wr,),
+                     ["cannot be captured"]),
+                    (req(from_fd=True, outcomes="drop_rate", snaplen=128, sample_every=1), (wr,),
+                     ['"outcomes" must be an array of strings']),
+                    (req(from_fd=True, outcomes=["drop_rate"], snaplen="128", sample_every=1), (wr,),
+                     ['"snaplen" must be an integer']),
+                    (req(from_fd=True, **good), (regular,), ["is not the write end of a pipe"]),
+                    (req(from_fd=True, **good), (rd,), ["is not the write end of a pipe"]),
+                    (json.dumps(dict(cmd="capture", iface="nosuchif0", from_fd=True, **good)).encode(), (wr,),
+                     ["sluiced does not manage interface 'nosuchif0'"]),
+                ]
+                for line, fds, words in socket_cases:
+                    what = f"socket line {line[:100]!r}"
+                    with self.subTest(line=line[:100]):
+                        r = call(line, fds)
+                        self.assertIs(r.get("ok"), False, f"{what}: {r}")
+                        self.assertEqual(r.get("kind"), "invalid", f"{what}: {r}")
+                        for w in words:
+                            self.assertIn(w, r.get("error", ""), f"{what}: {r}")
+                        f.check_unchanged(what)
+                        self.capture_off(f, what)
+                        self.assertTrue(call(json.dumps(dict(cmd="status")).encode())["ok"])
+            finally:
+                for fd in (rd, wr, regular):
+                    os.close(fd)
+            print(f"HOSTILE capture: {f.count} cases", file=sys.stderr)
+        finally:
+            if s:
+                s.close()
+            f.close()
+
+
 class Targeting(unittest.TestCase):
     """What an attacker would need to aim at one source's buckets: the hash
     key. It is drawn anew at every load, and only root can read it."""

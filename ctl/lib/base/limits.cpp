@@ -139,6 +139,42 @@ Status check_sample_every(Given every)
 	return invalid(every.str() + " must be 0 (off) or a power of two up to " + text_of(SLUICE_SAMPLE_EVERY_MAX));
 }
 
+Status check_capture_snaplen(Given snaplen)
+{
+	return within(snaplen, SLUICE_CAPTURE_SNAPLEN_MIN, SLUICE_CAPTURE_SNAPLEN_MAX, "snaplen", Voice::input);
+}
+
+Status check_capture_sample_every(Given every)
+{
+	return within(every, 1, SLUICE_CAPTURE_SAMPLE_EVERY_MAX, "sample_every", Voice::input);
+}
+
+Status check_capture_outcomes(uint32_t mask)
+{
+	static_assert(SLUICE_OUTCOMES <= 32, "the capture's outcome mask is one 32-bit word");
+	constexpr uint32_t all = SLUICE_OUTCOMES == 32 ? ~0u : (1u << SLUICE_OUTCOMES) - 1;
+	if (mask == 0)
+		return invalid("no outcome to capture");
+	if (mask & ~all)
+		return invalid("an outcome mask with bits beyond the " + text_of(SLUICE_OUTCOMES) + " outcomes");
+	if (mask & SLUICE_CAPTURE_NEVER)
+		return invalid("non_ip and would_drop cannot be captured (non-IP frames pass before the capture; a dry "
+			       "run's frame is captured under its drop reason)");
+	return {};
+}
+
+Status check_capture_count(Given n)
+{
+	return within(n, 1, kCaptureCountMax, "count", Voice::input);
+}
+
+Status check_capture_duration_s(double seconds)
+{
+	if (seconds > 0 && seconds <= kCaptureDurationMaxS)
+		return {};
+	return invalid(std::to_string(seconds) + " s is outside (0, " + text_of(uint64_t(kCaptureDurationMaxS)) + "] s");
+}
+
 Status check_standing_sets(Given sets)
 {
 	if (sets.within(SLUICE_STANDING_SETS_MIN, SLUICE_STANDING_SETS_MAX) && power_of_two(sets.magnitude()))

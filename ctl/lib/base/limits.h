@@ -150,6 +150,32 @@ Status check_upstream_min_prefix6(Given prefix); // kUpstreamMinPrefix6Floor..12
 Status check_upstream_hold_s(double seconds);    // 0..kUpstreamHoldMaxS
 Status check_upstream_prefixes(Given n);         // 1..kUpstreamPrefixesMax
 
+// --- Capture (sluicectl capture; docs/architecture.md "Capture") ---
+// Bytes of a frame copied: SLUICE_CAPTURE_SNAPLEN_MIN..SLUICE_CAPTURE_SNAPLEN_MAX
+Status check_capture_snaplen(Given snaplen);
+// 1 in N of the frames asked for, per CPU: 1..SLUICE_CAPTURE_SAMPLE_EVERY_MAX
+Status check_capture_sample_every(Given every);
+// An outcome mask: not empty, only outcomes that exist and the capture call
+// sees (not SLUICE_CAPTURE_NEVER's)
+Status check_capture_outcomes(uint32_t mask);
+// sluicectl's --count (frames written) and --duration (seconds)
+inline constexpr uint64_t kCaptureCountMax = 1ull << 32;
+inline constexpr double kCaptureDurationMaxS = 7 * 86400;
+Status check_capture_count(Given n);             // 1..kCaptureCountMax
+Status check_capture_duration_s(double seconds); // (0, kCaptureDurationMaxS]
+// The kernel's per-CPU buffer a capture is read from (pages of 4 KiB, a
+// power of two: 256 KiB per CPU holds about 1,700 frames at the default
+// snaplen) and the pipe sluiced writes to sluicectl (1 MiB, Linux's default
+// fs.pipe-max-size).
+inline constexpr size_t kCaptureBufferPagesPerCpu = 64;
+inline constexpr size_t kCapturePipeBytes = 1 << 20;
+// The data plane turns a capture off by itself once its lease is this old:
+// sluiced renews it every kCaptureRenewS while it serves the capture, so a
+// sluiced that died (SIGKILL too) leaves nothing on for longer.
+inline constexpr double kCaptureLeaseS = 5, kCaptureRenewS = 1;
+// sluiced sends the counts to sluicectl at most this often.
+inline constexpr double kCaptureStatsEveryS = 0.25;
+
 // --- The policy file (docs/policy.md) ---
 // Classes, the default class included: a class is a small index the data
 // plane carries per frame (a class record per id, a u8 in the port table),

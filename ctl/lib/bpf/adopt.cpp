@@ -5,6 +5,7 @@
 #include "bpf/dataplane.h"
 
 #include <bpf/bpf.h>
+#include <bpf/libbpf.h>
 
 #include <cerrno>
 #include <cstddef>
@@ -92,6 +93,11 @@ Result<Dataplane> Dataplane::adopt(const std::string &dir)
 			return refused("pins under " + dir + " disagree with themselves (standing table of " +
 				       std::to_string(max_entries[i]) + " sets, settings say " +
 				       std::to_string(dp.settings_.standing_set_mask + 1) + ")" + fix);
+		else if (maps[i].entries == Entries::possible_cpus &&
+			 max_entries[i] != static_cast<uint32_t>(libbpf_num_possible_cpus()))
+			return refused("pins under " + dir + " were made for " + std::to_string(max_entries[i]) +
+				       " CPUs (" + maps[i].pin + "), this host has " +
+				       std::to_string(libbpf_num_possible_cpus()) + fix);
 		else if (maps[i].entries == Entries::observed_sets && max_entries[i] != dp.settings_.observe_set_mask + 1)
 			return refused("pins under " + dir + " disagree with themselves (observed map of " +
 				       std::to_string(max_entries[i]) + " sets, settings say " +

@@ -19,6 +19,7 @@
 #include "bpf/bpffs.h"
 #include "bpf/cgroup_links.h"
 #include "bpf/maps.h"
+#include "bpf/capture_maps.h"
 #include "bpf/pin_layout.h"
 #include "bpf/sluice_abi.h"
 #include "bpf/standing_table.h"
@@ -114,6 +115,11 @@ public:
 	int drop_samples_fd() const { return maps_.drop_samples.get(); }
 	ListenPorts listen_ports() const { return ListenPorts(maps_.listen_ports.get()); }
 	StandingTable standing() const { return StandingTable(maps_.standing.get(), settings_); }
+	// The capture's maps (bpf/capture.h, bpf/capture_maps.h).
+	CaptureMapFds capture_maps() const
+	{
+		return {maps_.capture.get(), maps_.capture_events.get(), maps_.capture_stats.get()};
+	}
 	// Every PrefixLists of this Dataplane shares one count of what the lists
 	// hold (PrefixLists::Counts): the tries are counted once, not per write.
 	PrefixLists lists() const

@@ -18,7 +18,7 @@ namespace {
 // Every LPM trie (lists, class prefixes) holds both policy sets.
 constexpr uint32_t kLpmEntries = SLUICE_POLICY_SETS * SLUICE_LIST_MAX_ENTRIES;
 
-const std::array<MapPin, 19> kMapPins{{
+const std::array<MapPin, 22> kMapPins{{
 	{SLUICE_PIN_SLOTS, &MapFds::slots, [](sluice_bpf *s) { return s->maps.slots; }, BPF_MAP_TYPE_ARRAY, 4,
 	 sizeof(sluice_slot), Entries::table_slots, 0},
 	{SLUICE_PIN_CONFIG, &MapFds::config, [](sluice_bpf *s) { return s->maps.config; }, BPF_MAP_TYPE_ARRAY, 4,
@@ -63,6 +63,14 @@ const std::array<MapPin, 19> kMapPins{{
 	// The TCP ports that have had a listener (the cookie path's hint).
 	{SLUICE_PIN_LISTEN_PORTS, &MapFds::listen_ports, [](sluice_bpf *s) { return s->maps.listen_ports; },
 	 BPF_MAP_TYPE_ARRAY, 4, sizeof(__u64), Entries::exact, SLUICE_LISTEN_PORT_WORDS},
+	// Capture (bpf/capture.h): the control word is a global of its own data
+	// section; the perf event array's entries are the capturing daemon's.
+	{SLUICE_PIN_CAPTURE, &MapFds::capture, [](sluice_bpf *s) { return s->maps.data_capture; },
+	 BPF_MAP_TYPE_ARRAY, 4, sizeof(sluice_capture), Entries::exact, 1},
+	{SLUICE_PIN_CAPTURE_EVENTS, &MapFds::capture_events, [](sluice_bpf *s) { return s->maps.capture_events; },
+	 BPF_MAP_TYPE_PERF_EVENT_ARRAY, 4, 4, Entries::possible_cpus, 0},
+	{SLUICE_PIN_CAPTURE_STATS, &MapFds::capture_stats, [](sluice_bpf *s) { return s->maps.capture_stats; },
+	 BPF_MAP_TYPE_PERCPU_ARRAY, 4, sizeof(sluice_capture_stats), Entries::exact, 1},
 }};
 
 const std::array<FeederPin, 5> kFeederPins{{

@@ -28,7 +28,7 @@ namespace sluice {
 struct MapFds {
 	UniqueFd slots, config, counters, settings, allow_v4, allow_v6, deny_v4, deny_v6, drop_samples, standing,
 		newcomers, observed, classes, class_v4, class_v6, port_classes, class_counters, cookie_budget,
-		listen_ports;
+		listen_ports, capture, capture_events, capture_stats;
 };
 
 // The standing table's feeders (sluice.bpf.c), attached with one bpf_link
@@ -43,6 +43,7 @@ enum class Entries {
 	table_slots, // the table size the program is loaded with (LoadOptions::slots, settings.slot_mask + 1)
 	standing_sets, // the standing sets it is loaded with (LoadOptions::standing_sets, settings.standing_set_mask + 1)
 	observed_sets, // observed standing's sets: the standing sets when on, else 1 (settings.observe_set_mask + 1)
+	possible_cpus, // one per possible CPU (a perf event array: libbpf sizes it at load)
 };
 
 struct MapPin {

@@ -39,8 +39,9 @@ enum class Command : uint8_t {
 	reload,
 	explain,
 	upstream,
+	capture,
 };
-inline constexpr size_t kCommandCount = static_cast<size_t>(Command::upstream) + 1;
+inline constexpr size_t kCommandCount = static_cast<size_t>(Command::capture) + 1;
 
 enum class ArgType : uint8_t {
 	string,      // Request::str
@@ -92,6 +93,10 @@ inline constexpr ArgSpec standing[] = {{"iface", T::string, true}, {"addr", T::s
 // proto: "tcp", "tcp-syn/443", "udp/53", "icmp", ...; none: any protocol.
 inline constexpr ArgSpec explain[] = {{"iface", T::string, true}, {"src", T::string, true},
 				      {"proto", T::string, false}};
+// capture: the outcomes by name, the bytes copied of each frame, 1 in
+// sample_every; the pipe the frames go to comes with it (from_fd).
+inline constexpr ArgSpec capture[] = {{"iface", T::string, true}, {"outcomes", T::string_list, true},
+				      {"snaplen", T::integer, true}, {"sample_every", T::integer, true}};
 } // namespace command_args
 
 inline constexpr std::array<CommandSpec, kCommandCount> kCommandSpecs = {{
@@ -126,6 +131,8 @@ inline constexpr std::array<CommandSpec, kCommandCount> kCommandSpecs = {{
 	 "the policy class a frame gets and why, its compiled class and its bucket's slots"},
 	{Command::upstream, "upstream", Access::read, command_args::optional_iface,
 	 "what is announced upstream over BGP (FlowSpec through gobgpd), why and since when; the speaker's state"},
+	{Command::capture, "capture", Access::read, command_args::capture,
+	 "copy the frames of the outcomes asked for to the pipe passed with the request, until it closes"},
 }};
 
 constexpr bool registry_in_order()

@@ -157,6 +157,7 @@ void ControlServer::accept_clients()
 		}
 		auto c = std::make_unique<Client>();
 		c->fd = std::move(fd);
+		c->peer = {cred.pid, cred.uid, cred.gid};
 		clients_.push_back(std::move(c));
 	}
 }
@@ -234,6 +235,8 @@ void ControlServer::answer(Client &c, const std::string &line, const Handler &ha
 	// a boolean, and the exception took the daemon down (found by
 	// tests/fuzz/control_server_fuzz.cpp).
 	const json *from_fd = req && req->args.contains("from_fd") ? &req->args["from_fd"] : nullptr;
+	if (req)
+		req->peer = c.peer;
 	if (!req) {
 		reply = error_reply(req.error());
 	} else if (from_fd && !from_fd->is_boolean()) {

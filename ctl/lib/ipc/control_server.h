@@ -71,6 +71,7 @@ private:
 		std::string out;
 		bool closing = false;  // flush `out`, then close
 		std::vector<std::shared_ptr<UniqueFd>> fds; // passed with SCM_RIGHTS, oldest first
+		Request::Peer peer;
 	};
 	ControlServer() = default;
 	void accept_clients();

@@ -122,6 +122,12 @@ struct Request {
 	json args; // the whole object; typed access through the getters below
 	// A file descriptor passed with the request ("from_fd": true), or none.
 	std::shared_ptr<UniqueFd> passed_fd;
+	// Who sent it (SO_PEERCRED at connect), for the log of who captured
+	// what; none for a request that did not come through the socket.
+	struct Peer {
+		int64_t pid = 0, uid = 0, gid = 0;
+	};
+	std::optional<Peer> peer;
 
 	// Typed argument access: missing required or wrong-typed arguments are
 	// input errors naming the argument and the type wanted.

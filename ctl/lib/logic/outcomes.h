@@ -17,6 +17,9 @@
 
 #include <array>
 #include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
 
 namespace sluice {
 
@@ -41,6 +44,28 @@ inline constexpr std::array<uint32_t, 4> kPolicyAdmitted = {SLUICE_PASSED, SLUIC
 							      SLUICE_COOKIE_PROVED};
 
 using OutcomeCounters = std::array<sluice_counter, SLUICE_OUTCOMES>;
+
+// The names column, indexed by outcome, and the outcome of a name.
+namespace detail {
+constexpr std::array<std::string_view, SLUICE_OUTCOMES> outcome_names()
+{
+	std::array<std::string_view, SLUICE_OUTCOMES> n{};
+#define SLUICE_OUTCOME_NAME_OF(sym, value, name, verdict) n[value] = name;
+	SLUICE_OUTCOME_TABLE(SLUICE_OUTCOME_NAME_OF)
+#undef SLUICE_OUTCOME_NAME_OF
+	return n;
+}
+} // namespace detail
+inline constexpr std::array<std::string_view, SLUICE_OUTCOMES> kOutcomeNames = detail::outcome_names();
+std::optional<uint32_t> outcome_named(std::string_view name);
+
+// Capture's outcome masks (bit 1 << outcome): by default every dropped
+// verdict and malformed (dropped too, though no source's verdict); --passed
+// adds every admitted one. Neither has SLUICE_CAPTURE_NEVER's.
+uint32_t capture_dropped_mask();
+uint32_t capture_admitted_mask();
+// "drop_rate,drop_shed,..." in value order.
+std::string outcome_list(uint32_t mask);
 
 uint64_t incoming_packets(const OutcomeCounters &c);
 uint64_t admitted_packets(const OutcomeCounters &c); // kPolicyAdmitted's
