@@ -197,9 +197,9 @@ TEST(UpstreamBlackhole, SourceBasedAndDestinationRulesAndTheirGuards)
 	auto bh = [&](const char *c) {
 		return source_rules(g, cidr(c), UpstreamMode::blackhole, UpstreamAction::discard, 0).at(0);
 	};
-	EXPECT_NE(refused_why(bh("198.18.0.0/16")).find("shorter than /24"), std::string::npos);
+	EXPECT_NE(refused_why(bh("203.0.0.0/16")).find("shorter than /24"), std::string::npos);
 	EXPECT_NE(refused_why(bh("198.18.1.7/32")).find("overlaps --upstream-prefixes"), std::string::npos);
-	EXPECT_NE(refused_why(bh("198.18.0.0/23")).find("shorter"), std::string::npos);
+	EXPECT_NE(refused_why(bh("198.18.0.0/16")).find("overlaps"), std::string::npos);
 	EXPECT_NE(refused_why(bh("2001:2:0:3::/64")).find("overlaps"), std::string::npos); // inside 2001:2::/48
 	EXPECT_NE(refused_why(bh("198.18.3.0/24"), [](const Cidr &) -> std::optional<std::string> { return "allowlisted (x)"; })
 			  .find("allowlisted"),

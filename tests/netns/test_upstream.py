@@ -435,13 +435,18 @@ class UpstreamTest(unittest.TestCase):
         """A non-spoofed flood from three sources trips the breaker; over
         --upstream-pps for --upstream-after while shedding, the three
         heaviest dropped sources go out as FlowSpec source rules with the
-        stated action (traffic-rate 100,000 B/s), exact in BIRD's flowtab4;
-        after the flood the breaker recovers and, once the hold is over,
-        they are withdrawn and gone from BIRD."""
+        stated action (traffic-rate 100,000 B/s), exact in BIRD's flowtab4,
+        but for the one that is allowlisted (the guard: dropped here by the
+        deny list, never announced, logged and listed as refused); after the
+        flood the breaker recovers and, once the hold is over, they are
+        withdrawn and gone from BIRD."""
         HOLD = 4
         tb, speaker, router, d = self.bed(*AUTO, "--upstream-hold", str(HOLD), "--upstream-action", "rate:800000")
-        want = {f"flow4 {{ dst {OWN4}; src {src}; }}" for src in FLOODERS}
-        f = self.flood(tb, 40)
+        guarded = FLOODERS[2]
+        ctl(tb, "allow", "add", tb.host_if, guarded, check=True)
+        ctl(tb, "deny", "add", tb.host_if, guarded, check=True)  # dropped (and sampled) all the same
+        want = {f"flow4 {{ dst {OWN4}; src {src}; }}" for src in FLOODERS if src != guarded}
+        f = self.flood(tb, 40, pps=4500)  # 3000 pps admitted (the guarded one is denied): over --trip-pps
         wait_until(lambda: self.breaker(tb) == "shedding", 15, what="the breaker to trip on the flood")
         flows = self.wait_flows(router, lambda fl: set(fl) == want, "the three flooders' rules in BIRD")
         t_seen = time.monotonic()
@@ -456,9 +461,13 @@ class UpstreamTest(unittest.TestCase):
         self.assertEqual([(i["iface"], i["firing"]) for i in auto], [(tb.host_if, True)])
         self.assertRegex(auto[0]["why"], r"arriving \d+ pps \(over --upstream-pps 1500\) for \d+ s while shedding")
         rules = [r for r in view["rules"] if r["state"] == "announced"]
-        self.assertEqual(len(rules), 3)
+        self.assertEqual(len(rules), 2)
         for r in rules:
             self.assertTrue(r["reason"].startswith(f"automatic: {tb.host_if} arriving"), r["reason"])
+        self.assertIn(f"upstream rule 'dst {OWN4} src {guarded} rate 100000 B/s' refused: its source is allowlisted "
+                      f"({guarded} on {tb.host_if}): never announced (automatic, {tb.host_if}): not announced",
+                      d.output())
+        self.assertNotIn(f"src {guarded};", " ".join(router.flows()))
         self.assertIn("automatic FIRING on", ctl(tb, "status", check=True).stdout)
         self.assertIn("announcing the heaviest dropped sources upstream", d.output())
 
