@@ -70,7 +70,7 @@ class Speaker:
 """ + "".join(f"""  [[neighbors.afi-safis]]
     [neighbors.afi-safis.config]
       afi-safi-name = "{f}"
-""" for f in ("ipv4-unicast", "ipv4-flowspec", "ipv6-flowspec")))
+""" for f in ("ipv4-unicast", "ipv6-unicast", "ipv4-flowspec", "ipv6-flowspec")))
         self.proc = None
 
     def start(self):
@@ -141,6 +141,7 @@ protocol bgp host {{
   connect retry time 1;
   error wait time 1, 5;
   ipv4 {{ import filter rtbh; export none; }};
+  ipv6 {{ import filter rtbh; export none; }};
   flow4 {{ table flowtab4; import all; export none; }};
   flow6 {{ table flowtab6; import all; export none; }};
 }}
@@ -497,16 +498,26 @@ class UpstreamTest(unittest.TestCase):
         policy = os.path.join("/run", "sluice-upstream-policy-" + os.urandom(3).hex() + ".yaml")
         self.addCleanup(lambda: os.path.exists(policy) and os.unlink(policy))
         with open(policy, "w") as f:
-            f.write("version: 1\ndeny:\n  - {prefix: 198.18.4.0/24, upstream: true}\n")
+            f.write("version: 1\ndeny:\n  - {prefix: 198.18.4.0/24, upstream: true}\n"
+                    "  - {prefix: 2001:2:0:4::/64, upstream: true}\n")
+        # The IPv6 route goes over the IPv4 session: its next hop is the
+        # host's IPv6 address on the link BIRD shares with it.
         tb, speaker, router, d = self.bed(*AUTO, "--upstream-hold", str(HOLD), "--upstream-mode", "blackhole",
                                           "--upstream-blackhole", "--upstream-community-subnet",
-                                          f"65535:666,no-export,{HOST_AS}:24", "--policy", policy)
+                                          f"65535:666,no-export,{HOST_AS}:24", "--upstream-nexthop6", "2001:2:0:1::2",
+                                          "--policy", policy)
         run(["ip", "netns", "exec", tb.ns_router, "sysctl", "-qw", "net.ipv4.conf.r-att.rp_filter=2"])
         wait_until(lambda: "198.18.4.0/24" in router.routes(), 20, what="the policy's subnet blackhole in BIRD")
         kind, attrs = router.routes()["198.18.4.0/24"]
         self.assertEqual(kind, "blackhole")
         self.assertEqual(set(attribute(attrs, "BGP.community").split()), {BLACKHOLE, NO_EXPORT, f"({HOST_AS},24)"})
         self.assertEqual(attribute(attrs, "BGP.large_community"), f"{MARKER} (4200000000, 7583, 5635)")
+        wait_until(lambda: "2001:2:0:4::/64" in router.routes("master6"), 20, what="the IPv6 subnet blackhole in BIRD")
+        kind, attrs = router.routes("master6")["2001:2:0:4::/64"]
+        self.assertEqual(kind, "blackhole")
+        self.assertEqual(set(attribute(attrs, "BGP.community").split()), {BLACKHOLE, NO_EXPORT, f"({HOST_AS},24)"})
+        self.assertEqual(tb.host_ip6, "2001:2:0:1::2")
+        self.assertEqual(attribute(attrs, "BGP.next_hop").split()[0], tb.host_ip6)
 
         f = self.flood(tb, 60)
         wait_until(lambda: self.breaker(tb) == "shedding", 15, what="the breaker to trip on the flood")
@@ -533,6 +544,7 @@ class UpstreamTest(unittest.TestCase):
               f"(flood 3000/s)", flush=True)
         self.assertGreater(rpf_pps, 2000)
         self.assertLess(fwd_pps, 100)
+        print(ctl(tb, "upstream", check=True).stdout, flush=True)
         view = ctl_json(tb, "upstream")
         self.assertEqual(view["blackholed"], [tb.host_ip4])
         self.assertEqual(view["mode"], "blackhole")
