@@ -700,7 +700,10 @@ int Daemon::run()
 			for (auto &[name, m] : ifaces_) {
 				m->tick(now);
 				if (upstream_ && upstream_->automatic())
-					upstream_->observe(name, m->flood_signals(now, opts_.upstream.automatic.top), now);
+					upstream_->observe(name,
+							  m->flood_signals(now, opts_.upstream.automatic.top,
+									   upstream_->last_resort()),
+							  now);
 			}
 			if (upstream_)
 				upstream_->tick(now);

@@ -739,7 +739,7 @@ Result<TopView> ManagedInterface::top(size_t n, double now_s) const
 	return view;
 }
 
-FloodSignals ManagedInterface::flood_signals(double now_s, size_t heaviest) const
+FloodSignals ManagedInterface::flood_signals(double now_s, size_t heaviest, bool addresses) const
 {
 	FloodSignals f;
 	f.reading.now_s = now_s;
@@ -760,7 +760,7 @@ FloodSignals ManagedInterface::flood_signals(double now_s, size_t heaviest) cons
 			f.heaviest.push_back({key_cidr(it.key), it.count, it.error});
 	}
 	ifaddrs *list = nullptr;
-	if (getifaddrs(&list) == 0) {
+	if (addresses && getifaddrs(&list) == 0) {
 		for (ifaddrs *a = list; a; a = a->ifa_next) {
 			if (!a->ifa_addr || name_ != a->ifa_name)
 				continue;

@@ -58,8 +58,8 @@ public:
 	// What the automatic upstream announcements see this period: the
 	// breaker shedding, what arrived (every outcome, pps and bit/s over the
 	// last period), the `heaviest` dropped sources of the sampling window
-	// and the interface's own addresses.
-	FloodSignals flood_signals(double now_mono_s, size_t heaviest) const;
+	// and, with `addresses`, the interface's own addresses.
+	FloodSignals flood_signals(double now_mono_s, size_t heaviest, bool addresses) const;
 	// The standing table's summary and, with an address, its entry.
 	Result<StandingView> standing(const std::optional<std::string> &addr) const;
 	// Remove the program and the pins. The object is done afterwards.

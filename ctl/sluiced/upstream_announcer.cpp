@@ -207,6 +207,7 @@ void UpstreamAnnouncer::observe(const std::string &iface, const FloodSignals &si
 		if (refusal) {
 			if (std::find(a.refused.begin(), a.refused.end(), d.source.str()) == a.refused.end()) {
 				a.refused.push_back(d.source.str());
+				refusals_++;
 				log_warn(*refusal + " (automatic, " + iface + "): not announced");
 			}
 			continue;

@@ -76,6 +76,7 @@ public:
 	// or the last resort are on.
 	void observe(const std::string &iface, const FloodSignals &signals, double now_s);
 	bool automatic() const { return opts_.automatic.enabled(); }
+	bool last_resort() const { return opts_.last_resort; } // observe() needs the interfaces' addresses
 
 	// Once per control period: reconcile when due.
 	void tick(double now_s);
