@@ -119,7 +119,17 @@ void print_daemon(std::ostream &out, const json &daemon)
 		out << "upstream: speaker " << u.at("speaker").at("address").get<std::string>()
 		    << (u.at("speaker").at("up").get<bool>() ? " up" : " DOWN") << ", " << announced
 		    << (announced == 1 ? " rule" : " rules") << " announced"
-		    << (u.at("dry_run").get<bool>() ? " (dry run: nothing is)" : "") << " (sluicectl upstream)\n";
+		    << (u.at("dry_run").get<bool>() ? " (dry run: nothing is)" : "");
+		if (u.contains("auto"))
+			for (const auto &i : u.at("auto").at("interfaces"))
+				if (i.at("firing").get<bool>())
+					out << "; automatic FIRING on " << i.at("iface").get<std::string>();
+		if (u.contains("blackholed") && !u.at("blackholed").empty()) {
+			out << "; OFFLINE upstream (blackholed):";
+			for (const auto &b : u.at("blackholed"))
+				out << " " << b.get<std::string>();
+		}
+		out << " (sluicectl upstream)\n";
 	}
 }
 

@@ -31,7 +31,39 @@ void print_upstream(Context &ctx, const json &r)
 		.row({"max", text_of(r.at("max"))})
 		.row({"hold", text_of(r.at("hold_s")) + " s"})
 		.row({"made", text_of(r.at("announcements")) + " announcements, " + text_of(r.at("withdrawals")) +
-				      " withdrawals, " + text_of(r.at("refusals")) + " refused over max"});
+				      " withdrawals, " + text_of(r.at("refusals")) + " refused (a guard, or over max)"});
+	if (r.contains("mode"))
+		block.row({"mode", r.at("mode").get<std::string>() == "blackhole"
+					   ? "blackhole (a source is announced as a blackhole route, RFC 5635)"
+					   : "flowspec (a source is announced as FlowSpec source-match rules)"});
+	if (r.contains("auto")) {
+		const json &a = r.at("auto");
+		uint64_t bps = a.at("bps").get<uint64_t>(), pps = a.at("pps").get<uint64_t>();
+		if (bps || pps) {
+			std::string over;
+			if (bps)
+				over = text_of(a.at("bps")) + " bit/s";
+			if (pps)
+				over += (over.empty() ? "" : " or ") + text_of(a.at("pps")) + " pps";
+			block.row({"automatic", "over " + over + " for " + text_of(a.at("after_s")) +
+							" s while shedding: the " + text_of(a.at("top")) +
+							" heaviest dropped sources, " + a.at("action").get<std::string>() +
+							(r.value("last_resort", false) ? "; LAST RESORT on: own addresses blackholed" : "")});
+			for (const auto &i : a.at("interfaces"))
+				block.row({"  " + i.at("iface").get<std::string>(),
+					   i.at("firing").get<bool>() ? "FIRING: " + i.at("why").get<std::string>() +
+										(i.at("sources").is_null() ? "" : "; " + i.at("sources").get<std::string>())
+								      : "not firing"});
+		} else {
+			block.row({"automatic", "off (--upstream-bps, --upstream-pps)"});
+		}
+	}
+	if (r.contains("blackholed") && !r.at("blackholed").empty()) {
+		std::string list;
+		for (const auto &b : r.at("blackholed"))
+			list += (list.empty() ? "" : ", ") + b.get<std::string>();
+		block.row({"OFFLINE", list + ": blackholed upstream (--upstream-blackhole)"});
+	}
 	block.print(ctx.out, 2);
 	const json &rules = r.at("rules");
 	if (rules.empty()) {

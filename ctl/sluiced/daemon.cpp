@@ -139,12 +139,29 @@ Result<std::unique_ptr<Daemon>> Daemon::start(DaemonOptions opts)
 	}
 	if (d->opts_.upstream.enabled) {
 		d->upstream_ = std::make_unique<UpstreamAnnouncer>(d->opts_.upstream, d->upstream_hooks());
-		d->upstream_->tick(monotonic_seconds()); // adopt or withdraw what a previous daemon left
+		// The policy file's `upstream: true` entries are wanted before the
+		// first reconcile, which adopts what a previous daemon left and
+		// withdraws the rest.
+		for (const auto &[name, _] : d->ifaces_)
+			d->policy_upstream(name);
+		d->upstream_->tick(monotonic_seconds());
+	} else if (d->file_policy_ && !d->file_policy_->deny_upstream.empty()) {
+		log_warn("policy " + d->opts_.policy_file + ": " + std::to_string(d->file_policy_->deny_upstream.size()) +
+			 " deny entries say upstream: true, and sluiced runs without --upstream: dropped here only");
 	}
 	d->publish_metrics(monotonic_seconds());
 	log_info("sluiced " + std::to_string(getpid()) + ": control socket " + d->opts_.socket_path + ", " +
 		 std::to_string(d->ifaces_.size()) + " interface(s), period " + std::to_string(d->opts_.period_s) + " s");
 	return d;
+}
+
+void Daemon::policy_upstream(const std::string &iface)
+{
+	if (!upstream_)
+		return;
+	static const std::vector<Cidr> none;
+	upstream_->set_policy_sources(iface, file_policy_ ? file_policy_->deny_upstream : none, opts_.policy_file,
+				      monotonic_seconds());
 }
 
 void Daemon::publish_metrics(double tick_mono_s)
@@ -243,6 +260,7 @@ json Daemon::attach(const Request &req)
 		if (auto ok = (*m)->apply_policy(*file_policy_, opts_.policy_file, false); !ok)
 			return error_reply(ok.error());
 	ManagedInterface &added = *ifaces_.emplace(*name, std::move(*m)).first->second;
+	policy_upstream(*name);
 	auto st = added.status();
 	return ok_reply(encode(AttachResult{*name, st.maps ? st.maps->attach_mode : std::nullopt}));
 }
@@ -464,15 +482,21 @@ Result<ReloadReply> Daemon::reload_policy(const std::optional<std::string> &only
 	log_info("policy " + opts_.policy_file + ": reloading (" + why + ")");
 	ReloadReply r;
 	std::optional<Error> first_error;
+	std::vector<std::string> applied_to;
 	for (auto *m : targets) {
 		auto applied = m->apply_policy(*p, opts_.policy_file, true);
-		if (applied)
+		if (applied) {
 			r.interfaces.push_back(*applied);
-		else if (!first_error)
+			applied_to.push_back(m->name());
+		} else if (!first_error) {
 			first_error = applied.error();
+		}
 	}
 	if (!r.interfaces.empty() || targets.empty())
 		file_policy_ = std::move(*p);
+	// What the file asks upstream follows it where it was applied.
+	for (const auto &name : applied_to)
+		policy_upstream(name);
 	if (first_error)
 		return std::unexpected(*first_error);
 	return r;
@@ -732,8 +756,14 @@ int Daemon::run()
 			server_->serve(fds, [this](const Request &r) { return handle(r); });
 		double now = monotonic_seconds();
 		if (now >= next_tick) {
-			for (auto &[_, m] : ifaces_)
+			for (auto &[name, m] : ifaces_) {
 				m->tick(now);
+				if (upstream_ && upstream_->automatic())
+					upstream_->observe(name,
+							  m->flood_signals(now, opts_.upstream.automatic.top,
+									   upstream_->last_resort()),
+							  now);
+			}
 			if (upstream_)
 				upstream_->tick(now);
 			watch_policy();

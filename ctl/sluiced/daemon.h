@@ -57,6 +57,8 @@ private:
 	// The hooks the announcer asks: is a source protected on an interface
 	// (allowlisted, or with standing), and an interface's deny list.
 	UpstreamAnnouncer::Hooks upstream_hooks();
+	// The policy file's `upstream: true` deny entries, wanted on `iface`.
+	void policy_upstream(const std::string &iface);
 	void publish_metrics(double tick_mono_s);
 
 	// The policy file: read it again and apply it to `only` (none: every

@@ -23,7 +23,9 @@
 #include <fcntl.h>
 #include <filesystem>
 #include <fstream>
+#include <ifaddrs.h>
 #include <net/if.h>
+#include <netinet/in.h>
 #include <sys/file.h>
 
 namespace sluice {
@@ -742,6 +744,52 @@ Result<TopView> ManagedInterface::top(size_t n, double now_s) const
 	view.capacity = w.summary->capacity();
 	view.summary_size = w.summary->size();
 	return view;
+}
+
+FloodSignals ManagedInterface::flood_signals(double now_s, size_t heaviest, bool addresses) const
+{
+	FloodSignals f;
+	f.reading.now_s = now_s;
+	f.reading.shedding = breaker_.state() == BreakerState::shedding;
+	if (rates_) {
+		double pps = 0, bps = 0;
+		for (const auto &r : *rates_) {
+			pps += r.pps;
+			bps += r.bps;
+		}
+		f.reading.pps = pps;
+		f.reading.bps = bps;
+	}
+	if (sampler_) {
+		auto w = sampler_->window(now_s);
+		f.samples = w.summary->total();
+		for (const auto &it : w.summary->top(heaviest))
+			f.heaviest.push_back({key_cidr(it.key), it.count, it.error});
+	}
+	ifaddrs *list = nullptr;
+	if (addresses && getifaddrs(&list) == 0) {
+		for (ifaddrs *a = list; a; a = a->ifa_next) {
+			if (!a->ifa_addr || name_ != a->ifa_name)
+				continue;
+			Address addr;
+			if (a->ifa_addr->sa_family == AF_INET) {
+				auto *in = reinterpret_cast<const sockaddr_in *>(a->ifa_addr);
+				addr.family = Family::v4;
+				std::memcpy(addr.bytes.data(), &in->sin_addr, 4);
+			} else if (a->ifa_addr->sa_family == AF_INET6) {
+				auto *in6 = reinterpret_cast<const sockaddr_in6 *>(a->ifa_addr);
+				if (IN6_IS_ADDR_LINKLOCAL(&in6->sin6_addr))
+					continue;
+				addr.family = Family::v6;
+				std::memcpy(addr.bytes.data(), &in6->sin6_addr, 16);
+			} else {
+				continue;
+			}
+			f.addresses.push_back(addr);
+		}
+		freeifaddrs(list);
+	}
+	return f;
 }
 
 Result<StandingView> ManagedInterface::standing(const std::optional<std::string> &addr_text) const

@@ -17,6 +17,7 @@
 #include "logic/source.h"
 #include "logic/valve.h"
 #include "ipc/replies.h"
+#include "sluiced/upstream_announcer.h"
 
 #include <functional>
 #include <memory>
@@ -60,6 +61,11 @@ public:
 	// The n heaviest dropped sources of the last complete sampling window
 	// (protocol.h, "top"), each with its bucket's tokens now.
 	Result<TopView> top(size_t n, double now_mono_s) const;
+	// What the automatic upstream announcements see this period: the
+	// breaker shedding, what arrived (every outcome, pps and bit/s over the
+	// last period), the `heaviest` dropped sources of the sampling window
+	// and, with `addresses`, the interface's own addresses.
+	FloodSignals flood_signals(double now_mono_s, size_t heaviest, bool addresses) const;
 	// The standing table's summary and, with an address, its entry.
 	Result<StandingView> standing(const std::optional<std::string> &addr) const;
 	// Remove the program and the pins. The object is done afterwards.

@@ -177,13 +177,20 @@ std::vector<MetricFamily> sluice_families(const MetricsSnapshot &s)
 			f.samples.push_back({{}, v});
 			out.push_back(std::move(f));
 		};
-		one("sluice_upstream_announced", "FlowSpec rules the BGP speaker holds for sluice now.", "gauge", u.announced);
+		one("sluice_upstream_announced", "Rules (FlowSpec, blackhole routes) the BGP speaker holds for sluice now.",
+		    "gauge", u.announced);
 		one("sluice_upstream_announcements_total", "Announcements made upstream by this sluiced.", "counter",
 		    u.announcements);
 		one("sluice_upstream_withdrawals_total", "Withdrawals made upstream by this sluiced.", "counter",
 		    u.withdrawals);
-		one("sluice_upstream_refusals_total", "Rules not announced because --upstream-max was reached.", "counter",
-		    u.refusals);
+		one("sluice_upstream_refusals_total", "Rules not announced: a guard refused them or --upstream-max was reached.",
+		    "counter", u.refusals);
+		one("sluice_upstream_automatic_firing",
+		    "Interfaces whose automatic announcements fire now (shedding a flood over --upstream-bps/-pps).", "gauge",
+		    u.firing);
+		one("sluice_upstream_blackholed",
+		    "Own addresses announced as blackhole routes now (--upstream-blackhole): offline from outside.", "gauge",
+		    u.blackholed);
 		one("sluice_upstream_speaker_up", "1 while the BGP speaker (gobgpd) answers, 0 when it does not.", "gauge",
 		    uint64_t(u.speaker_up ? 1 : 0));
 	}

@@ -104,6 +104,8 @@ struct InterfaceMetrics {
 struct UpstreamMetricsSnapshot {
 	uint64_t announced = 0, announcements = 0, withdrawals = 0, refusals = 0;
 	bool speaker_up = false;
+	uint64_t firing = 0;     // interfaces whose automatic announcements fire now
+	uint64_t blackholed = 0; // own addresses announced as blackholes now (the last resort)
 };
 
 struct MetricsSnapshot {

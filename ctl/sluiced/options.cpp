@@ -7,6 +7,8 @@
 
 #include <boost/program_options.hpp>
 
+#include <algorithm>
+
 #include <charconv>
 #include <filesystem>
 #include <fstream>
@@ -65,9 +67,71 @@ Result<std::string> read_config_file(const std::string &path)
 
 // The --upstream-* options, checked whether --upstream is given or not (a
 // typo in sluice.conf is found before the day it is turned on).
+// The --upstream-* options read as text or numbers, checked into UpstreamOptions.
+struct UpstreamExtra {
+	std::string mode = "flowspec";
+	int64_t bps = 0, pps = 0, top = defaults::kUpstreamTop;
+	double after_s = defaults::kUpstreamAfterS;
+	std::string action = "discard";
+	std::string nexthop4, nexthop6;
+	std::string community_host = defaults::kUpstreamBlackholeCommunities;
+	std::string community_subnet = defaults::kUpstreamBlackholeCommunities;
+};
+
+// A community list "65535:666,no-export": each ASN:VALUE (16 bits each) or
+// a well-known name gobgp knows.
+Result<std::vector<std::string>> parse_communities(const std::string &flag, const std::string &text)
+{
+	static const char *names[] = {"no-export", "no-advertise", "no-export-subconfed", "no-peer", "blackhole"};
+	std::vector<std::string> out;
+	size_t i = 0;
+	while (i <= text.size()) {
+		size_t end = text.find(',', i);
+		std::string c = text.substr(i, end == std::string::npos ? std::string::npos : end - i);
+		bool ok = std::any_of(std::begin(names), std::end(names), [&](const char *n) { return c == n; });
+		if (!ok) {
+			size_t colon = c.find(':');
+			auto num = [](const std::string &d) {
+				return !d.empty() && d.size() <= 5 && d.find_first_not_of("0123456789") == std::string::npos &&
+				       std::stoul(d) <= 65535;
+			};
+			ok = colon != std::string::npos && num(c.substr(0, colon)) && num(c.substr(colon + 1));
+		}
+		if (!ok)
+			return invalid(flag + ": '" + c + "' is not a community (ASN:VALUE, 16 bits each, or one of no-export, "
+						   "no-advertise, no-export-subconfed, no-peer, blackhole)");
+		out.push_back(c);
+		if (end == std::string::npos)
+			break;
+		i = end + 1;
+	}
+	return out;
+}
+
+// "discard" or "rate:BITS" (bits a second; FlowSpec carries bytes).
+Status parse_upstream_action(const std::string &text, UpstreamAutoConfig &a)
+{
+	if (text == "discard") {
+		a.action = UpstreamAction::discard;
+		return {};
+	}
+	std::string digits = text.starts_with("rate:") ? text.substr(5) : std::string();
+	if (digits.empty() || digits.size() > 13 || digits.find_first_not_of("0123456789") != std::string::npos)
+		return invalid("--upstream-action '" + text + "' is not discard or rate:BITS (bits a second, e.g. rate:8000000)");
+	uint64_t bits = std::stoull(digits);
+	if (auto ok = named("--upstream-action rate", check_upstream_bps(bits)); !ok)
+		return ok;
+	if (bits < 8)
+		return invalid("--upstream-action rate:" + digits + ": at least 8 bits a second (FlowSpec's rate is bytes); "
+									  "to drop all, say discard");
+	a.action = UpstreamAction::rate_limit;
+	a.rate_bytes = bits / 8;
+	return {};
+}
+
 Status parse_upstream_options(const po::variables_map &vm, const std::string &speaker,
 			      const std::vector<std::string> &prefixes, int64_t max, int64_t min4, int64_t min6,
-			      UpstreamOptions &up)
+			      const UpstreamExtra &extra, UpstreamOptions &up)
 {
 	auto addr = parse_listen_address(speaker);
 	if (!addr)
@@ -99,6 +163,52 @@ Status parse_upstream_options(const po::variables_map &vm, const std::string &sp
 		return ok;
 	if (auto ok = named("--upstream-hold", check_upstream_hold_s(up.hold_s)); !ok)
 		return ok;
+	if (extra.mode == "flowspec")
+		up.mode = UpstreamMode::flowspec;
+	else if (extra.mode == "blackhole")
+		up.mode = UpstreamMode::blackhole;
+	else
+		return invalid("--upstream-mode '" + extra.mode + "' is not flowspec or blackhole");
+	if (auto ok = named("--upstream-bps", check_upstream_bps(extra.bps)); !ok)
+		return ok;
+	if (auto ok = named("--upstream-pps", check_upstream_pps(extra.pps)); !ok)
+		return ok;
+	if (auto ok = named("--upstream-top", check_upstream_top(extra.top)); !ok)
+		return ok;
+	if (auto ok = named("--upstream-after", check_upstream_after_s(extra.after_s)); !ok)
+		return ok;
+	up.automatic.bps = static_cast<uint64_t>(extra.bps);
+	up.automatic.pps = static_cast<uint64_t>(extra.pps);
+	up.automatic.top = static_cast<size_t>(extra.top);
+	up.automatic.after_s = extra.after_s;
+	if (auto ok = parse_upstream_action(extra.action, up.automatic); !ok)
+		return ok;
+	auto host = parse_communities("--upstream-community-host", extra.community_host);
+	if (!host)
+		return std::unexpected(host.error());
+	auto subnet = parse_communities("--upstream-community-subnet", extra.community_subnet);
+	if (!subnet)
+		return std::unexpected(subnet.error());
+	up.speaker.host_communities = *host;
+	up.speaker.subnet_communities = *subnet;
+	if (!extra.nexthop4.empty()) {
+		auto a = parse_address(extra.nexthop4);
+		if (!a || a->family != Family::v4)
+			return invalid("--upstream-nexthop4 '" + extra.nexthop4 + "' is not an IPv4 address");
+		up.speaker.nexthop4 = a->str();
+	}
+	if (!extra.nexthop6.empty()) {
+		auto a = parse_address(extra.nexthop6);
+		if (!a || a->family != Family::v6)
+			return invalid("--upstream-nexthop6 '" + extra.nexthop6 + "' is not an IPv6 address");
+		up.speaker.nexthop6 = a->str();
+	}
+	up.speaker.unicast = up.mode == UpstreamMode::blackhole || up.last_resort;
+	if (up.last_resort && !up.automatic.enabled())
+		return invalid("--upstream-blackhole needs --upstream-bps or --upstream-pps: the last resort is announced "
+			       "only while shedding a flood over them");
+	if (!up.enabled && (up.automatic.enabled() || up.last_resort))
+		return invalid("--upstream-bps, --upstream-pps and --upstream-blackhole need --upstream");
 	up.guards.max = static_cast<size_t>(max);
 	up.guards.min_source4 = static_cast<uint32_t>(min4);
 	up.guards.min_source6 = static_cast<uint32_t>(min6);
@@ -139,6 +249,7 @@ Result<ParsedOptions> parse_daemon_options(int argc, const char *const *argv)
 	int64_t upstream_max = defaults::kUpstreamMax, upstream_min4 = defaults::kUpstreamMinPrefix4,
 		upstream_min6 = defaults::kUpstreamMinPrefix6;
 	UpstreamOptions &up = o.upstream;
+	UpstreamExtra up_extra;
 	up.hold_s = defaults::kUpstreamHoldS;
 	up.speaker.cli = defaults::kUpstreamCli;
 
@@ -195,7 +306,18 @@ Result<ParsedOptions> parse_daemon_options(int argc, const char *const *argv)
 		("upstream-min-prefix4", po::value(&upstream_min4)->default_value(upstream_min4), "no IPv4 source prefix shorter than this is announced")
 		("upstream-min-prefix6", po::value(&upstream_min6)->default_value(upstream_min6), "no IPv6 source prefix shorter than this is announced")
 		("upstream-hold", po::value(&up.hold_s)->default_value(up.hold_s), "least seconds an automatic announcement stays before its withdrawal")
-		("upstream-dry-run", po::bool_switch(&up.dry_run), "log and show what would be announced; announce nothing");
+		("upstream-dry-run", po::bool_switch(&up.dry_run), "log and show what would be announced; announce nothing")
+		("upstream-mode", po::value(&up_extra.mode)->default_value(up_extra.mode), "how a source is announced: flowspec (a source-match discard rule per own prefix) or blackhole (a source-based blackhole route, RFC 5635: the upstream drops it by loose uRPF)")
+		("upstream-bps", po::value(&up_extra.bps)->default_value(up_extra.bps), "announce the heaviest dropped sources when more than this many bits a second arrive on an interface for --upstream-after seconds while its breaker sheds (0: off)")
+		("upstream-pps", po::value(&up_extra.pps)->default_value(up_extra.pps), "the same in packets a second (0: off)")
+		("upstream-after", po::value(&up_extra.after_s)->default_value(up_extra.after_s), "seconds over --upstream-bps or --upstream-pps, shedding all along, before the automatic announcements")
+		("upstream-top", po::value(&up_extra.top)->default_value(up_extra.top), "dropped sources announced at most per interface")
+		("upstream-action", po::value(&up_extra.action)->default_value(up_extra.action), "the automatic FlowSpec rules' action: discard, or rate:BITS (traffic-rate, bits a second)")
+		("upstream-blackhole", po::bool_switch(&up.last_resort), "the last resort: while the automatic announcements fire, also a /32 or /128 blackhole route of the interface's own addresses within --upstream-prefixes, which takes them offline upstream")
+		("upstream-nexthop4", po::value(&up_extra.nexthop4), "the next hop of IPv4 blackhole routes (default: gobgpd's own)")
+		("upstream-nexthop6", po::value(&up_extra.nexthop6), "the next hop of IPv6 blackhole routes (default: gobgpd's own)")
+		("upstream-community-host", po::value(&up_extra.community_host)->default_value(up_extra.community_host), "the communities of a /32 or /128 blackhole route, comma-separated")
+		("upstream-community-subnet", po::value(&up_extra.community_subnet)->default_value(up_extra.community_subnet), "the communities of a shorter blackhole route, comma-separated");
 
 	std::ostringstream usage;
 	usage << "usage: sluiced -i IFACE [-i IFACE...] [options]\n" << desc;
@@ -355,7 +477,7 @@ Result<ParsedOptions> parse_daemon_options(int argc, const char *const *argv)
 	if (o.policy_watch && o.policy_file.empty())
 		return invalid("--policy-watch needs a policy file (--policy PATH)");
 	if (auto ok = parse_upstream_options(vm, upstream_speaker, upstream_prefixes, upstream_max, upstream_min4,
-					     upstream_min6, up);
+					     upstream_min6, up_extra, up);
 	    !ok)
 		return std::unexpected(ok.error());
 	return out;

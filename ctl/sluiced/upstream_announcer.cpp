@@ -15,7 +15,46 @@ std::string operator_reason(const std::string &iface, const Cidr &source)
 	return "operator: sluicectl deny add " + iface + " " + source.str() + " --upstream";
 }
 
+// The source a rule is about: a FlowSpec rule's source, a source-based
+// blackhole's prefix.
+std::optional<Cidr> rule_source(const UpstreamRule &r)
+{
+	if (r.kind == UpstreamKind::blackhole_source)
+		return r.destination;
+	if (r.kind == UpstreamKind::flowspec)
+		return r.source;
+	return std::nullopt;
+}
+
+bool has_rule(const std::vector<UpstreamWanted> &v, const UpstreamRule &r)
+{
+	return std::any_of(v.begin(), v.end(), [&](const UpstreamWanted &w) { return w.rule == r; });
+}
+
+std::string action_text(const UpstreamAutoConfig &a)
+{
+	return a.action == UpstreamAction::discard ? "discard" : "rate " + std::to_string(a.rate_bytes) + " B/s";
+}
+
 } // namespace
+
+std::vector<UpstreamRule> UpstreamAnnouncer::operator_rules(const Cidr &source) const
+{
+	return source_rules(opts_.guards, source, opts_.mode, UpstreamAction::discard, 0);
+}
+
+bool UpstreamAnnouncer::wanted_anywhere(const UpstreamRule &r) const
+{
+	if (has_rule(wanted_, r))
+		return true;
+	for (const auto &[_, v] : policy_)
+		if (has_rule(v, r))
+			return true;
+	for (const auto &[_, a] : auto_)
+		if (has_rule(a.wanted, r))
+			return true;
+	return false;
+}
 
 UpstreamAnnouncer::UpstreamAnnouncer(UpstreamOptions opts, Hooks hooks)
 	: opts_(std::move(opts)), hooks_(std::move(hooks)), speaker_(opts_.speaker)
@@ -28,7 +67,7 @@ Result<std::vector<UpstreamRule>> UpstreamAnnouncer::check_sources(const std::st
 	std::vector<UpstreamRule> out;
 	auto is_protected = [&](const Cidr &c) { return hooks_.is_protected(iface, c); };
 	for (const auto &s : sources) {
-		auto rules = source_rules(opts_.guards, s);
+		auto rules = operator_rules(s);
 		if (rules.empty())
 			return refused("upstream: " + s.str() + " refused: no --upstream-prefixes of its family to match on");
 		for (const auto &r : rules) {
@@ -58,7 +97,7 @@ Result<std::vector<UpstreamRule>> UpstreamAnnouncer::add_sources(const std::stri
 	if (!rules)
 		return rules;
 	for (const auto &s : sources)
-		for (auto &r : source_rules(opts_.guards, s)) {
+		for (auto &r : operator_rules(s)) {
 			bool known = std::any_of(wanted_.begin(), wanted_.end(),
 						 [&](const UpstreamWanted &w) { return w.rule == r && w.iface == iface; });
 			if (!known)
@@ -70,21 +109,144 @@ Result<std::vector<UpstreamRule>> UpstreamAnnouncer::add_sources(const std::stri
 
 void UpstreamAnnouncer::remove_sources(const std::string &iface, const std::vector<Cidr> &sources, double now_s)
 {
-	size_t before = wanted_.size();
-	std::erase_if(wanted_, [&](const UpstreamWanted &w) {
-		return w.iface == iface && w.rule.source &&
-		       std::find(sources.begin(), sources.end(), *w.rule.source) != sources.end();
-	});
-	if (wanted_.size() != before)
+	auto gone = [&](const UpstreamWanted &w) {
+		auto src = rule_source(w.rule);
+		return w.iface == iface && src && std::find(sources.begin(), sources.end(), *src) != sources.end();
+	};
+	size_t erased = std::erase_if(wanted_, gone);
+	if (auto p = policy_.find(iface); p != policy_.end())
+		erased += std::erase_if(p->second, gone);
+	if (erased)
 		reconcile(now_s, "deny del on " + iface);
 }
 
 void UpstreamAnnouncer::forget_interface(const std::string &iface, double now_s)
 {
-	size_t before = wanted_.size();
-	std::erase_if(wanted_, [&](const UpstreamWanted &w) { return w.iface == iface; });
-	if (wanted_.size() != before)
+	size_t erased = std::erase_if(wanted_, [&](const UpstreamWanted &w) { return w.iface == iface; });
+	erased += policy_.erase(iface) + auto_.erase(iface);
+	if (erased)
 		reconcile(now_s, iface + " no longer managed");
+}
+
+void UpstreamAnnouncer::set_policy_sources(const std::string &iface, const std::vector<Cidr> &sources,
+					   const std::string &file, double now_s)
+{
+	std::vector<UpstreamWanted> next;
+	for (const auto &s : sources) {
+		auto rules = operator_rules(s);
+		if (rules.empty())
+			log_warn("upstream: " + s.str() + " (" + file + ", upstream: true) not announced: no --upstream-prefixes of its family to match on");
+		for (const auto &r : rules)
+			if (!has_rule(next, r))
+				next.push_back({r, iface, "policy: " + file + " deny " + s.str() + " (upstream: true)", false});
+	}
+	auto &cur = policy_[iface];
+	if (cur == next)
+		return;
+	cur = std::move(next);
+	reconcile(now_s, "policy " + file + " on " + iface);
+}
+
+void UpstreamAnnouncer::observe(const std::string &iface, const FloodSignals &sig, double now_s)
+{
+	if (!opts_.automatic.enabled())
+		return;
+	auto it = auto_.try_emplace(iface, opts_.automatic).first;
+	Auto &a = it->second;
+	auto step = a.trigger.step(sig.reading);
+	bool changed = false;
+	if (step.ended_now) {
+		log_info("upstream: " + iface + ": the breaker left shedding: the automatic rules (" +
+			 std::to_string(a.wanted.size()) + ") are withdrawn once their hold (" +
+			 std::to_string(static_cast<int>(opts_.hold_s)) + " s) is over");
+		changed = !a.wanted.empty();
+		a.wanted.clear();
+		a.refused.clear();
+		a.why.clear();
+		a.sources.clear();
+		a.spread = false;
+	}
+	if (step.fired_now) {
+		log_warn("upstream: " + iface + ": " + step.why + ": announcing the heaviest dropped sources upstream (at most " +
+			 std::to_string(opts_.automatic.top) + ")");
+		a.why = step.why;
+	}
+	if (!step.firing) {
+		if (changed)
+			reconcile(now_s, iface + " left shedding");
+		return;
+	}
+	// While firing, each period: the heaviest sources not yet wanted, up
+	// to --upstream-top sources on this interface.
+	auto picked = flood_sources(sig.heaviest, sig.samples, opts_.automatic.top);
+	if (step.fired_now || picked.spread != a.spread)
+		log_info("upstream: " + iface + ": " + picked.why);
+	a.spread = picked.spread;
+	a.sources = picked.why;
+	auto is_protected = [&](const Cidr &c) { return hooks_.is_protected(iface, c); };
+	auto auto_sources = [&] {
+		std::vector<Cidr> out;
+		for (const auto &w : a.wanted)
+			if (auto src = rule_source(w.rule); src && std::find(out.begin(), out.end(), *src) == out.end())
+				out.push_back(*src);
+		return out;
+	};
+	for (const auto &d : picked.sources) {
+		auto have = auto_sources();
+		if (std::find(have.begin(), have.end(), d.source) != have.end())
+			continue;
+		if (have.size() >= opts_.automatic.top)
+			break;
+		auto rules = source_rules(opts_.guards, d.source, opts_.mode, opts_.automatic.action, opts_.automatic.rate_bytes);
+		std::optional<std::string> refusal;
+		if (rules.empty())
+			refusal = "upstream: " + d.source.str() + " refused: no --upstream-prefixes of its family to match on";
+		for (const auto &r : rules)
+			if (auto ok = check_rule(opts_.guards, r, is_protected); !ok && !refusal)
+				refusal = ok.error().message;
+		if (refusal) {
+			if (std::find(a.refused.begin(), a.refused.end(), d.source.str()) == a.refused.end()) {
+				a.refused.push_back(d.source.str());
+				refusals_++;
+				log_warn(*refusal + " (automatic, " + iface + "): not announced");
+			}
+			continue;
+		}
+		std::string reason = "automatic: " + iface + " " + a.why + "; " + d.source.str() + " heaviest dropped (" +
+				     std::to_string(d.samples) + " samples)";
+		for (const auto &r : rules)
+			if (!has_rule(a.wanted, r)) {
+				a.wanted.push_back({r, iface, reason, true});
+				changed = true;
+			}
+	}
+	// The last resort (--upstream-blackhole): the interface's own
+	// addresses within --upstream-prefixes, of the flood's families.
+	if (opts_.last_resort) {
+		bool v4 = false, v6 = false;
+		for (const auto &d : sig.heaviest)
+			(d.source.addr.family == Family::v4 ? v4 : v6) = true;
+		if (!v4 && !v6)
+			v4 = v6 = true;
+		for (const auto &addr : sig.addresses) {
+			if (!(addr.family == Family::v4 ? v4 : v6))
+				continue;
+			UpstreamRule r = destination_blackhole(addr);
+			if (!check_rule(opts_.guards, r, nullptr) || has_rule(a.wanted, r))
+				continue;
+			log_warn("upstream: " + iface + ": LAST RESORT (--upstream-blackhole): " +
+				 std::string(opts_.dry_run ? "would announce " : "announcing ") + r.str() +
+				 " with the blackhole community: the upstream drops EVERY packet to " + addr.str() +
+				 ", which is offline from outside until the breaker leaves shedding and the hold (" +
+				 std::to_string(static_cast<int>(opts_.hold_s)) + " s) is over");
+			a.wanted.push_back({r, iface, "last resort (--upstream-blackhole): " + iface + " " + a.why + "; " +
+							  addr.str() + " taken offline upstream",
+					    true});
+			changed = true;
+		}
+	}
+	if (changed)
+		reconcile(now_s, "automatic on " + iface);
 }
 
 void UpstreamAnnouncer::tick(double now_s)
@@ -97,17 +259,31 @@ void UpstreamAnnouncer::tick(double now_s)
 // standing that came after the announcement withdraws it.
 std::vector<UpstreamWanted> UpstreamAnnouncer::wanted_now()
 {
-	std::vector<UpstreamWanted> out;
-	for (const auto &w : wanted_) {
+	// In priority order (--upstream-max keeps the first): the operator's,
+	// the policy file's, the automatic ones.
+	std::vector<UpstreamWanted> all = wanted_;
+	for (const auto &[_, v] : policy_)
+		all.insert(all.end(), v.begin(), v.end());
+	for (const auto &[_, a] : auto_)
+		all.insert(all.end(), a.wanted.begin(), a.wanted.end());
+	std::vector<UpstreamWanted> out, refused;
+	for (const auto &w : all) {
 		auto is_protected = [&](const Cidr &c) { return hooks_.is_protected(w.iface, c); };
 		if (auto ok = check_rule(opts_.guards, w.rule, is_protected); !ok) {
 			bool was_mine = std::any_of(mine_.begin(), mine_.end(), [&](const UpstreamHeld &h) { return h.rule == w.rule; });
+			bool known = has_rule(refused_, w.rule);
 			if (was_mine)
 				log_warn("upstream: " + ok.error().message + " (" + w.reason + "); withdrawing it");
+			else if (!known)
+				log_warn("upstream: " + ok.error().message + " (" + w.reason + "): not announced");
+			if (!known)
+				refusals_++;
+			refused.push_back(w);
 			continue;
 		}
 		out.push_back(w);
 	}
+	refused_ = std::move(refused);
 	return out;
 }
 
@@ -147,20 +323,17 @@ void UpstreamAnnouncer::reconcile(double now_s, const std::string &why)
 	if (!started_) {
 		started_ = true;
 		for (const auto &r : rib->rules) {
-			if (!r.source)
+			auto src = rule_source(r);
+			if (!src || wanted_anywhere(r))
 				continue;
 			for (const auto &iface : hooks_.interfaces()) {
 				auto deny = hooks_.deny_list(iface);
-				if (std::find(deny.begin(), deny.end(), *r.source) == deny.end())
+				if (std::find(deny.begin(), deny.end(), *src) == deny.end())
 					continue;
-				auto rules = source_rules(opts_.guards, *r.source);
+				auto rules = operator_rules(*src);
 				if (std::find(rules.begin(), rules.end(), r) == rules.end())
 					continue;
-				bool known = std::any_of(wanted_.begin(), wanted_.end(), [&](const UpstreamWanted &w) {
-					return w.rule == r && w.iface == iface;
-				});
-				if (!known)
-					wanted_.push_back({r, iface, operator_reason(iface, *r.source) + " (adopted at start)", false});
+				wanted_.push_back({r, iface, operator_reason(iface, *src) + " (adopted at start)", false});
 				break;
 			}
 		}
@@ -277,16 +450,32 @@ UpstreamView UpstreamAnnouncer::view(const std::optional<std::string> &iface) co
 	for (const auto &h : mine_) {
 		if (iface && h.iface != *iface)
 			continue;
-		bool wanted = std::any_of(wanted_.begin(), wanted_.end(), [&](const UpstreamWanted &w) { return w.rule == h.rule; });
+		bool wanted = wanted_anywhere(h.rule);
 		double age = std::max(0.0, now_mono - h.since_s);
-		v.rules.push_back({h.rule.str(), std::string(gobgp_family(h.rule.family())), h.iface, h.reason,
+		v.rules.push_back({h.rule.str(), std::string(gobgp_family(h.rule)), h.iface, h.reason,
 				   opts_.dry_run ? "dry-run" : (wanted ? "announced" : "holding"),
 				   now_real - static_cast<uint64_t>(age * 1e9)});
+		if (h.rule.kind == UpstreamKind::blackhole_destination)
+			v.blackholed.push_back(h.rule.destination.addr.str());
 	}
 	for (const auto &w : over_max_)
 		if (!iface || w.iface == *iface)
-			v.rules.push_back({w.rule.str(), std::string(gobgp_family(w.rule.family())), w.iface, w.reason,
+			v.rules.push_back({w.rule.str(), std::string(gobgp_family(w.rule)), w.iface, w.reason,
 					   "over-max", std::nullopt});
+	for (const auto &w : refused_)
+		if (!iface || w.iface == *iface)
+			v.rules.push_back({w.rule.str(), std::string(gobgp_family(w.rule)), w.iface, w.reason, "refused",
+					   std::nullopt});
+	v.mode = opts_.mode == UpstreamMode::flowspec ? "flowspec" : "blackhole";
+	v.auto_bps = opts_.automatic.bps;
+	v.auto_pps = opts_.automatic.pps;
+	v.auto_after_s = opts_.automatic.after_s;
+	v.auto_top = opts_.automatic.top;
+	v.auto_action = action_text(opts_.automatic);
+	v.last_resort = opts_.last_resort;
+	for (const auto &[name, a] : auto_)
+		if (!iface || name == *iface)
+			v.automatic.push_back({name, a.trigger.firing(), a.why, a.sources});
 	v.announcements = announcements_;
 	v.withdrawals = withdrawals_;
 	v.refusals = refusals_;
@@ -295,7 +484,13 @@ UpstreamView UpstreamAnnouncer::view(const std::optional<std::string> &iface) co
 
 UpstreamMetricsSnapshot UpstreamAnnouncer::metrics() const
 {
-	return {opts_.dry_run ? 0 : mine_.size(), announcements_, withdrawals_, refusals_, speaker_up_};
+	UpstreamMetricsSnapshot m{opts_.dry_run ? 0 : mine_.size(), announcements_, withdrawals_, refusals_, speaker_up_};
+	for (const auto &[_, a] : auto_)
+		m.firing += a.trigger.firing();
+	if (!opts_.dry_run)
+		for (const auto &h : mine_)
+			m.blackholed += h.rule.kind == UpstreamKind::blackhole_destination;
+	return m;
 }
 
 } // namespace sluice

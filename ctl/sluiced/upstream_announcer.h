@@ -1,6 +1,9 @@
 // upstream_announcer.h - what sluiced asks the network upstream to drop
 // (docs/upstream.md): the rules the operator asked for (`sluicectl deny add
-// IFACE PREFIX --upstream`), checked by logic/upstream's guards, reconciled
+// IFACE PREFIX --upstream`, `upstream: true` on the policy file's deny list)
+// and the automatic ones while an interface sheds a flood over
+// --upstream-bps/-pps (its heaviest dropped sources; with
+// --upstream-blackhole, the last resort), checked by logic/upstream's guards, reconciled
 // with gobgpd's paths (upstream/gobgp) when they change and every
 // defaults::kUpstreamReconcileS, so a restarted gobgpd gets them again and a
 // restarted sluiced adopts its own and withdraws the stale ones. A clean exit
@@ -15,6 +18,7 @@
 #include "upstream/gobgp.h"
 
 #include <functional>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -28,6 +32,17 @@ struct UpstreamOptions {
 	UpstreamGuards guards;     // --upstream-prefixes, --upstream-min-prefix4/6, --upstream-max
 	double hold_s = 0;         // --upstream-hold
 	bool dry_run = false;      // --upstream-dry-run: log what would be announced, announce nothing
+	UpstreamMode mode = UpstreamMode::flowspec; // --upstream-mode: how a source is announced
+	UpstreamAutoConfig automatic;               // --upstream-bps/-pps/-after/-top/-action
+	bool last_resort = false;                   // --upstream-blackhole
+};
+
+// What one interface shows the automatic announcements each period.
+struct FloodSignals {
+	FloodReading reading;                 // shedding, arriving pps and bit/s
+	std::vector<DroppedSource> heaviest;  // the sampling window's heaviest dropped sources
+	uint64_t samples = 0;                 // the window's samples
+	std::vector<Address> addresses;       // the interface's own addresses (the last resort's)
 };
 
 class UpstreamAnnouncer {
@@ -52,6 +67,16 @@ public:
 	void remove_sources(const std::string &iface, const std::vector<Cidr> &sources, double now_s);
 	// An interface no longer managed: its rules are withdrawn.
 	void forget_interface(const std::string &iface, double now_s);
+	// The policy file's deny entries marked `upstream: true` on `iface`
+	// (start, reload): they replace the file's previous ones; those gone are
+	// withdrawn at once. `file` names the file in the reason.
+	void set_policy_sources(const std::string &iface, const std::vector<Cidr> &sources, const std::string &file,
+				double now_s);
+	// Once per control period per interface, when automatic announcements
+	// or the last resort are on.
+	void observe(const std::string &iface, const FloodSignals &signals, double now_s);
+	bool automatic() const { return opts_.automatic.enabled(); }
+	bool last_resort() const { return opts_.last_resort; } // observe() needs the interfaces' addresses
 
 	// Once per control period: reconcile when due.
 	void tick(double now_s);
@@ -65,6 +90,22 @@ public:
 private:
 	void reconcile(double now_s, const std::string &why);
 	std::vector<UpstreamWanted> wanted_now();
+	// One source as the operator's rules announce it (--upstream-mode).
+	std::vector<UpstreamRule> operator_rules(const Cidr &source) const;
+	bool wanted_anywhere(const UpstreamRule &r) const;
+
+	// Each interface's automatic state.
+	struct Auto {
+		explicit Auto(const UpstreamAutoConfig &c) : trigger(c) {}
+		FloodTrigger trigger;
+		std::vector<UpstreamWanted> wanted; // while firing: sources (and the last resort)
+		std::string why, sources;            // for the view
+		bool spread = false;                 // the last look found a spread flood (logged when it changes)
+		std::vector<std::string> refused;    // sources refused while this firing (logged once)
+	};
+	std::map<std::string, Auto> auto_;
+	std::map<std::string, std::vector<UpstreamWanted>> policy_; // per interface, the file's
+	std::vector<UpstreamWanted> refused_; // wanted, refused by a guard at the last reconcile
 
 	UpstreamOptions opts_;
 	Hooks hooks_;

@@ -73,6 +73,42 @@ TEST(GobgpRib, AnEmptyRibAndBadInput)
 	EXPECT_EQ(bad_marker.error().kind, ErrorKind::invalid);
 }
 
+// Blackhole routes in the unicast RIBs (`gobgp global rib -a ipv4 -j`, as
+// gobgpd 3.10 printed them): sluice's carry the marker and a tag saying the
+// kind; a marked path without a tag is not one sluice wrote; an unmarked one
+// is the operator's.
+constexpr const char *kUnicast = R"({
+ "198.18.3.7/32":[{"nlri":{"prefix":"198.18.3.7/32"},"age":1,"best":true,"attrs":[{"type":1,"value":2},{"type":8,"communities":[4294902426,4294967041]},{"type":32,"value":[{"ASN":4200000000,"LocalData1":7583,"LocalData2":21},{"ASN":4200000000,"LocalData1":7583,"LocalData2":5635}]},{"type":3,"nexthop":"192.0.2.1"}],"stale":false}],
+ "198.18.1.2/32":[{"nlri":{"prefix":"198.18.1.2/32"},"age":1,"best":true,"attrs":[{"type":32,"value":[{"ASN":4200000000,"LocalData1":7583,"LocalData2":7999},{"ASN":4200000000,"LocalData1":7583,"LocalData2":21}]},{"type":3,"nexthop":"0.0.0.0"}],"stale":false}],
+ "198.18.3.8/32":[{"nlri":{"prefix":"198.18.3.8/32"},"attrs":[{"type":32,"value":[{"ASN":4200000000,"LocalData1":7583,"LocalData2":21}]}]}],
+ "198.18.3.9/32":[{"nlri":{"prefix":"198.18.3.9/32"},"attrs":[{"type":8,"communities":[4294902426]}]}]
+})";
+
+TEST(GobgpUnicast, BlackholeRoutesReadBackByTheirTag)
+{
+	auto rib = parse_gobgp_unicast(kUnicast, kMarker);
+	ASSERT_TRUE(rib) << rib.error().message;
+	ASSERT_EQ(rib->rules.size(), 2u);
+	EXPECT_EQ(rib->unknown, 1u);
+	EXPECT_EQ(rib->rules[0].str(), "blackhole dst 198.18.1.2/32");
+	EXPECT_EQ(rib->rules[1].str(), "blackhole src 198.18.3.7/32");
+	EXPECT_EQ(rib->rules[1].kind, UpstreamKind::blackhole_source);
+	for (const char *empty : {"{}", "null", "[]"})
+		EXPECT_TRUE(parse_gobgp_unicast(empty, kMarker)->rules.empty()) << empty;
+	EXPECT_FALSE(parse_gobgp_unicast("{\"x\":", kMarker));
+
+	// The words: the prefix alone (the next hop and the communities are the
+	// speaker's configuration), the RIB, the tag.
+	UpstreamRule src = source_rules(UpstreamGuards{}, cidr("198.18.3.7/32"), UpstreamMode::blackhole,
+					UpstreamAction::discard, 0)
+				   .at(0);
+	EXPECT_EQ(joined(gobgp_rule_words(src)), "198.18.3.7/32");
+	EXPECT_EQ(gobgp_family(src), "ipv4");
+	EXPECT_EQ(gobgp_family(destination_blackhole(*parse_address("2001:2::2"))), "ipv6");
+	EXPECT_EQ(blackhole_tag(kMarker, UpstreamKind::blackhole_source), "4200000000:7583:5635");
+	EXPECT_EQ(blackhole_tag(kMarker, UpstreamKind::blackhole_destination), "4200000000:7583:7999");
+}
+
 TEST(GobgpNeighbor, TheSessionStateByNameFromTheApiEnum)
 {
 	EXPECT_EQ(*parse_gobgp_neighbor_state(R"({"state":{"session_state":6}})"), "established");

@@ -314,6 +314,61 @@ TEST(Options, RefusesBadUpstreamValues)
 	expect_bad_value("--upstream-min-prefix6", "15", {"16..128"});
 	expect_bad_value("--upstream-hold", "-1");
 	expect_bad_value("--upstream-gobgp", "");
+	// The automatic announcements, the modes, the blackhole routes.
+	const char *on[] = {"-i", "eth0", "--upstream", "--upstream-prefixes", "198.51.100.0/24"};
+	auto with = [&](std::initializer_list<const char *> more) {
+		std::vector<std::string> v(std::begin(on), std::end(on));
+		v.insert(v.end(), more.begin(), more.end());
+		return v;
+	};
+	expect_invalid(with({"--upstream-mode", "rtbh"}), {"--upstream-mode 'rtbh' is not flowspec or blackhole"});
+	expect_invalid(with({"--upstream-action", "drop"}), {"not discard or rate:BITS"});
+	expect_invalid(with({"--upstream-action", "rate:"}), {"not discard or rate:BITS"});
+	expect_invalid(with({"--upstream-action", "rate:4"}), {"at least 8 bits a second"});
+	expect_invalid(with({"--upstream-community-host", "65535:666,65536:1"}), {"'65536:1' is not a community"});
+	expect_invalid(with({"--upstream-community-subnet", "blackhole,"}), {"'' is not a community"});
+	expect_invalid(with({"--upstream-nexthop4", "2001:db8::1"}), {"not an IPv4 address"});
+	expect_invalid(with({"--upstream-nexthop6", "192.0.2.1"}), {"not an IPv6 address"});
+	expect_invalid(with({"--upstream-blackhole"}), {"--upstream-blackhole needs --upstream-bps or --upstream-pps"});
+	expect_invalid({"-i", "eth0", "--upstream-pps", "10"}, {"need --upstream"});
+	expect_bad_value("--upstream-top", "0", {"1..64"});
+	expect_bad_value("--upstream-top", "65");
+	expect_bad_value("--upstream-after", "-1");
+	expect_bad_value("--upstream-after", "3601");
+	expect_bad_value("--upstream-bps", "-1");
+	expect_bad_value("--upstream-pps", "10000000001");
+}
+
+TEST(Options, UpstreamAutomaticBlackholeAndCommunities)
+{
+	auto off = good();
+	EXPECT_FALSE(off.upstream.automatic.enabled());
+	EXPECT_EQ(off.upstream.mode, UpstreamMode::flowspec);
+	EXPECT_FALSE(off.upstream.last_resort);
+	EXPECT_FALSE(off.upstream.speaker.unicast);
+	EXPECT_EQ(off.upstream.speaker.host_communities, (std::vector<std::string>{"65535:666", "no-export"}));
+	EXPECT_EQ(off.upstream.speaker.subnet_communities, (std::vector<std::string>{"65535:666", "no-export"}));
+	EXPECT_EQ(off.upstream.automatic.after_s, 10);
+	EXPECT_EQ(off.upstream.automatic.top, 4u);
+
+	auto on = good({"--upstream", "--upstream-prefixes", "198.51.100.0/24", "--upstream-bps", "1000000000",
+			"--upstream-pps", "200000", "--upstream-after", "5", "--upstream-top", "8", "--upstream-action",
+			"rate:8000000", "--upstream-mode", "blackhole", "--upstream-blackhole", "--upstream-nexthop4",
+			"192.0.2.1", "--upstream-nexthop6", "100::1", "--upstream-community-host", "65535:666,no-export",
+			"--upstream-community-subnet", "64500:666,no-advertise"});
+	EXPECT_TRUE(on.upstream.automatic.enabled());
+	EXPECT_EQ(on.upstream.automatic.bps, 1000000000u);
+	EXPECT_EQ(on.upstream.automatic.pps, 200000u);
+	EXPECT_EQ(on.upstream.automatic.after_s, 5);
+	EXPECT_EQ(on.upstream.automatic.top, 8u);
+	EXPECT_EQ(on.upstream.automatic.action, UpstreamAction::rate_limit);
+	EXPECT_EQ(on.upstream.automatic.rate_bytes, 1000000u); // 8 Mbit/s is 1 MB/s
+	EXPECT_EQ(on.upstream.mode, UpstreamMode::blackhole);
+	EXPECT_TRUE(on.upstream.last_resort);
+	EXPECT_TRUE(on.upstream.speaker.unicast);
+	EXPECT_EQ(on.upstream.speaker.nexthop4, "192.0.2.1");
+	EXPECT_EQ(on.upstream.speaker.nexthop6, "100::1");
+	EXPECT_EQ(on.upstream.speaker.subnet_communities, (std::vector<std::string>{"64500:666", "no-advertise"}));
 }
 
 TEST(Options, RefusesBadHashKey)

@@ -244,6 +244,43 @@ TEST_F(Files, DuplicateAndOverlappingPrefixes)
 		       PolicyError::duplicate_prefix, 5);
 }
 
+TEST_F(Files, UpstreamOnTheDenyListMarksItsEntries)
+{
+	// `upstream: true` on a netset or on one prefix of the deny list: those
+	// entries are announced upstream (docs/upstream.md); the rest is dropped
+	// here only. Every entry stays on the deny list.
+	dir.file("up.netset", "# announced\n198.18.3.0/24\n2001:2:0:3::/64\n");
+	dir.file("local.netset", "203.0.113.0/24\n");
+	auto r = load("version: 1\ndeny:\n  - 192.0.2.0/24\n  - file: up.netset\n    upstream: true\n"
+		      "  - {file: local.netset, upstream: false}\n  - {prefix: 198.51.100.7, upstream: true}\n"
+		      "  - prefix: 198.51.100.9/32\n");
+	ASSERT_TRUE(r) << r.error().str();
+	EXPECT_EQ(r->deny, (std::vector<Cidr>{cidr("192.0.2.0/24"), cidr("198.18.3.0/24"), cidr("2001:2:0:3::/64"),
+					      cidr("203.0.113.0/24"), cidr("198.51.100.7/32"), cidr("198.51.100.9/32")}));
+	EXPECT_EQ(r->deny_upstream,
+		  (std::vector<Cidr>{cidr("198.18.3.0/24"), cidr("2001:2:0:3::/64"), cidr("198.51.100.7/32")}));
+	// Without the key nothing is marked.
+	r = load("version: 1\ndeny:\n  - file: up.netset\n");
+	ASSERT_TRUE(r) << r.error().str();
+	EXPECT_TRUE(r->deny_upstream.empty());
+
+	// Only the deny list; a yes/no value; one of file and prefix; the
+	// prefix checked like any other.
+	expect_refused("version: 1\nallow:\n  - {prefix: 192.0.2.0/24, upstream: true}\n", PolicyError::bad_value, 3);
+	expect_refused("version: 1\nclasses:\n  x: {rate: 1, burst: 1}\nrules:\n"
+		       "  - sources: [{file: up.netset, upstream: true}]\n    class: x\n",
+		       PolicyError::bad_value, 5);
+	expect_refused("version: 1\ndeny:\n  - {prefix: 192.0.2.0/24, upstream: yes}\n", PolicyError::wrong_type, 3);
+	expect_refused("version: 1\ndeny:\n  - {prefix: 192.0.2.0/24, upstream: [true]}\n", PolicyError::wrong_type, 3);
+	expect_refused("version: 1\ndeny:\n  - {prefix: 192.0.2.0/24, file: up.netset}\n", PolicyError::bad_value, 3);
+	expect_refused("version: 1\ndeny:\n  - {upstream: true}\n", PolicyError::missing_key, 3);
+	expect_refused("version: 1\ndeny:\n  - {prefix: 192.0.2.1/24, upstream: true}\n", PolicyError::bad_prefix, 3);
+	expect_refused("version: 1\ndeny:\n  - {prefixes: [192.0.2.0/24]}\n", PolicyError::unknown_key, 3);
+	// The overlap check sees the marked entries like the others.
+	expect_refused("version: 1\ndeny:\n  - 198.18.0.0/16\n  - {prefix: 198.18.3.0/24, upstream: true}\n",
+		       PolicyError::overlapping_prefix, 4);
+}
+
 TEST_F(Files, BadUtf8)
 {
 	expect_refused("version: 1\n# caf\xc3\xa9 is fine\nallow:\n  - 192.0.2.0/24 # na\xefve\n", PolicyError::bad_utf8, 4);

@@ -177,5 +177,143 @@ TEST(UpstreamPlan, RulesHeldPastTheirWantCountAgainstMax)
 	EXPECT_EQ(plan.over_max[0].rule, from("198.18.3.2/32"));
 }
 
+
+// Blackholes: a source-based one (RFC 5635) is the source's prefix, held to
+// the source guards and never one of the own prefixes; the last resort is
+// one own address.
+TEST(UpstreamBlackhole, SourceBasedAndDestinationRulesAndTheirGuards)
+{
+	auto g = guards();
+	auto src = source_rules(g, cidr("198.18.3.7/32"), UpstreamMode::blackhole, UpstreamAction::discard, 0);
+	ASSERT_EQ(src.size(), 1u);
+	EXPECT_EQ(src[0].str(), "blackhole src 198.18.3.7/32");
+	EXPECT_EQ(src[0].kind, UpstreamKind::blackhole_source);
+	EXPECT_TRUE(check_rule(g, src[0], nothing_protected));
+	auto refused_why = [&](const UpstreamRule &r, ProtectedSource p = nothing_protected) {
+		auto ok = check_rule(g, r, p);
+		EXPECT_FALSE(ok) << r.str();
+		return ok ? std::string() : ok.error().message;
+	};
+	auto bh = [&](const char *c) {
+		return source_rules(g, cidr(c), UpstreamMode::blackhole, UpstreamAction::discard, 0).at(0);
+	};
+	EXPECT_NE(refused_why(bh("203.0.0.0/16")).find("shorter than /24"), std::string::npos);
+	EXPECT_NE(refused_why(bh("198.18.1.7/32")).find("overlaps --upstream-prefixes"), std::string::npos);
+	EXPECT_NE(refused_why(bh("198.18.0.0/16")).find("overlaps"), std::string::npos);
+	EXPECT_NE(refused_why(bh("2001:2:0:3::/64")).find("overlaps"), std::string::npos); // inside 2001:2::/48
+	EXPECT_NE(refused_why(bh("198.18.3.0/24"), [](const Cidr &) -> std::optional<std::string> { return "allowlisted (x)"; })
+			  .find("allowlisted"),
+		  std::string::npos);
+
+	UpstreamRule last = destination_blackhole(*parse_address("198.18.1.2"));
+	EXPECT_EQ(last.str(), "blackhole dst 198.18.1.2/32");
+	EXPECT_TRUE(check_rule(g, last, nullptr));
+	EXPECT_EQ(destination_blackhole(*parse_address("2001:2::2")).str(), "blackhole dst 2001:2::2/128");
+	EXPECT_NE(refused_why(destination_blackhole(*parse_address("198.18.2.2"))).find("outside --upstream-prefixes"),
+		  std::string::npos);
+	last.destination = cidr("198.18.1.0/24");
+	EXPECT_NE(refused_why(last).find("of one address"), std::string::npos);
+	// FlowSpec with the automatic action.
+	auto rate = source_rules(g, cidr("198.18.3.7/32"), UpstreamMode::flowspec, UpstreamAction::rate_limit, 1000);
+	EXPECT_EQ(rate.at(0).str(), "dst 198.18.1.0/24 src 198.18.3.7/32 rate 1000 B/s");
+}
+
+// The trigger, on a fake clock: over a threshold for --upstream-after while
+// shedding fires; it stays fired while shedding whatever arrives (the
+// upstream dropping the flood makes it fall); leaving shedding ends it.
+TEST(FloodTrigger, FiresAfterTheTimeOverAThresholdWhileSheddingAndEndsWithShedding)
+{
+	UpstreamAutoConfig c;
+	c.pps = 1000;
+	c.bps = 8'000'000;
+	c.after_s = 10;
+	FloodTrigger t(c);
+	auto at = [&](double now, bool shedding, double pps, double bps) {
+		return t.step(FloodReading{now, shedding, pps, bps});
+	};
+	// Over, but not shedding: nothing.
+	EXPECT_FALSE(at(0, false, 5000, 1e9).firing);
+	// No rates yet (the first period): nothing.
+	EXPECT_FALSE(t.step(FloodReading{1, true, std::nullopt, std::nullopt}).firing);
+	// Shedding and over pps from t=2; a dip under both at t=8 restarts the clock.
+	EXPECT_FALSE(at(2, true, 5000, 1).firing);
+	EXPECT_FALSE(at(7, true, 5000, 1).firing);
+	EXPECT_FALSE(at(8, true, 500, 1).firing);
+	EXPECT_FALSE(at(9, true, 1, 9e6).firing); // over bps now
+	EXPECT_FALSE(at(18.9, true, 1, 9e6).firing);
+	auto s = at(19, true, 2000, 9e6);
+	EXPECT_TRUE(s.firing);
+	EXPECT_TRUE(s.fired_now);
+	EXPECT_EQ(s.why, "arriving 2000 pps (over --upstream-pps 1000), 9000000 bit/s (over --upstream-bps 8000000) for 10 s "
+			 "while shedding");
+	// The upstream drops the flood: what arrives falls; still firing.
+	s = at(20, true, 10, 10);
+	EXPECT_TRUE(s.firing);
+	EXPECT_FALSE(s.fired_now);
+	EXPECT_TRUE(at(400, true, 0, 0).firing);
+	// Leaving shedding ends it, once.
+	s = at(401, false, 0, 0);
+	EXPECT_FALSE(s.firing);
+	EXPECT_TRUE(s.ended_now);
+	EXPECT_FALSE(at(402, false, 0, 0).ended_now);
+	// Shedding again: the time over the threshold counts anew.
+	EXPECT_FALSE(at(403, true, 5000, 0).firing);
+	EXPECT_TRUE(at(413, true, 5000, 0).fired_now);
+
+	// after 0: the first period over fires; a threshold of 0 is no trigger.
+	UpstreamAutoConfig now_c;
+	now_c.pps = 1000;
+	now_c.after_s = 0;
+	FloodTrigger now(now_c);
+	EXPECT_TRUE(now.step(FloodReading{0, true, 1001.0, 1e12}).fired_now);
+	FloodTrigger off(UpstreamAutoConfig{});
+	EXPECT_FALSE(off.step(FloodReading{0, true, 1e9, 1e12}).firing);
+	EXPECT_FALSE(off.step(FloodReading{100, true, 1e9, 1e12}).firing);
+}
+
+TEST(FloodSources, TheHeaviestOfANonSpoofedFloodAndNoneOfASpreadOne)
+{
+	// Three attackers carry 90% of 1000 samples; a fourth source is light.
+	std::vector<DroppedSource> few = {{cidr("198.18.3.10/32"), 400, 0},
+					  {cidr("198.18.3.11/32"), 300, 0},
+					  {cidr("198.18.3.12/32"), 200, 0},
+					  {cidr("198.18.2.2/32"), 30, 0}};
+	auto f = flood_sources(few, 1000, 4);
+	EXPECT_FALSE(f.spread);
+	ASSERT_EQ(f.sources.size(), 3u); // 198.18.2.2 carries 3% (under 5%)
+	EXPECT_EQ(f.sources[0].source, cidr("198.18.3.10/32"));
+	EXPECT_EQ(f.sources[2].source, cidr("198.18.3.12/32"));
+	EXPECT_EQ(f.why, "the 4 heaviest sources carry 93% of the drop samples");
+	// At most `top`.
+	EXPECT_EQ(flood_sources(few, 1000, 2).sources.size(), 2u);
+	// Space-Saving's overestimates do not count: counts that are mostly
+	// error (a random-source flood) are spread.
+	std::vector<DroppedSource> random = {{cidr("198.18.77.1/32"), 12, 11},
+					     {cidr("198.18.12.9/32"), 12, 11},
+					     {cidr("198.18.200.3/32"), 11, 10},
+					     {cidr("198.18.5.5/32"), 11, 10}};
+	f = flood_sources(random, 10000, 4);
+	EXPECT_TRUE(f.spread);
+	EXPECT_TRUE(f.sources.empty());
+	EXPECT_NE(f.why.find("spread over many sources"), std::string::npos) << f.why;
+	// Too few samples to say anything about one source.
+	std::vector<DroppedSource> thin = {{cidr("198.18.3.10/32"), 3, 0}};
+	EXPECT_TRUE(flood_sources(thin, 3, 4).sources.empty());
+	EXPECT_TRUE(flood_sources({}, 0, 4).sources.empty());
+}
+
+// The automatic rules are held: not wanted any more, they stay until the
+// hold is over, counted against --upstream-max.
+TEST(UpstreamPlan, AutomaticRulesStayForTheHoldAfterTheBreakerLeavesShedding)
+{
+	auto r = from("198.18.3.10/32");
+	std::vector<UpstreamHeld> mine = {{r, "veth", "automatic", 100, true}};
+	auto plan = plan_upstream({}, {r}, mine, 3, 300, 350);
+	EXPECT_EQ(plan.holding, (std::vector<UpstreamRule>{r}));
+	EXPECT_TRUE(plan.withdraw.empty());
+	plan = plan_upstream({}, {r}, mine, 3, 300, 400);
+	EXPECT_EQ(plan.withdraw, (std::vector<UpstreamRule>{r}));
+}
+
 } // namespace
 } // namespace sluice

@@ -18,13 +18,23 @@ import subprocess
 import time
 import unittest
 
-from sluice_netns import Daemon, Testbed, ctl, ctl_json, in_ci, main, require_root, run, wait_until
+from sluice_netns import Daemon, Testbed, Traffic, ctl, ctl_json, in_ci, main, require_root, run, wait_until
 
 HOST_AS, ROUTER_AS = 64500, 64501
 API = "127.0.0.1:50051"
 MARKER = "(4200000000, 7583, 21)"
 OWN4, OWN6 = "198.18.1.0/24", "2001:2:0:1::/64"
 ATTACKER = "198.18.3.7/32"
+FLOODERS = ["198.18.3.10/32", "198.18.3.11/32", "198.18.3.12/32"]
+# The automatic announcements, quickly: a 0.2 s period, buckets no flood of
+# the tests empties, the breaker trips over 2000 admitted pps and sheds every
+# source (no newcomer budget); every 16th drop sampled into 1 s windows; over
+# 1500 pps arriving for 1 s while shedding fires.
+AUTO = ["--period", "0.2", "--rate", "100000", "--burst", "100000", "--trip-pps", "2000", "--trip-periods", "2",
+        "--hold", "1", "--recovery", "1", "--newcomer-pps", "0", "--sample-every", "16", "--top-window", "1",
+        "--upstream-pps", "1500", "--upstream-after", "1", "--upstream-top", "3"]
+BLACKHOLE = "(65535,666)"
+NO_EXPORT = "(65535,65281)"
 
 
 def require_bgp_daemons(test):
@@ -60,7 +70,7 @@ class Speaker:
 """ + "".join(f"""  [[neighbors.afi-safis]]
     [neighbors.afi-safis.config]
       afi-safi-name = "{f}"
-""" for f in ("ipv4-unicast", "ipv4-flowspec", "ipv6-flowspec")))
+""" for f in ("ipv4-unicast", "ipv6-unicast", "ipv4-flowspec", "ipv6-flowspec")))
         self.proc = None
 
     def start(self):
@@ -105,13 +115,33 @@ class Router:
 protocol device {{ }}
 flow4 table flowtab4;
 flow6 table flowtab6;
+# RFC 7999: a route with BLACKHOLE becomes a blackhole route in the kernel
+# (loose uRPF on r-att then drops what comes from a blackholed source,
+# RFC 5635). Never the BGP neighbor's own address: a blackhole of it would cut
+# the session that carries the blackhole.
+filter rtbh {{
+  if (65535,666) ~ bgp_community then {{
+    dest = RTD_BLACKHOLE;
+    accept;
+  }}
+  accept;
+}}
+filter blackholes_only {{
+  if net = 198.18.1.2/32 then reject;
+  if dest = RTD_BLACKHOLE then accept;
+  reject;
+}}
+protocol kernel {{
+  ipv4 {{ import none; export filter blackholes_only; }};
+}}
 protocol bgp host {{
   local 198.18.1.1 as {ROUTER_AS};
   neighbor 198.18.1.2 as {HOST_AS};
   connect delay time 1;
   connect retry time 1;
   error wait time 1, 5;
-  ipv4 {{ import all; export none; }};
+  ipv4 {{ import filter rtbh; export none; }};
+  ipv6 {{ import filter rtbh; export none; }};
   flow4 {{ table flowtab4; import all; export none; }};
   flow6 {{ table flowtab6; import all; export none; }};
 }}
@@ -143,6 +173,35 @@ protocol bgp host {{
             elif current and line.startswith(("\t", " ")):
                 flows[current].append(line.strip())
         return flows
+
+    def routes(self, table="master4"):
+        """{prefix: (its kind, its attribute lines)} of a unicast table."""
+        out = self.birdc("show", "route", "table", table, "all")
+        routes, current = {}, None
+        for line in out.splitlines():
+            m = re.match(r"^([0-9a-f.:]+/\d+)\s+(\S+)", line)
+            if m:
+                current = m.group(1)
+                routes[current] = (m.group(2), [])
+            elif current and line.startswith(("\t", " ")):
+                routes[current][1].append(line.strip())
+        return routes
+
+    def kernel_route(self, prefix):
+        return run(["ip", "-n", self.tb.ns_router, "route", "show", prefix]).stdout.strip()
+
+    def netstat(self, name):
+        """A counter of /proc/net/netstat in the router's namespace (IPReversePathFilter: loose uRPF drops)."""
+        text = run(["ip", "netns", "exec", self.tb.ns_router, "cat", "/proc/net/netstat"]).stdout.splitlines()
+        for head, values in zip(text[0::2], text[1::2]):
+            keys, vals = head.split()[1:], values.split()[1:]
+            if name in keys:
+                return int(vals[keys.index(name)])
+        raise AssertionError(f"no {name} in /proc/net/netstat")
+
+    def tx_packets(self, iface):
+        doc = json.loads(run(["ip", "-n", self.tb.ns_router, "-s", "-j", "link", "show", iface]).stdout)
+        return doc[0]["stats64"]["tx"]["packets"]
 
     def stop(self):
         if self.proc and self.proc.poll() is None:
@@ -319,6 +378,200 @@ class UpstreamTest(unittest.TestCase):
         self.assertEqual([r["rule"] for r in view["rules"]], [f"dst {OWN4} src {ATTACKER} discard"])
         self.assertIn("adopted at start", view["rules"][0]["reason"])
         self.wait_flows(router, lambda f: list(f) == [flow4], "BIRD holding the one rule")
+
+    def flood(self, tb, seconds, pps=3000):
+        """A non-spoofed flood: the three FLOODERS round-robin from the
+        attacker's namespace, routed by the router to the host."""
+        t = Traffic(tb.ns_attacker, "flood", "--iface", tb.attacker_if, "--dst-mac", tb.attacker_gw_mac,
+                    "--dst", tb.host_ip4, "--sources", 3, "--src-base", FLOODERS[0].split("/")[0],
+                    "--pps", pps, "--duration", seconds)
+        self.addCleanup(t.__exit__, None, None, None)
+        return t
+
+    def breaker(self, tb):
+        return ctl_json(tb, "status")["interfaces"][0]["breaker"]["state"]
+
+    def test_policy_file_upstream_true_announces_and_a_reload_withdraws(self):
+        """`upstream: true` on the policy file's deny entries: announced like
+        deny add --upstream (the FlowSpec rules in BIRD), the rest of the
+        list dropped here only; a reload without the key withdraws them, the
+        entries stay on the deny list."""
+        policy = os.path.join("/run", "sluice-upstream-policy-" + os.urandom(3).hex() + ".yaml")
+        self.addCleanup(lambda: os.path.exists(policy) and os.unlink(policy))
+        netset = policy + ".netset"
+        self.addCleanup(lambda: os.path.exists(netset) and os.unlink(netset))
+        with open(netset, "w") as f:
+            f.write("# announced\n2001:2:0:3::/64\n")
+        with open(policy, "w") as f:
+            f.write(f"version: 1\ndeny:\n  - 198.18.3.8/32\n  - {{prefix: {ATTACKER}, upstream: true}}\n"
+                    f"  - {{file: {netset}, upstream: true}}\n")
+        tb, speaker, router, d = self.bed("--policy", policy)
+        flow4 = f"flow4 {{ dst {OWN4}; src {ATTACKER}; }}"
+        flow6 = f"flow6 {{ dst {OWN6}; src 2001:2:0:3::/64; }}"
+        flows = self.wait_flows(router, lambda f: flow4 in f, "the policy's IPv4 rule in BIRD")
+        self.assertEqual(list(flows), [flow4])  # 198.18.3.8 is dropped here only
+        self.assertEqual(attribute(flows[flow4], "BGP.large_community"), MARKER)
+        self.wait_flows(router, lambda f: list(f) == [flow6], "the policy's IPv6 rule in BIRD", table="flowtab6")
+        view = ctl_json(tb, "upstream")
+        reasons = {r["rule"]: r["reason"] for r in view["rules"]}
+        self.assertEqual(reasons[f"dst {OWN4} src {ATTACKER} discard"],
+                         f"policy: {policy} deny {ATTACKER} (upstream: true)")
+        self.assertEqual(set(ctl_json(tb, "deny", "list", tb.host_if)["cidrs"]),
+                         {"198.18.3.8/32", ATTACKER, "2001:2:0:3::/64"})
+        # The key off the prefix: withdrawn at the reload; still denied here.
+        with open(policy, "w") as f:
+            f.write(f"version: 1\ndeny:\n  - 198.18.3.8/32\n  - {ATTACKER}\n  - {{file: {netset}, upstream: true}}\n")
+        ctl(tb, "reload", check=True)
+        self.wait_flows(router, lambda f: not f, "the IPv4 rule withdrawn after the reload")
+        self.assertEqual(list(router.flows("flowtab6")), [flow6])
+        self.assertIn(ATTACKER, ctl_json(tb, "deny", "list", tb.host_if)["cidrs"])
+        self.assertIn(f"withdraw dst {OWN4} src {ATTACKER} discard (policy: {policy}", d.output())
+        # sluiced restarted with the same file: its path adopted, not doubled.
+        d.kill(signal.SIGKILL)
+        d2 = self.daemon(tb, "--policy", policy)
+        self.assertIn("adopted dst 2001:2:0:1::/64 src 2001:2:0:3::/64 discard (policy:", d2.output())
+        self.assertEqual(len(speaker.paths("ipv6-flowspec")), 1)
+
+    def test_automatic_flowspec_while_shedding_reaches_bird_and_is_withdrawn_after_the_hold(self):
+        """A non-spoofed flood from three sources trips the breaker; over
+        --upstream-pps for --upstream-after while shedding, the three
+        heaviest dropped sources go out as FlowSpec source rules with the
+        stated action (traffic-rate 100,000 B/s), exact in BIRD's flowtab4,
+        but for the one that is allowlisted (the guard: dropped here by the
+        deny list, never announced, logged and listed as refused); after the
+        flood the breaker recovers and, once the hold is over, they are
+        withdrawn and gone from BIRD."""
+        HOLD = 4
+        tb, speaker, router, d = self.bed(*AUTO, "--upstream-hold", str(HOLD), "--upstream-action", "rate:800000")
+        guarded = FLOODERS[2]
+        ctl(tb, "allow", "add", tb.host_if, guarded, check=True)
+        ctl(tb, "deny", "add", tb.host_if, guarded, check=True)  # dropped (and sampled) all the same
+        want = {f"flow4 {{ dst {OWN4}; src {src}; }}" for src in FLOODERS if src != guarded}
+        f = self.flood(tb, 40, pps=4500)  # 3000 pps admitted (the guarded one is denied): over --trip-pps
+        wait_until(lambda: self.breaker(tb) == "shedding", 15, what="the breaker to trip on the flood")
+        t_trip = time.monotonic()
+        flows = self.wait_flows(router, lambda fl: set(fl) == want, "the two flooders' rules in BIRD")
+        t_seen = time.monotonic()
+        print(f"\nflood start -> breaker shedding {t_trip - f.started:.1f} s, -> rules in BIRD "
+              f"{t_seen - f.started:.1f} s (--upstream-after 1 s)", flush=True)
+        for key in want:
+            attrs = flows[key]
+            # traffic-rate (RFC 8955 7.3): 100,000 bytes a second as a float (0x47c35000)
+            self.assertEqual(attribute(attrs, "BGP.ext_community"), "(generic, 0x80060000, 0x47c35000)")
+            self.assertEqual(attribute(attrs, "BGP.community"), NO_EXPORT)
+            self.assertEqual(attribute(attrs, "BGP.large_community"), MARKER)
+        view = ctl_json(tb, "upstream")
+        auto = view["auto"]["interfaces"]
+        self.assertEqual([(i["iface"], i["firing"]) for i in auto], [(tb.host_if, True)])
+        self.assertRegex(auto[0]["why"], r"arriving \d+ pps \(over --upstream-pps 1500\) for \d+ s while shedding")
+        rules = [r for r in view["rules"] if r["state"] == "announced"]
+        self.assertEqual(len(rules), 2)
+        for r in rules:
+            self.assertTrue(r["reason"].startswith(f"automatic: {tb.host_if} arriving"), r["reason"])
+        self.assertIn(f"upstream rule 'dst {OWN4} src {guarded} rate 100000 B/s' refused: its source is allowlisted "
+                      f"({guarded} on {tb.host_if}): never announced (automatic, {tb.host_if}): not announced",
+                      d.output())
+        self.assertNotIn(f"src {guarded};", " ".join(router.flows()))
+        self.assertIn("automatic FIRING on", ctl(tb, "status", check=True).stdout)
+        self.assertIn("announcing the heaviest dropped sources upstream", d.output())
+
+        f.stop()
+        f.result()
+        wait_until(lambda: self.breaker(tb) == "serving", 20, what="the breaker back to serving after the flood")
+        self.assertFalse(ctl_json(tb, "upstream")["auto"]["interfaces"][0]["firing"])
+        self.wait_flows(router, lambda fl: not fl, "the automatic rules withdrawn after the hold", timeout=HOLD + 15)
+        t_gone = time.monotonic()
+        # Not before the hold: they were seen in BIRD at most a reconcile
+        # after their announcement.
+        self.assertGreaterEqual(t_gone - t_seen, HOLD - 1.0)
+        self.assertIn("the breaker left shedding", d.output())
+        self.assertEqual(speaker.paths(), [])
+
+    def test_automatic_source_blackholes_make_the_router_drop_the_flood(self):
+        """--upstream-mode blackhole: the flooders go out as source-based
+        blackhole routes (RFC 5635) with the host communities; BIRD turns
+        them into kernel blackhole routes and the router's loose uRPF on the
+        attacker's link drops the flood (IPReversePathFilter counts it, the
+        router stops forwarding it to the host); the client is served again;
+        the policy file's subnet carries the subnet communities; the last
+        resort (--upstream-blackhole) announces the host's own address,
+        loudly. After the flood and the hold, the automatic ones are gone
+        from BIRD and from the router's kernel."""
+        HOLD = 10
+        policy = os.path.join("/run", "sluice-upstream-policy-" + os.urandom(3).hex() + ".yaml")
+        self.addCleanup(lambda: os.path.exists(policy) and os.unlink(policy))
+        with open(policy, "w") as f:
+            f.write("version: 1\ndeny:\n  - {prefix: 198.18.4.0/24, upstream: true}\n"
+                    "  - {prefix: 2001:2:0:4::/64, upstream: true}\n")
+        # The IPv6 route goes over the IPv4 session: its next hop is the
+        # host's IPv6 address on the link BIRD shares with it.
+        tb, speaker, router, d = self.bed(*AUTO, "--upstream-hold", str(HOLD), "--upstream-mode", "blackhole",
+                                          "--upstream-blackhole", "--upstream-community-subnet",
+                                          f"65535:666,no-export,{HOST_AS}:24", "--upstream-nexthop6", "2001:2:0:1::2",
+                                          "--policy", policy)
+        run(["ip", "netns", "exec", tb.ns_router, "sysctl", "-qw", "net.ipv4.conf.r-att.rp_filter=2"])
+        wait_until(lambda: "198.18.4.0/24" in router.routes(), 20, what="the policy's subnet blackhole in BIRD")
+        kind, attrs = router.routes()["198.18.4.0/24"]
+        self.assertEqual(kind, "blackhole")
+        self.assertEqual(set(attribute(attrs, "BGP.community").split()), {BLACKHOLE, NO_EXPORT, f"({HOST_AS},24)"})
+        self.assertEqual(attribute(attrs, "BGP.large_community"), f"{MARKER} (4200000000, 7583, 5635)")
+        wait_until(lambda: "2001:2:0:4::/64" in router.routes("master6"), 20, what="the IPv6 subnet blackhole in BIRD")
+        kind, attrs = router.routes("master6")["2001:2:0:4::/64"]
+        self.assertEqual(kind, "blackhole")
+        self.assertEqual(set(attribute(attrs, "BGP.community").split()), {BLACKHOLE, NO_EXPORT, f"({HOST_AS},24)"})
+        self.assertEqual(tb.host_ip6, "2001:2:0:1::2")
+        self.assertEqual(attribute(attrs, "BGP.next_hop").split()[0], tb.host_ip6)
+
+        f = self.flood(tb, 60)
+        wait_until(lambda: self.breaker(tb) == "shedding", 15, what="the breaker to trip on the flood")
+        hosts = [src for src in FLOODERS] + [f"{tb.host_ip4}/32"]
+        wait_until(lambda: all(h in router.routes() for h in hosts), 20, what="the blackholes in BIRD")
+        print(f"\nflood start -> blackholes in BIRD {time.monotonic() - f.started:.1f} s", flush=True)
+        routes = router.routes()
+        for src in FLOODERS:
+            kind, attrs = routes[src]
+            self.assertEqual(kind, "blackhole", src)
+            self.assertEqual(set(attribute(attrs, "BGP.community").split()), {BLACKHOLE, NO_EXPORT}, src)
+            self.assertEqual(attribute(attrs, "BGP.large_community"), f"{MARKER} (4200000000, 7583, 5635)")
+        kind, attrs = routes[f"{tb.host_ip4}/32"]
+        self.assertEqual(kind, "blackhole")
+        self.assertEqual(attribute(attrs, "BGP.large_community"), f"{MARKER} (4200000000, 7583, 7999)")
+        for src in FLOODERS:
+            wait_until(lambda: router.kernel_route(src).startswith("blackhole"), 10, what=f"{src} in the router's kernel")
+
+        # The router drops the flood now: by loose uRPF, not forwarded.
+        rpf0, tx0, t0 = router.netstat("IPReversePathFilter"), router.tx_packets(tb.router_host_if), time.monotonic()
+        time.sleep(1.0)
+        rpf1, tx1, t1 = router.netstat("IPReversePathFilter"), router.tx_packets(tb.router_host_if), time.monotonic()
+        rpf_pps, fwd_pps = (rpf1 - rpf0) / (t1 - t0), (tx1 - tx0) / (t1 - t0)
+        print(f"\nrouter while blackholed: uRPF drops {rpf_pps:.0f}/s, forwarded to the host {fwd_pps:.0f}/s "
+              f"(flood 3000/s)", flush=True)
+        self.assertGreater(rpf_pps, 1500)  # at least half the flood, on a loaded machine
+        self.assertLess(fwd_pps, 100)
+        print(ctl(tb, "upstream", check=True).stdout, flush=True)
+        view = ctl_json(tb, "upstream")
+        self.assertEqual(view["blackholed"], [tb.host_ip4])
+        self.assertEqual(view["mode"], "blackhole")
+        self.assertIn("LAST RESORT (--upstream-blackhole)", d.output())
+        self.assertIn(f"OFFLINE upstream (blackholed): {tb.host_ip4}", ctl(tb, "status", check=True).stdout)
+        # The flood dropped upstream: the breaker recovers and the client is served.
+        wait_until(lambda: self.breaker(tb) == "serving", 15, what="the breaker back to serving")
+        ping = run(["ip", "netns", "exec", tb.ns_client, "ping", "-c", "2", "-W", "1", "-i", "0.2", tb.host_ip4],
+                   check=False)
+        self.assertEqual(ping.returncode, 0, ping.stdout)
+        self.assertTrue(f.running(), "the flood still runs, dropped by the router")
+
+        f.stop()
+        f.result()
+        t_stop = time.monotonic()
+        wait_until(lambda: not any(h in router.routes() for h in hosts), HOLD + 20,
+                   what="the automatic blackholes withdrawn after the hold")
+        print(f"flood stopped -> blackholes gone from BIRD {time.monotonic() - t_stop:.1f} s (hold {HOLD} s "
+              f"from the announcement)", flush=True)
+        self.assertIn("198.18.4.0/24", router.routes())  # the policy's stays
+        for src in FLOODERS:
+            self.assertEqual(router.kernel_route(src), "")
+        self.assertEqual(ctl_json(tb, "upstream")["blackholed"], [])
 
 
 if __name__ == "__main__":

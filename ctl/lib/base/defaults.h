@@ -96,5 +96,12 @@ inline constexpr const char *kUpstreamMarker = "4200000000:7583:21";
 // Every FlowSpec rule carries NO_EXPORT: the upstream applies it, never
 // passes it on to its own peers.
 inline constexpr const char *kUpstreamCommunity = "no-export";
+// Blackhole routes: RFC 7999's BLACKHOLE and NO_EXPORT, for a host route and
+// a subnet alike unless the operator says otherwise.
+inline constexpr const char *kUpstreamBlackholeCommunities = "65535:666,no-export";
+// Automatic announcements: over a threshold this long while shedding, at
+// most this many sources per interface.
+inline constexpr double kUpstreamAfterS = 10;
+inline constexpr uint32_t kUpstreamTop = 4;
 
 } // namespace sluice::defaults

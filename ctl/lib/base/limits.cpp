@@ -472,4 +472,24 @@ Status check_upstream_prefixes(Given n)
 	return count_within(n, 1, kUpstreamPrefixesMax);
 }
 
+Status check_upstream_top(Given n)
+{
+	return count_within(n, 1, kUpstreamTopMax);
+}
+
+Status check_upstream_after_s(double seconds)
+{
+	return seconds_within(seconds, 0, kUpstreamAfterMaxS);
+}
+
+Status check_upstream_bps(Given bits_per_s)
+{
+	return count_within(bits_per_s, 0, kUpstreamBpsMax);
+}
+
+Status check_upstream_pps(Given pps)
+{
+	return count_within(pps, 0, kUpstreamPpsMax);
+}
+
 } // namespace sluice

@@ -149,6 +149,16 @@ Status check_upstream_min_prefix4(Given prefix); // kUpstreamMinPrefix4Floor..32
 Status check_upstream_min_prefix6(Given prefix); // kUpstreamMinPrefix6Floor..128
 Status check_upstream_hold_s(double seconds);    // 0..kUpstreamHoldMaxS
 Status check_upstream_prefixes(Given n);         // 1..kUpstreamPrefixesMax
+// Automatic announcements: sources per interface, seconds over a threshold.
+inline constexpr uint64_t kUpstreamTopMax = 64;
+inline constexpr double kUpstreamAfterMaxS = 3600;
+Status check_upstream_top(Given n);              // 1..kUpstreamTopMax
+Status check_upstream_after_s(double seconds);   // 0..kUpstreamAfterMaxS
+// --upstream-bps, --upstream-pps, --upstream-action rate: 0 (off) ..
+// 1 Tbit/s and 10^10 pps, what no link carries.
+inline constexpr uint64_t kUpstreamBpsMax = 1'000'000'000'000, kUpstreamPpsMax = 10'000'000'000;
+Status check_upstream_bps(Given bits_per_s);     // 0..kUpstreamBpsMax
+Status check_upstream_pps(Given pps);            // 0..kUpstreamPpsMax
 
 // --- Capture (sluicectl capture; docs/architecture.md "Capture") ---
 // Bytes of a frame copied: SLUICE_CAPTURE_SNAPLEN_MIN..SLUICE_CAPTURE_SNAPLEN_MAX

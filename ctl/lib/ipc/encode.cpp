@@ -290,8 +290,23 @@ json encode(const UpstreamView &v)
 				 {"reason", r.reason},
 				 {"state", r.state},
 				 {"since", r.since_realtime_ns ? json(iso_time(*r.since_realtime_ns)) : json(nullptr)}});
+	json automatic = json::array();
+	for (const auto &t : v.automatic)
+		automatic.push_back({{"iface", t.iface},
+				     {"firing", t.firing},
+				     {"why", t.why.empty() ? json(nullptr) : json(t.why)},
+				     {"sources", t.sources.empty() ? json(nullptr) : json(t.sources)}});
 	return {{"enabled", v.enabled},
 		{"dry_run", v.dry_run},
+		{"mode", v.mode},
+		{"auto", {{"bps", v.auto_bps},
+			  {"pps", v.auto_pps},
+			  {"after_s", v.auto_after_s},
+			  {"top", v.auto_top},
+			  {"action", v.auto_action},
+			  {"interfaces", automatic}}},
+		{"last_resort", v.last_resort},
+		{"blackholed", v.blackholed},
 		{"speaker", {{"address", v.speaker},
 			     {"up", v.speaker_up},
 			     {"last_error", v.last_error.empty() ? json(nullptr) : json(v.last_error)},

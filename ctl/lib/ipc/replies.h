@@ -59,8 +59,16 @@ struct UpstreamRuleView {
 	std::string family; // "ipv4-flowspec", "ipv6-flowspec"
 	std::string iface;
 	std::string reason;
-	std::string state;  // "announced", "dry-run", "holding" (unwanted, in its hold), "over-max"
+	std::string state;  // "announced", "dry-run", "holding" (unwanted, in its hold), "over-max", "refused"
 	std::optional<uint64_t> since_realtime_ns; // none: not announced
+};
+
+// The automatic announcements of one interface (--upstream-bps/-pps).
+struct UpstreamTriggerView {
+	std::string iface;
+	bool firing = false;  // the automatic rules are wanted now
+	std::string why;      // what fired it (empty: not firing)
+	std::string sources;  // why these sources (or none): the last look at the drop samples
 };
 
 struct UpstreamView {
@@ -75,6 +83,14 @@ struct UpstreamView {
 	std::vector<std::string> prefixes; // --upstream-prefixes
 	uint64_t max = 0;
 	double hold_s = 0;
+	std::string mode;        // --upstream-mode: "flowspec" or "blackhole" (source-based)
+	// Automatic announcements: the thresholds (0: off), and each interface's trigger.
+	uint64_t auto_bps = 0, auto_pps = 0, auto_top = 0;
+	double auto_after_s = 0;
+	std::string auto_action;  // "discard" or "rate N B/s"
+	bool last_resort = false; // --upstream-blackhole
+	std::vector<UpstreamTriggerView> automatic;
+	std::vector<std::string> blackholed; // own addresses announced as blackholes now (offline upstream)
 	std::vector<UpstreamRuleView> rules;
 	uint64_t announcements = 0, withdrawals = 0, refusals = 0; // by this daemon
 };

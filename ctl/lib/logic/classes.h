@@ -94,6 +94,10 @@ struct Policy {
 	std::vector<ClassRule> rules; // at most kMaxRules, in the order written
 	std::vector<Cidr> allow;      // both families; per family at most SLUICE_LIST_MAX_ENTRIES
 	std::vector<Cidr> deny;
+	// The deny list's entries the file marks `upstream: true` (each also in
+	// deny): announced upstream when sluiced runs with --upstream
+	// (docs/upstream.md); in the order written.
+	std::vector<Cidr> deny_upstream;
 	// The file named no `default` class: the daemon's --rate/--burst and
 	// prefixes apply to it (classes[0] then holds defaults.h's values).
 	bool default_from_options = true;

@@ -8,6 +8,10 @@ namespace sluice {
 
 std::string UpstreamRule::str() const
 {
+	if (kind == UpstreamKind::blackhole_source)
+		return "blackhole src " + destination.str();
+	if (kind == UpstreamKind::blackhole_destination)
+		return "blackhole dst " + destination.str();
 	std::string s = "dst " + destination.str();
 	if (source)
 		s += " src " + source->str();
@@ -24,6 +28,31 @@ Status check_rule(const UpstreamGuards &guards, const UpstreamRule &rule, const 
 	std::string what = "upstream rule '" + rule.str() + "' refused: ";
 	bool own = std::any_of(guards.own.begin(), guards.own.end(),
 			       [&](const Cidr &p) { return contains(p, rule.destination); });
+	uint32_t host = rule.family() == Family::v4 ? 32 : 128;
+	if (rule.kind == UpstreamKind::blackhole_destination) {
+		if (!own)
+			return refused(what + "its address is outside --upstream-prefixes");
+		if (rule.destination.prefix != host)
+			return refused(what + "a destination blackhole is of one address (/" + std::to_string(host) + ")");
+		return {};
+	}
+	if (rule.kind == UpstreamKind::blackhole_source) {
+		// The announced prefix is a source's: never one of the operator's
+		// own (that would blackhole the operator's own network).
+		bool overlaps = std::any_of(guards.own.begin(), guards.own.end(), [&](const Cidr &p) {
+			return contains(p, rule.destination) || contains(rule.destination, p);
+		});
+		if (overlaps)
+			return refused(what + "it overlaps --upstream-prefixes: a blackhole of the operator's own network");
+		uint32_t min = rule.family() == Family::v4 ? guards.min_source4 : guards.min_source6;
+		if (rule.destination.prefix < min)
+			return refused(what + "its source prefix is shorter than /" + std::to_string(min) + " (--upstream-min-prefix" +
+				       (rule.family() == Family::v4 ? "4" : "6") + ")");
+		if (is_protected)
+			if (auto why = is_protected(rule.destination))
+				return refused(what + "its source is " + *why + ": never announced");
+		return {};
+	}
 	if (!own)
 		return refused(what + "its destination is outside --upstream-prefixes");
 	if (rule.source) {
@@ -51,6 +80,31 @@ std::vector<UpstreamRule> source_rules(const UpstreamGuards &guards, const Cidr 
 		if (own.addr.family == source.addr.family)
 			out.push_back(UpstreamRule{own, source, std::nullopt, std::nullopt, UpstreamAction::discard, 0});
 	return out;
+}
+
+std::vector<UpstreamRule> source_rules(const UpstreamGuards &guards, const Cidr &source, UpstreamMode mode,
+				       UpstreamAction action, uint64_t rate_bytes)
+{
+	if (mode == UpstreamMode::blackhole) {
+		UpstreamRule r;
+		r.destination = source;
+		r.kind = UpstreamKind::blackhole_source;
+		return {r};
+	}
+	auto out = source_rules(guards, source);
+	for (auto &r : out) {
+		r.action = action;
+		r.rate_bytes = action == UpstreamAction::rate_limit ? rate_bytes : 0;
+	}
+	return out;
+}
+
+UpstreamRule destination_blackhole(const Address &address)
+{
+	UpstreamRule r;
+	r.destination = Cidr{address, address.family == Family::v4 ? 32u : 128u};
+	r.kind = UpstreamKind::blackhole_destination;
+	return r;
 }
 
 UpstreamPlan plan_upstream(const std::vector<UpstreamWanted> &wanted, const std::vector<UpstreamRule> &speaker,
@@ -90,6 +144,78 @@ UpstreamPlan plan_upstream(const std::vector<UpstreamWanted> &wanted, const std:
 		busy--;
 	}
 	return plan;
+}
+
+namespace {
+std::string whole(double v)
+{
+	return std::to_string(static_cast<uint64_t>(v < 0 ? 0 : v + 0.5));
+}
+} // namespace
+
+std::string FloodTrigger::over(const FloodReading &r) const
+{
+	std::string s;
+	if (cfg_.pps && r.pps && *r.pps > double(cfg_.pps))
+		s = "arriving " + whole(*r.pps) + " pps (over --upstream-pps " + std::to_string(cfg_.pps) + ")";
+	if (cfg_.bps && r.bps && *r.bps > double(cfg_.bps))
+		s += (s.empty() ? "arriving " : ", ") + whole(*r.bps) + " bit/s (over --upstream-bps " +
+		     std::to_string(cfg_.bps) + ")";
+	return s;
+}
+
+FloodTrigger::Step FloodTrigger::step(const FloodReading &r)
+{
+	Step out;
+	if (!r.shedding) {
+		out.ended_now = firing_;
+		firing_ = false;
+		over_since_s_.reset();
+		why_.clear();
+		return out;
+	}
+	std::string over_now = cfg_.enabled() ? over(r) : std::string();
+	if (over_now.empty())
+		over_since_s_.reset();
+	else if (!over_since_s_)
+		over_since_s_ = r.now_s;
+	if (!firing_ && over_since_s_ && r.now_s - *over_since_s_ >= cfg_.after_s) {
+		firing_ = true;
+		out.fired_now = true;
+		why_ = over_now + " for " + whole(r.now_s - *over_since_s_) + " s while shedding";
+	}
+	out.firing = firing_;
+	out.why = why_;
+	return out;
+}
+
+FloodSources flood_sources(const std::vector<DroppedSource> &heaviest, uint64_t total_samples, size_t top)
+{
+	FloodSources out;
+	if (total_samples == 0 || top == 0) {
+		out.why = "no drop samples in the window";
+		return out;
+	}
+	auto sure = [](const DroppedSource &d) { return d.samples > d.error ? d.samples - d.error : 0; };
+	uint64_t top_sure = 0;
+	size_t n = std::min(top, heaviest.size());
+	for (size_t i = 0; i < n; i++)
+		top_sure += sure(heaviest[i]);
+	double share = double(top_sure) / double(total_samples);
+	if (share < kFloodTopShare) {
+		out.spread = true;
+		out.why = "the " + std::to_string(n) + " heaviest sources carry " + whole(share * 100) +
+			  "% of the drop samples (under " + whole(kFloodTopShare * 100) +
+			  "%): a flood spread over many sources (spoofed?), which source rules would not stop";
+		return out;
+	}
+	for (size_t i = 0; i < n; i++) {
+		uint64_t s = sure(heaviest[i]);
+		if (s >= kFloodSourceSamples && double(s) >= kFloodSourceShare * double(total_samples))
+			out.sources.push_back(heaviest[i]);
+	}
+	out.why = "the " + std::to_string(n) + " heaviest sources carry " + whole(share * 100) + "% of the drop samples";
+	return out;
 }
 
 } // namespace sluice

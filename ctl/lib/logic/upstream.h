@@ -21,9 +21,17 @@ namespace sluice {
 
 enum class UpstreamAction : uint8_t { discard, rate_limit };
 
-// One FlowSpec rule: traffic to `destination` (always inside the operator's
-// own prefixes), from `source` when set, of `protocol` to `dport` when set;
-// dropped, or limited to `rate_bytes` bytes a second.
+// What a rule is announced as: a FlowSpec rule (RFC 8955), or a blackhole
+// route (RFC 7999's BLACKHOLE community): of a source, which the upstream
+// drops by loose uRPF (source-based RTBH, RFC 5635, --upstream-mode
+// blackhole), or of an own address, which takes it offline (the last resort,
+// --upstream-blackhole).
+enum class UpstreamKind : uint8_t { flowspec, blackhole_source, blackhole_destination };
+
+// One rule. FlowSpec: traffic to `destination` (always inside the
+// operator's own prefixes), from `source` when set, of `protocol` to `dport`
+// when set; dropped, or limited to `rate_bytes` bytes a second. A blackhole:
+// `destination` is the prefix announced (the source's for blackhole_source).
 struct UpstreamRule {
 	Cidr destination;
 	std::optional<Cidr> source;
@@ -31,9 +39,12 @@ struct UpstreamRule {
 	std::optional<uint16_t> dport; // only with protocol 6 or 17
 	UpstreamAction action = UpstreamAction::discard;
 	uint64_t rate_bytes = 0; // rate_limit only
+	UpstreamKind kind = UpstreamKind::flowspec;
 
 	Family family() const { return destination.addr.family; }
-	// "dst 198.18.1.0/24 src 198.18.3.7/32 proto 17 dport 53 discard": the
+	bool blackhole() const { return kind != UpstreamKind::flowspec; }
+	// "dst 198.18.1.0/24 src 198.18.3.7/32 proto 17 dport 53 discard",
+	// "blackhole src 198.18.3.7/32", "blackhole dst 198.18.1.2/32": the
 	// one text a rule is logged, listed and compared by.
 	std::string str() const;
 	bool operator==(const UpstreamRule &) const = default;
@@ -62,6 +73,14 @@ Status check_rule(const UpstreamGuards &guards, const UpstreamRule &rule, const 
 // destination would drop the source's traffic to the upstream's other
 // customers too). None when the operator has no own prefix of that family.
 std::vector<UpstreamRule> source_rules(const UpstreamGuards &guards, const Cidr &source);
+// The same as `mode` says: FlowSpec rules (as above, with `action`), or
+// one source-based blackhole route of `source` (blackhole).
+enum class UpstreamMode : uint8_t { flowspec, blackhole };
+std::vector<UpstreamRule> source_rules(const UpstreamGuards &guards, const Cidr &source, UpstreamMode mode,
+				       UpstreamAction action, uint64_t rate_bytes);
+// The last resort: a host route of `address` (/32 or /128) with the
+// blackhole community.
+UpstreamRule destination_blackhole(const Address &address);
 
 // A rule wanted, and why ("operator: sluicectl deny add eth0 ... --upstream").
 struct UpstreamWanted {
@@ -69,6 +88,7 @@ struct UpstreamWanted {
 	std::string iface;
 	std::string reason;
 	bool held = true; // withdrawn only after the hold once no longer wanted
+	bool operator==(const UpstreamWanted &) const = default;
 };
 
 // A rule this daemon announced or adopted.
@@ -95,5 +115,74 @@ struct UpstreamPlan {
 // withdrawn at once when not. Duplicates in `wanted` count once.
 UpstreamPlan plan_upstream(const std::vector<UpstreamWanted> &wanted, const std::vector<UpstreamRule> &speaker,
 			   const std::vector<UpstreamHeld> &mine, size_t max, double hold_s, double now_s);
+
+// Automatic announcements while shedding (docs/upstream.md): when what
+// arrives on an interface (every frame its program counted, bits and packets
+// a second over a control period) stays over --upstream-bps or --upstream-pps
+// for --upstream-after seconds while its breaker sheds, the trigger fires;
+// it stays fired until the breaker leaves shedding (what arrives falls once
+// the upstream drops the flood: that is the rules working, not the flood
+// ending).
+struct UpstreamAutoConfig {
+	uint64_t bps = 0;     // --upstream-bps, bits a second arriving (0: not a trigger)
+	uint64_t pps = 0;     // --upstream-pps, packets a second arriving (0: not a trigger)
+	double after_s = 10;  // --upstream-after: over a threshold this long, shedding all along
+	size_t top = 4;       // --upstream-top: source rules at most per interface
+	UpstreamAction action = UpstreamAction::discard; // --upstream-action discard|rate:BITS
+	uint64_t rate_bytes = 0;                         // rate_limit: bytes a second (FlowSpec's unit)
+	bool enabled() const { return bps != 0 || pps != 0; }
+};
+
+// One control period of an interface, as the trigger sees it.
+struct FloodReading {
+	double now_s = 0;
+	bool shedding = false;
+	std::optional<double> pps, bps; // arriving; none before the first period
+};
+
+class FloodTrigger {
+public:
+	explicit FloodTrigger(const UpstreamAutoConfig &cfg) : cfg_(cfg) {}
+	struct Step {
+		bool firing = false;     // the automatic rules are wanted now
+		bool fired_now = false;  // this period crossed --upstream-after
+		bool ended_now = false;  // this period the breaker left shedding
+		std::string why;         // "arriving 52000 pps (over --upstream-pps 20000) for 10 s while shedding"
+	};
+	Step step(const FloodReading &r);
+	bool firing() const { return firing_; }
+
+private:
+	// The reading's rates over a threshold, said ("arriving ... (over ...)"), or empty.
+	std::string over(const FloodReading &r) const;
+	UpstreamAutoConfig cfg_;
+	std::optional<double> over_since_s_; // over a threshold and shedding since
+	bool firing_ = false;
+	std::string why_;
+};
+
+// A dropped source of the sampling window (`sluicectl top`'s data): the
+// source prefix, its samples (an overestimate) and their error.
+struct DroppedSource {
+	Cidr source;
+	uint64_t samples = 0;
+	uint64_t error = 0; // samples - error is an underestimate
+};
+
+// The sources worth a source-match rule: of the heaviest `top` (heaviest
+// first), those that surely (samples - error) carry at least
+// kFloodSourceShare of the window's samples and kFloodSourceSamples samples;
+// none when those `top` together surely carry less than kFloodTopShare of
+// them (a flood spread over many sources, spoofed most likely: a rule per
+// source would not stop it). `why` says which.
+inline constexpr double kFloodTopShare = 0.5;
+inline constexpr double kFloodSourceShare = 0.05;
+inline constexpr uint64_t kFloodSourceSamples = 4;
+struct FloodSources {
+	std::vector<DroppedSource> sources;
+	bool spread = false; // refused: the flood is spread over many sources
+	std::string why;
+};
+FloodSources flood_sources(const std::vector<DroppedSource> &heaviest, uint64_t total_samples, size_t top);
 
 } // namespace sluice

@@ -196,7 +196,7 @@ public:
 		if (const Node *allow = given("allow"))
 			p.allow = read_list(*allow, "the allow list", allow_room_);
 		if (const Node *deny = given("deny"))
-			p.deny = read_list(*deny, "the deny list", deny_room_);
+			p.deny = read_list(*deny, "the deny list", deny_room_, &p.deny_upstream);
 		// What the walk did not check itself (the reader checks as it
 		// goes, with positions); this holds them all.
 		if (auto ok = check_policy(p); !ok)
@@ -472,26 +472,64 @@ private:
 		return PortSpan{uint16_t(lo), uint16_t(hi)};
 	}
 
-	std::vector<Cidr> read_list(const Node &n, const std::string &what, Room &room)
+	// `upstream`: where the entries marked `upstream: true` go (the deny
+	// list only; elsewhere the key is refused).
+	std::vector<Cidr> read_list(const Node &n, const std::string &what, Room &room,
+				    std::vector<Cidr> *upstream = nullptr)
 	{
 		std::vector<Cidr> out;
-		for (auto &e : read_entries(n, what, room))
+		for (auto &e : read_entries(n, what, room, upstream))
 			out.push_back(e.cidr);
 		return out;
 	}
 
-	// A list of prefixes: each item a prefix or {file: PATH} (a netset).
+	// `upstream: true|false` on an item of a list.
+	bool upstream_flag(const Fields &f, const std::string &what, bool allowed) const
+	{
+		const Node *up = f["upstream"];
+		if (!up)
+			return false;
+		if (!allowed)
+			refuse(*up, PolicyError::bad_value,
+			       "'upstream' in " + what + ": only the deny list's entries are announced upstream");
+		const std::string &v = scalar(*up, "upstream");
+		if (v == "true")
+			return true;
+		if (v == "false")
+			return false;
+		refuse(*up, PolicyError::wrong_type, "upstream '" + v + "' is not true or false");
+	}
+
+	// A list of prefixes: each item a prefix, {file: PATH} (a netset) or
+	// {prefix: CIDR}; in the deny list a map item may add `upstream: true`.
 	// Refused when a prefix is there twice or lies inside another.
-	std::vector<Entry> read_entries(const Node &n, const std::string &what, Room &room)
+	std::vector<Entry> read_entries(const Node &n, const std::string &what, Room &room,
+					std::vector<Cidr> *upstream = nullptr)
 	{
 		expect(n, Node::seq, what);
 		std::vector<Entry> out;
 		for (const Node &item : n.items) {
 			if (item.kind == Node::map) {
-				auto f = fields(item, "a netset in " + what, {"file"});
+				auto f = fields(item, "an entry of " + what, {"file", "prefix", "upstream"});
+				bool up = upstream_flag(f, what, upstream != nullptr);
+				size_t first = out.size();
 				const Node *file = f["file"];
+				if (const Node *prefix = f["prefix"]) {
+					if (file)
+						refuse(item, PolicyError::bad_value,
+						       "an entry of " + what + " names both 'file' and 'prefix': one of them");
+					const std::string &text = scalar(*prefix, "an entry's prefix");
+					auto c = parse_cidr(text);
+					if (!c)
+						refuse(*prefix, PolicyError::bad_prefix, c.error().message);
+					add(out, room, Entry{*c, file_, prefix->line, prefix->column, out.size()}, *prefix, what);
+					if (up)
+						upstream->push_back(*c);
+					continue;
+				}
 				if (!file)
-					refuse(item, PolicyError::missing_key, "a netset in " + what + " names no 'file'");
+					refuse(item, PolicyError::missing_key,
+					       "an entry of " + what + " names no 'file' (a netset) or 'prefix'");
 				std::string path = scalar(*file, "a netset's file");
 				if (path.empty())
 					refuse(*file, PolicyError::bad_value, "a netset's file is empty");
@@ -515,6 +553,9 @@ private:
 				}
 				for (const auto &ne : *entries)
 					add(out, room, Entry{ne.cidr, path, ne.line, ne.column, out.size()}, item, what);
+				if (up)
+					for (size_t i = first; i < out.size(); i++)
+						upstream->push_back(out[i].cidr);
 				continue;
 			}
 			const std::string &text = scalar(item, "an entry of " + what);

@@ -61,6 +61,27 @@ std::optional<std::array<uint64_t, 3>> large_community(std::string_view text)
 	return out;
 }
 
+bool has_marker(const json &attrs, const std::array<uint64_t, 3> &m);
+
+// The blackhole tag a marked unicast path carries (marker's ASN:first:TAG).
+std::optional<UpstreamKind> tag_of(const json &attrs, const std::array<uint64_t, 3> &m)
+{
+	for (const auto &a : attrs) {
+		if (a.value("type", 0) != 32 || !a.contains("value"))
+			continue;
+		for (const auto &c : a.at("value")) {
+			if (c.value("ASN", uint64_t(0)) != m[0] || c.value("LocalData1", uint64_t(0)) != m[1])
+				continue;
+			uint64_t t = c.value("LocalData2", uint64_t(0));
+			if (t == kBlackholeSourceTag)
+				return UpstreamKind::blackhole_source;
+			if (t == kBlackholeDestinationTag)
+				return UpstreamKind::blackhole_destination;
+		}
+	}
+	return std::nullopt;
+}
+
 bool has_marker(const json &attrs, const std::array<uint64_t, 3> &m)
 {
 	for (const auto &a : attrs) {
@@ -138,8 +159,26 @@ std::string_view gobgp_family(Family f)
 	return f == Family::v4 ? "ipv4-flowspec" : "ipv6-flowspec";
 }
 
+std::string_view gobgp_family(const UpstreamRule &rule)
+{
+	if (rule.blackhole())
+		return rule.family() == Family::v4 ? "ipv4" : "ipv6";
+	return gobgp_family(rule.family());
+}
+
+std::string blackhole_tag(std::string_view marker, UpstreamKind kind)
+{
+	auto m = large_community(marker);
+	if (!m)
+		return {};
+	return std::to_string((*m)[0]) + ":" + std::to_string((*m)[1]) + ":" +
+	       std::to_string(kind == UpstreamKind::blackhole_source ? kBlackholeSourceTag : kBlackholeDestinationTag);
+}
+
 std::vector<std::string> gobgp_rule_words(const UpstreamRule &rule)
 {
+	if (rule.blackhole())
+		return {rule.destination.str()};
 	std::vector<std::string> w{"match", "destination", rule.destination.str()};
 	if (rule.source) {
 		w.push_back("source");
@@ -189,6 +228,44 @@ Result<GobgpRib> parse_gobgp_rib(std::string_view json_text, std::string_view ma
 					out.rules.push_back(*r);
 				else
 					out.unknown++;
+			}
+	} catch (const json::exception &e) {
+		return fail(ErrorKind::system, std::string("the speaker's RIB: unexpected JSON: ") + e.what(), EPROTO);
+	}
+	return out;
+}
+
+Result<GobgpRib> parse_gobgp_unicast(std::string_view json_text, std::string_view marker)
+{
+	auto m = large_community(marker);
+	if (!m)
+		return invalid("the upstream marker '" + std::string(marker) + "' is not a large community ASN:N:N");
+	json doc = json::parse(json_text, nullptr, false);
+	if (doc.is_discarded())
+		return fail(ErrorKind::system, "the speaker's RIB is not JSON: " + first_line(std::string(json_text)), EPROTO);
+	GobgpRib out;
+	if (doc.is_null() || (doc.is_array() && doc.empty()))
+		return out;
+	if (!doc.is_object())
+		return fail(ErrorKind::system, "the speaker's RIB is not a JSON object", EPROTO);
+	try {
+		for (const auto &[key, paths] : doc.items())
+			for (const auto &p : paths) {
+				if (p.contains("neighbor-ip") && !p.at("neighbor-ip").get<std::string>().empty() &&
+				    p.at("neighbor-ip") != "<nil>")
+					continue;
+				if (!p.contains("attrs") || !has_marker(p.at("attrs"), *m))
+					continue;
+				auto kind = tag_of(p.at("attrs"), *m);
+				auto prefix = parse_cidr(p.at("nlri").at("prefix").get<std::string>());
+				if (!kind || !prefix) {
+					out.unknown++;
+					continue;
+				}
+				UpstreamRule r;
+				r.destination = *prefix;
+				r.kind = *kind;
+				out.rules.push_back(r);
 			}
 	} catch (const json::exception &e) {
 		return fail(ErrorKind::system, std::string("the speaker's RIB: unexpected JSON: ") + e.what(), EPROTO);
@@ -335,23 +412,43 @@ Result<GobgpRib> GobgpSpeaker::list() const
 		all.rules.insert(all.rules.end(), rib->rules.begin(), rib->rules.end());
 		all.unknown += rib->unknown;
 	}
+	if (cfg_.unicast)
+		for (const char *family : {"ipv4", "ipv6"}) {
+			auto text = run({"global", "rib", "-a", family, "-j"});
+			if (!text)
+				return std::unexpected(text.error());
+			auto rib = parse_gobgp_unicast(*text, cfg_.marker);
+			if (!rib)
+				return std::unexpected(rib.error());
+			all.rules.insert(all.rules.end(), rib->rules.begin(), rib->rules.end());
+			all.unknown += rib->unknown;
+		}
 	return all;
 }
 
 Status GobgpSpeaker::announce(const UpstreamRule &rule) const
 {
-	std::vector<std::string> w{"global", "rib", "-a", std::string(gobgp_family(rule.family())), "add"};
+	std::vector<std::string> w{"global", "rib", "-a", std::string(gobgp_family(rule)), "add"};
 	auto words = gobgp_rule_words(rule);
 	w.insert(w.end(), words.begin(), words.end());
-	if (!cfg_.communities.empty()) {
+	const std::string &nexthop = rule.family() == Family::v4 ? cfg_.nexthop4 : cfg_.nexthop6;
+	if (rule.blackhole() && !nexthop.empty()) {
+		w.push_back("nexthop");
+		w.push_back(nexthop);
+	}
+	bool host = rule.destination.prefix == (rule.family() == Family::v4 ? 32u : 128u);
+	const auto &communities = !rule.blackhole() ? cfg_.communities
+				  : host	    ? cfg_.host_communities
+						    : cfg_.subnet_communities;
+	if (!communities.empty()) {
 		std::string list;
-		for (const auto &c : cfg_.communities)
+		for (const auto &c : communities)
 			list += (list.empty() ? "" : ",") + c;
 		w.push_back("community");
 		w.push_back(list);
 	}
 	w.push_back("large-community");
-	w.push_back(cfg_.marker);
+	w.push_back(rule.blackhole() ? cfg_.marker + "," + blackhole_tag(cfg_.marker, rule.kind) : cfg_.marker);
 	if (auto r = run(w); !r)
 		return std::unexpected(r.error());
 	return {};
@@ -359,7 +456,7 @@ Status GobgpSpeaker::announce(const UpstreamRule &rule) const
 
 Status GobgpSpeaker::withdraw(const UpstreamRule &rule) const
 {
-	std::vector<std::string> w{"global", "rib", "-a", std::string(gobgp_family(rule.family())), "del"};
+	std::vector<std::string> w{"global", "rib", "-a", std::string(gobgp_family(rule)), "del"};
 	auto words = gobgp_rule_words(rule);
 	w.insert(w.end(), words.begin(), words.end());
 	if (auto r = run(w); !r)

@@ -25,7 +25,14 @@ struct GobgpConfig {
 	uint16_t port = 50051;
 	double timeout_s = 5;               // one CLI call at most; then killed
 	std::string marker;                 // "ASN:DATA1:DATA2", the large community of sluice's paths
-	std::vector<std::string> communities; // standard communities every rule carries ("no-export")
+	std::vector<std::string> communities; // standard communities every FlowSpec rule carries ("no-export")
+	// Blackhole routes (RFC 7999): their communities for a host route (/32,
+	// /128) and for a shorter prefix, their next hops (empty: gobgpd's own;
+	// gobgpd sets itself as the next hop towards an eBGP neighbor anyway).
+	// `unicast`: blackholes are in use, so list() reads the unicast RIBs too.
+	bool unicast = false;
+	std::vector<std::string> host_communities, subnet_communities;
+	std::string nexthop4, nexthop6;
 };
 
 // The CLI's words for one rule, after `global rib -a FAMILY add|del`:
@@ -34,6 +41,14 @@ struct GobgpConfig {
 std::vector<std::string> gobgp_rule_words(const UpstreamRule &rule);
 // "ipv4-flowspec" or "ipv6-flowspec".
 std::string_view gobgp_family(Family f);
+// The rule's RIB: a FlowSpec family, or "ipv4"/"ipv6" for a blackhole.
+std::string_view gobgp_family(const UpstreamRule &rule);
+// A blackhole path carries, beside the marker, a tag: the marker's ASN and
+// first number with kBlackholeSourceTag (source-based, RFC 5635) or
+// kBlackholeDestinationTag (the last resort), so a restarted sluiced knows
+// which kind it announced.
+inline constexpr uint32_t kBlackholeSourceTag = 5635, kBlackholeDestinationTag = 7999;
+std::string blackhole_tag(std::string_view marker, UpstreamKind kind);
 
 // The marked paths of `gobgp global rib -a FAMILY -j`'s output, as rules.
 // A marked path with a component sluice does not write is counted in
@@ -43,6 +58,9 @@ struct GobgpRib {
 	size_t unknown = 0;
 };
 Result<GobgpRib> parse_gobgp_rib(std::string_view json_text, std::string_view marker);
+// The marked paths of `gobgp global rib -a ipv4|ipv6 -j`: blackhole routes,
+// their kind from the tag (a marked path without one is `unknown`).
+Result<GobgpRib> parse_gobgp_unicast(std::string_view json_text, std::string_view marker);
 
 // The BGP session's state from `gobgp neighbor ADDR -j` ("established", ...).
 Result<std::string> parse_gobgp_neighbor_state(std::string_view json_text);
@@ -52,7 +70,8 @@ public:
 	explicit GobgpSpeaker(GobgpConfig cfg) : cfg_(std::move(cfg)) {}
 	const GobgpConfig &config() const { return cfg_; }
 
-	// The sluice-marked FlowSpec paths gobgpd holds, both families.
+	// The sluice-marked paths gobgpd holds: FlowSpec, both families, and
+	// with `unicast` the blackhole routes.
 	Result<GobgpRib> list() const;
 	Status announce(const UpstreamRule &rule) const;
 	Status withdraw(const UpstreamRule &rule) const;
