@@ -57,7 +57,8 @@ const std::array<MapPin, 22> kMapPins{{
 	{SLUICE_PIN_CLASS_COUNTERS, &MapFds::class_counters, [](sluice_bpf *s) { return s->maps.class_counters; },
 	 BPF_MAP_TYPE_PERCPU_ARRAY, 4, sizeof(sluice_counter), Entries::exact, SLUICE_CLASS_COUNTER_KEYS},
 	// The cookie budget, one bucket per CPU (its scratch map is not state:
-	// never pinned, made anew with each load).
+	// never pinned, made anew with each load; nor is the drop sampling's
+	// countdown, which a new load starts at 0).
 	{SLUICE_PIN_COOKIE_BUDGET, &MapFds::cookie_budget, [](sluice_bpf *s) { return s->maps.cookie_budget; },
 	 BPF_MAP_TYPE_PERCPU_ARRAY, 4, sizeof(sluice_slot), Entries::exact, 1},
 	// The TCP ports that have had a listener (the cookie path's hint).
