@@ -44,7 +44,9 @@ if [ "${SLUICE_SANITIZED:-1}" != 0 ]; then
 		# What -L 'unit|netns|fuzz' runs, and no more (the bpf tests ran above)
 		mapfile -t targets < <(cmake --build "$fuzz_build" --target help |
 			sed -n 's/^\.\.\. \(ctl_[^ ]*\|sluice_unit_[^ ]*\|fuzz_[^ ]*\).*/\1/p')
-		cmake --build "$fuzz_build" -j "$(nproc)" --target sluiced sluicectl sluice-traffic xdp_pass_bpf_skel_gen "${targets[@]}"
+		# sluice-bench: test_cookie_alternatives attaches its cookie_alt objects with it
+		cmake --build "$fuzz_build" -j "$(nproc)" --target sluiced sluicectl sluice-traffic sluice-bench \
+			xdp_pass_bpf_skel_gen "${targets[@]}"
 	else
 		cmake --build "$fuzz_build" -j "$(nproc)"
 	fi
