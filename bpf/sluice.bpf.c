@@ -569,14 +569,15 @@ __noinline __u32 sluice_cookie(struct xdp_md *ctx, __u64 hash, __u64 now, __u32 
 
 	if (!syn && !ack)
 		return SLUICE_COOKIE_GO_ON;
-	/* No listener has been on the port: no socket to find (figure 1: the
-	 * lookup is most of the cost of a SYN flood's frame to a closed port). */
-	if (!port_listened(sluice_be16_at(th + 2)))
-		return SLUICE_COOKIE_GO_ON;
 	__u32 tcp_len = (__u32)(th[12] >> 4) * 4;
 
 	if (tcp_len < 20 || (long)(th - data) + tcp_len > (long)(end - data))
 		return SLUICE_DROP_COOKIE_UNFIT;
+	/* No listener has been on the port: no socket to find (figure 1: the
+	 * lookup is most of the cost of a SYN flood's frame to a closed port).
+	 * After the unfit checks, which hold whatever the port. */
+	if (!port_listened(sluice_be16_at(th + 2)))
+		return SLUICE_COOKIE_GO_ON;
 
 	struct bpf_sock_tuple *t = &s->tuple;
 	__u32 tuple_len;

@@ -114,6 +114,9 @@
 
 namespace {
 
+// The port the harness's listeners listen on (see "cookies" below).
+constexpr std::uint16_t kListenPort = 80;
+
 using namespace sluice::frames;
 
 constexpr std::size_t kMaxFrame = 1600;
@@ -377,6 +380,15 @@ void load(Instance &in)
 	in.class_v4_fd = bpf_map__fd(in.skel->maps.class_v4);
 	in.class_v6_fd = bpf_map__fd(in.skel->maps.class_v6);
 	in.class_counters_fd = bpf_map__fd(in.skel->maps.class_counters);
+	// The listeners' port marked in listen_ports, as sluiced and the sockops
+	// feeder mark it (the cookie path looks a socket up only on a marked
+	// port; every other port stays unmarked, as a closed one).
+	{
+		std::uint32_t word = kListenPort / SLUICE_LISTEN_PORT_BITS;
+		std::uint64_t bits = 1ull << (kListenPort % SLUICE_LISTEN_PORT_BITS);
+		if (bpf_map_update_elem(bpf_map__fd(in.skel->maps.listen_ports), &word, &bits, BPF_ANY))
+			die("listen_ports update: %s", std::strerror(errno));
+	}
 	// The lists in both policy sets, as a reload writes them: a policy
 	// input may put either in force.
 	for (std::uint32_t set = 0; set < SLUICE_POLICY_SETS; set++) {
@@ -405,7 +417,6 @@ void load(Instance &in)
 // refuse a cookie). Without it (no CAP_SYS_ADMIN for unshare, a sysctl that
 // cannot be written) cookie inputs run with cookies off, and say so; in CI
 // (CI=true) that fails the run instead.
-constexpr std::uint16_t kListenPort = 80;
 bool g_private_netns = false;
 bool g_cookies_ok = false;
 
