@@ -202,7 +202,13 @@ std::vector<std::string> gobgp_rule_words(const UpstreamRule &rule)
 	return w;
 }
 
-Result<GobgpRib> parse_gobgp_rib(std::string_view json_text, std::string_view marker)
+namespace {
+
+// What the two RIB listings share: the marker, the JSON envelope, and the
+// filter that keeps sluice's own local paths; each path that passes goes to
+// one_path(path, marker, out), which adds a rule or counts it unknown.
+template <class OnePath>
+Result<GobgpRib> parse_marked_paths(std::string_view json_text, std::string_view marker, OnePath one_path)
 {
 	auto m = large_community(marker);
 	if (!m)
@@ -219,15 +225,12 @@ Result<GobgpRib> parse_gobgp_rib(std::string_view json_text, std::string_view ma
 		for (const auto &[key, paths] : doc.items())
 			for (const auto &p : paths) {
 				// Received paths name their neighbor: only local ones are sluice's.
-				if (p.contains("neighbor-ip") && !p.at("neighbor-ip").get<std::string>().empty() &&
+				if (p.contains("neighbor-ip") && !p.at("neighbor-ip").template get<std::string>().empty() &&
 				    p.at("neighbor-ip") != "<nil>")
 					continue;
 				if (!p.contains("attrs") || !has_marker(p.at("attrs"), *m))
 					continue;
-				if (auto r = rule_of(p))
-					out.rules.push_back(*r);
-				else
-					out.unknown++;
+				one_path(p, *m, out);
 			}
 	} catch (const json::exception &e) {
 		return fail(ErrorKind::system, std::string("the speaker's RIB: unexpected JSON: ") + e.what(), EPROTO);
@@ -235,42 +238,32 @@ Result<GobgpRib> parse_gobgp_rib(std::string_view json_text, std::string_view ma
 	return out;
 }
 
+} // namespace
+
+Result<GobgpRib> parse_gobgp_rib(std::string_view json_text, std::string_view marker)
+{
+	return parse_marked_paths(json_text, marker, [](const json &p, const auto &, GobgpRib &out) {
+		if (auto r = rule_of(p))
+			out.rules.push_back(*r);
+		else
+			out.unknown++;
+	});
+}
+
 Result<GobgpRib> parse_gobgp_unicast(std::string_view json_text, std::string_view marker)
 {
-	auto m = large_community(marker);
-	if (!m)
-		return invalid("the upstream marker '" + std::string(marker) + "' is not a large community ASN:N:N");
-	json doc = json::parse(json_text, nullptr, false);
-	if (doc.is_discarded())
-		return fail(ErrorKind::system, "the speaker's RIB is not JSON: " + first_line(std::string(json_text)), EPROTO);
-	GobgpRib out;
-	if (doc.is_null() || (doc.is_array() && doc.empty()))
-		return out;
-	if (!doc.is_object())
-		return fail(ErrorKind::system, "the speaker's RIB is not a JSON object", EPROTO);
-	try {
-		for (const auto &[key, paths] : doc.items())
-			for (const auto &p : paths) {
-				if (p.contains("neighbor-ip") && !p.at("neighbor-ip").get<std::string>().empty() &&
-				    p.at("neighbor-ip") != "<nil>")
-					continue;
-				if (!p.contains("attrs") || !has_marker(p.at("attrs"), *m))
-					continue;
-				auto kind = tag_of(p.at("attrs"), *m);
-				auto prefix = parse_cidr(p.at("nlri").at("prefix").get<std::string>());
-				if (!kind || !prefix) {
-					out.unknown++;
-					continue;
-				}
-				UpstreamRule r;
-				r.destination = *prefix;
-				r.kind = *kind;
-				out.rules.push_back(r);
-			}
-	} catch (const json::exception &e) {
-		return fail(ErrorKind::system, std::string("the speaker's RIB: unexpected JSON: ") + e.what(), EPROTO);
-	}
-	return out;
+	return parse_marked_paths(json_text, marker, [](const json &p, const auto &m, GobgpRib &out) {
+		auto kind = tag_of(p.at("attrs"), m);
+		auto prefix = parse_cidr(p.at("nlri").at("prefix").get<std::string>());
+		if (!kind || !prefix) {
+			out.unknown++;
+			return;
+		}
+		UpstreamRule r;
+		r.destination = *prefix;
+		r.kind = *kind;
+		out.rules.push_back(r);
+	});
 }
 
 Result<std::string> parse_gobgp_neighbor_state(std::string_view json_text)
