@@ -195,21 +195,24 @@ static inline int sluice_ipv6_ext(__u32 next)
 	       next == 140;
 }
 
-static inline int sluice_parse_l4(const __u8 *l3, const void *data_end, int is_v6, struct sluice_l4 *out)
+/*
+ * Where the transport header of IP header l3 (as sluice_parse_at left it)
+ * lies: *proto its protocol, *l4 the header, or NULL for a non-first
+ * fragment (none follows; *proto is then the fragment's). The one walk of
+ * IPv4 options and IPv6 extension headers: sluice_parse_l4 reads (kind,
+ * port) past it, the drop sample (sluice.bpf.c, sluice_sample) the
+ * signature. Returns 0, or SLUICE_PARSE_MALFORMED as sluice_parse_l4 says.
+ */
+static inline int sluice_find_l4(const __u8 *l3, const void *data_end, int is_v6, __u32 *proto, const __u8 **l4)
 {
 	const __u8 *end = (const __u8 *)data_end;
 
 	if (!is_v6) {
 		if (l3 + 20 > end)
 			return SLUICE_PARSE_MALFORMED; /* cannot happen after sluice_parse_at */
-		__u32 proto = l3[9];
-
-		if (sluice_ipv4_later_fragment(l3)) {
-			out->kind = SLUICE_L4_IP;
-			out->port = proto;
-			return 0;
-		}
-		return sluice_parse_transport(l3 + (__u32)(l3[0] & 0x0f) * 4, end, proto, out);
+		*proto = l3[9];
+		*l4 = sluice_ipv4_later_fragment(l3) ? 0 : l3 + (__u32)(l3[0] & 0x0f) * 4;
+		return 0;
 	}
 	if (l3 + 40 > end)
 		return SLUICE_PARSE_MALFORMED;
@@ -217,15 +220,18 @@ static inline int sluice_parse_l4(const __u8 *l3, const void *data_end, int is_v
 	const __u8 *p = l3 + 40;
 
 	for (int i = 0; i < SLUICE_MAX_IPV6_EXT; i++) {
-		if (!sluice_ipv6_ext(next))
-			return sluice_parse_transport(p, end, next, out);
+		if (!sluice_ipv6_ext(next)) {
+			*proto = next;
+			*l4 = p;
+			return 0;
+		}
 		if (p + 8 > end)
 			return SLUICE_PARSE_MALFORMED;
 		if (next == 44) {
 			/* Fragment header (8 bytes): offset in the top 13 bits of bytes 2-3. */
 			if (sluice_be16_at(p + 2) & 0xfff8) {
-				out->kind = SLUICE_L4_IP;
-				out->port = p[0];
+				*proto = p[0];
+				*l4 = 0;
 				return 0;
 			}
 			next = p[0];
@@ -243,9 +249,27 @@ static inline int sluice_parse_l4(const __u8 *l3, const void *data_end, int is_v
 			p += len;
 		}
 	}
-	if (!sluice_ipv6_ext(next))
-		return sluice_parse_transport(p, end, next, out);
+	if (!sluice_ipv6_ext(next)) {
+		*proto = next;
+		*l4 = p;
+		return 0;
+	}
 	return SLUICE_PARSE_MALFORMED; /* more extension headers than we walk */
+}
+
+static inline int sluice_parse_l4(const __u8 *l3, const void *data_end, int is_v6, struct sluice_l4 *out)
+{
+	const __u8 *l4;
+	__u32 proto;
+
+	if (sluice_find_l4(l3, data_end, is_v6, &proto, &l4))
+		return SLUICE_PARSE_MALFORMED;
+	if (!l4) {
+		out->kind = SLUICE_L4_IP;
+		out->port = proto;
+		return 0;
+	}
+	return sluice_parse_transport(l4, (const __u8 *)data_end, proto, out);
 }
 
 #endif /* SLUICE_PARSE_H */

@@ -314,16 +314,81 @@ struct {
 	__type(value, __u32);
 } sample_countdown SEC(".maps");
 
-/* A drop verdict, sampled: 1 in settings.sample_every of them (N) send the
- * source to the ring, without a wakeup (the daemon drains it each period).
+/*
+ * One drop sample to the ring: the source (as the caller has it: the frame's
+ * or the masked one), the family and the outcome from the caller; the
+ * signature (sluice_abi.h, struct sluice_drop_sample) read here from ctx
+ * again, with parse.h's helper-free parse. A global function, called only
+ * once a sample is taken (about 1 in settings.sample_every drops): the drop
+ * path keeps nothing of the headers it did not need for its verdict, and
+ * pays for this parse only in the sample's own cost. fo is family << 8 |
+ * outcome (five arguments at most).
+ */
+__noinline int sluice_sample(struct xdp_md *ctx, __u64 w0, __u64 w1, __u32 fo)
+{
+	const __u8 *data = (const __u8 *)(long)ctx->data;
+	const __u8 *end = (const __u8 *)(long)ctx->data_end;
+	struct sluice_drop_sample *s = bpf_ringbuf_reserve(&drop_samples, sizeof(*s), 0);
+
+	if (!s)
+		return 0; /* ring full: the daemon is behind or down; the sample is lost */
+	__u64 len = end - data;
+
+	s->w[0] = w0;
+	s->w[1] = w1;
+	s->dst[0] = 0;
+	s->dst[1] = 0;
+	s->family = fo >> 8;
+	s->outcome = fo & 0xff;
+	s->proto = 0;
+	s->tcp_flags = 0;
+	s->dport = 0;
+	s->len = len > 0xffff ? 0xffff : len;
+	s->ip_len = 0;
+
+	struct sluice_source src;
+	const __u8 *l3 = data, *l4 = 0;
+	__u32 proto = 0;
+	int kind = sluice_parse_at(data, end, &src, &l3);
+
+	/* A frame dropped for being cut short carries what could be read. */
+	if ((kind == SLUICE_PARSE_IPV4 || kind == SLUICE_PARSE_IPV6) &&
+	    !sluice_find_l4(l3, end, kind == SLUICE_PARSE_IPV6, &proto, &l4)) {
+		if (kind == SLUICE_PARSE_IPV4) {
+			if (l3 + 20 <= end) {
+				s->dst[0] = SLUICE_LOAD(__u32, l3 + 16);
+				s->ip_len = sluice_be16_at(l3 + 2);
+			}
+		} else if (l3 + 40 <= end) {
+			s->dst[0] = SLUICE_LOAD(__u64, l3 + 24);
+			s->dst[1] = SLUICE_LOAD(__u64, l3 + 32);
+			s->ip_len = sluice_be16_at(l3 + 4) + 40;
+		}
+		s->proto = proto;
+		if (l4 && proto == SLUICE_IPPROTO_TCP && l4 + 20 <= end) {
+			s->dport = sluice_be16_at(l4 + 2);
+			s->tcp_flags = l4[13];
+		} else if (l4 && proto == SLUICE_IPPROTO_UDP && l4 + 8 <= end) {
+			s->dport = sluice_be16_at(l4 + 2);
+		}
+	}
+	bpf_ringbuf_submit(s, BPF_RB_NO_WAKEUP);
+	return 0;
+}
+
+/* A drop verdict, sampled: 1 in settings.sample_every of them (N) go to the
+ * ring (sluice_sample), without a wakeup (the daemon drains it each period).
  * judge() calls this only on its drop returns, so the pass path pays
  * nothing. The gap to the next sample is drawn when a sample is taken,
  * uniform on 1..2N-1 (mean N), so a drop pays a decrement and the draw is
  * paid once a sample: a bpf_get_prandom_u32() a drop cost 4 ns a drop
  * (figure 1, issue 19), more than the drop path's margin to the pass path.
  * Random gaps, not every Nth drop: a sender cannot time its frames to fall
- * between samples. Sampling off (sample_every 0) leaves a load and a test. */
-static __always_inline __u32 sampled_drop(const struct sluice_source *src, int is_v6, __u32 outcome)
+ * between samples. Sampling off (sample_every 0) leaves a load and a test.
+ * ctx is live on every path that drops anyway (sluice_xdp counts the frame's
+ * length from it after the verdict), so passing it here costs no work. */
+static __always_inline __u32 sampled_drop(struct xdp_md *ctx, const struct sluice_source *src, int is_v6,
+					  __u32 outcome)
 {
 	__u32 zero = 0;
 
@@ -338,15 +403,7 @@ static __always_inline __u32 sampled_drop(const struct sluice_source *src, int i
 		return outcome;
 	}
 	*left = bpf_get_prandom_u32() % (2 * settings.sample_every - 1);
-	struct sluice_drop_sample *s = bpf_ringbuf_reserve(&drop_samples, sizeof(*s), 0);
-
-	if (!s)
-		return outcome; /* ring full: the daemon is behind or down; the sample is lost */
-	s->w[0] = src->w[0];
-	s->w[1] = src->w[1];
-	s->family = is_v6 ? 6 : 4;
-	s->outcome = outcome;
-	bpf_ringbuf_submit(s, BPF_RB_NO_WAKEUP);
+	sluice_sample(ctx, src->w[0], src->w[1], (is_v6 ? 6 : 4) << 8 | outcome);
 	return outcome;
 }
 
@@ -737,11 +794,12 @@ struct budget {
 #define SLUICE_JUDGE_NO_COOKIE (1u << 30) /* in flags, sluice_judge_policy's second call (no policy flag uses it) */
 
 /* A drop outcome of the cookie path goes to the drop samples like any drop. */
-static __always_inline __u32 cookie_outcome(__u32 outcome, const struct sluice_source *src, int is_v6)
+static __always_inline __u32 cookie_outcome(struct xdp_md *ctx, __u32 outcome, const struct sluice_source *src,
+					    int is_v6)
 {
 	if (outcome == SLUICE_COOKIE_SENT || outcome == SLUICE_COOKIE_PROVED)
 		return outcome;
-	return sampled_drop(src, is_v6, outcome);
+	return sampled_drop(ctx, src, is_v6, outcome);
 }
 
 /* The plain hash of a source (settings' prefixes, the plain key): a global
@@ -779,14 +837,14 @@ static __always_inline __u32 shed(const struct sluice_config *cfg, struct budget
 
 	if (!set) {
 		if (cfg->valve_closed)
-			return sampled_drop(src, is_v6, SLUICE_DROP_SHED);
+			return sampled_drop(bg->ctx, src, is_v6, SLUICE_DROP_SHED);
 		if (cfg->cookie_mode != SLUICE_COOKIES_OFF && !settings.dry_run && bg->cookie_way != SLUICE_COOKIE_SKIP) {
 			if (bg->cookie_way == SLUICE_COOKIE_DEFER)
 				return SLUICE_COOKIE_DEFERRED;
 			__u32 r = sluice_cookie(bg->ctx, bg->standing_hash, now, 0);
 
 			if (r != SLUICE_COOKIE_GO_ON)
-				return cookie_outcome(r, src, is_v6);
+				return cookie_outcome(bg->ctx, r, src, is_v6);
 		}
 		/* The budget's token is taken only once the slot pair admits
 		 * too, so a newcomer over its own rate spends none of it. No
@@ -799,18 +857,18 @@ static __always_inline __u32 shed(const struct sluice_config *cfg, struct budget
 			       : 0;
 
 		if (!paid)
-			return sampled_drop(src, is_v6, SLUICE_DROP_SHED);
+			return sampled_drop(bg->ctx, src, is_v6, SLUICE_DROP_SHED);
 		if (pair_admit(bg->hash, now, bg->cost_ns, bg->burst)) {
 			n->empty_at = paid;
 			return SLUICE_NEWCOMER;
 		}
-		return sampled_drop(masked, is_v6, SLUICE_DROP_RATE);
+		return sampled_drop(bg->ctx, masked, is_v6, SLUICE_DROP_RATE);
 	}
 	if (cfg->valve_closed)
-		return sampled_drop(src, is_v6, SLUICE_DROP_VALVE);
+		return sampled_drop(bg->ctx, src, is_v6, SLUICE_DROP_VALVE);
 	if (pair_admit(bg->hash, now, bg->cost_ns, bg->burst) || standing_admit(bg, set, w, now))
 		return SLUICE_STANDING;
-	return sampled_drop(masked, is_v6, SLUICE_DROP_RATE);
+	return sampled_drop(bg->ctx, masked, is_v6, SLUICE_DROP_RATE);
 }
 
 /* The packet budget of a frame, in every breaker state: its outcome, and in
@@ -833,7 +891,7 @@ static __always_inline __u32 limit(const struct sluice_config *cfg, struct budge
 		__u32 r = sluice_cookie(bg->ctx, standing_hash(bg, src, is_v6), *now, 1);
 
 		if (r != SLUICE_COOKIE_GO_ON)
-			return cookie_outcome(r, src, is_v6);
+			return cookie_outcome(bg->ctx, r, src, is_v6);
 	}
 
 	struct sluice_slot_pair idx = sluice_slots_of(bg->hash, settings.slot_mask, settings.one_choice);
@@ -901,7 +959,7 @@ static __always_inline __u32 limit(const struct sluice_config *cfg, struct budge
 		set = standing_of(standing_hash(bg, src, is_v6), *now, &w);
 	if (set && standing_admit(bg, set, w, *now))
 		return SLUICE_STANDING;
-	return sampled_drop(masked, is_v6, SLUICE_DROP_RATE);
+	return sampled_drop(bg->ctx, masked, is_v6, SLUICE_DROP_RATE);
 }
 
 /* The byte budget, after the packet budget admitted a frame of `bytes`: its
@@ -953,8 +1011,8 @@ __noinline __u32 sluice_classify(__u32 flags, __u32 l4, __u64 w0, __u64 w1, __u3
 
 /* Before the buckets: shedding, the allowlist; a config never written, the
  * verdicts without buckets. SLUICE_OUTCOMES: on to the buckets. */
-static __always_inline __u32 gate(const struct sluice_config *cfg, __u32 flags, const struct sluice_source *src,
-				  int is_v6)
+static __always_inline __u32 gate(struct xdp_md *ctx, const struct sluice_config *cfg, __u32 flags,
+				  const struct sluice_source *src, int is_v6)
 {
 	__u32 allow_bit = is_v6 ? SLUICE_LIST_ALLOW_V6 : SLUICE_LIST_ALLOW_V4;
 
@@ -962,7 +1020,7 @@ static __always_inline __u32 gate(const struct sluice_config *cfg, __u32 flags, 
 		if ((flags & allow_bit) && listed(&allow_v4, &allow_v6, src, is_v6, SLUICE_POLICY_SET_OF(flags)))
 			return SLUICE_ALLOWLISTED;
 		if (cfg->cost_ns == 0)
-			return sampled_drop(src, is_v6, SLUICE_DROP_SHED); /* never configured */
+			return sampled_drop(ctx, src, is_v6, SLUICE_DROP_SHED); /* never configured */
 	} else if (cfg->cost_ns == 0) {
 		return SLUICE_PASSED; /* never configured: the loader writes config before attach */
 	}
@@ -981,7 +1039,7 @@ static __always_inline __u32 judge_buckets(struct xdp_md *ctx, const struct slui
 					   const struct sluice_source *src, int is_v6, __u64 bytes,
 					   const struct sluice_class *rec, __u32 id, int *observe, __u32 cookie_way)
 {
-	__u32 outcome = gate(cfg, flags, src, is_v6);
+	__u32 outcome = gate(ctx, cfg, flags, src, is_v6);
 
 	if (outcome != SLUICE_OUTCOMES)
 		return outcome;
@@ -1034,7 +1092,7 @@ static __always_inline __u32 judge_buckets(struct xdp_md *ctx, const struct slui
 	 * nftables limits). */
 	if (bg.byte_cost_fp && (outcome == SLUICE_PASSED || outcome == SLUICE_STANDING || outcome == SLUICE_NEWCOMER) &&
 	    !sluice_bytes_admit(bg.hash, now, bytes, bg.byte_cost_fp, bg.byte_burst_ns))
-		return sampled_drop(&masked, is_v6, SLUICE_DROP_BYTES);
+		return sampled_drop(ctx, &masked, is_v6, SLUICE_DROP_BYTES);
 	return outcome;
 }
 
@@ -1108,7 +1166,7 @@ __noinline __u32 sluice_judge_policy(struct xdp_md *ctx, __u32 flags, __u32 port
 	__u32 id = SLUICE_CLASS_DEFAULT;
 
 	if (denied(flags, &src, is_v6)) {
-		outcome = sampled_drop(&src, is_v6, SLUICE_DROP_DENY);
+		outcome = sampled_drop(ctx, &src, is_v6, SLUICE_DROP_DENY);
 		goto counted;
 	}
 	/* The class: found already, or L4 parsed only for rules that need it. */
@@ -1134,7 +1192,7 @@ __noinline __u32 sluice_judge_policy(struct xdp_md *ctx, __u32 flags, __u32 port
 	if (id != SLUICE_CLASS_DEFAULT && (!rec || (rec->action == SLUICE_CLASS_LIMIT && rec->cost_ns == 0)))
 		id = SLUICE_CLASS_DEFAULT;
 	if (id != SLUICE_CLASS_DEFAULT && rec && rec->action == SLUICE_CLASS_DENY)
-		outcome = sampled_drop(&src, is_v6, SLUICE_DROP_CLASS);
+		outcome = sampled_drop(ctx, &src, is_v6, SLUICE_DROP_CLASS);
 	else if (id != SLUICE_CLASS_DEFAULT && rec && rec->action == SLUICE_CLASS_EXEMPT)
 		outcome = SLUICE_EXEMPT;
 	else /* one copy for every class: the default's record only for its byte budget */
@@ -1224,7 +1282,7 @@ static __always_inline __u32 judge(struct xdp_md *ctx, const struct sluice_confi
 				if (c != SLUICE_COOKIE_GO_ON) {
 					count_class(r & (SLUICE_CLASSES_MAX - 1), c,
 						    (long)ctx->data_end - (long)ctx->data);
-					return cookie_outcome(c, src, is_v6);
+					return cookie_outcome(ctx, c, src, is_v6);
 				}
 				r = sluice_judge_policy(ctx, flags | SLUICE_JUDGE_NO_COOKIE, id);
 			}
@@ -1238,7 +1296,7 @@ static __always_inline __u32 judge(struct xdp_md *ctx, const struct sluice_confi
 		counted = SLUICE_COUNT_DEFAULT_CLASS;
 	}
 	if (denied(flags, src, is_v6))
-		return sampled_drop(src, is_v6, SLUICE_DROP_DENY) | counted;
+		return sampled_drop(ctx, src, is_v6, SLUICE_DROP_DENY) | counted;
 	return judge_buckets(ctx, cfg, flags, src, is_v6, 0, NULL, SLUICE_CLASS_DEFAULT, NULL, SLUICE_COOKIE_HERE) |
 	       counted;
 }

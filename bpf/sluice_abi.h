@@ -28,8 +28,10 @@
  * 7: the listen_ports map (the TCP ports the cookie path looks up).
  * 8: capture (sluicectl capture): the capture, capture_events and
  *    capture_stats maps (struct sluice_capture, sluice_capture_record,
- *    sluice_capture_stats). */
-#define SLUICE_LAYOUT_VERSION 8
+ *    sluice_capture_stats).
+ * 9: the drop sample carries the frame's signature (destination, protocol,
+ *    destination port, TCP flags, length); the ring is twice as large. */
+#define SLUICE_LAYOUT_VERSION 9
 
 /* Table size bounds. The slot table is a BPF_MAP_TYPE_ARRAY whose size is a
  * power of two fixed at load: the index is (hash & (slots - 1)). */
@@ -395,25 +397,41 @@ struct sluice_settings {
 };
 
 /*
- * Sampled drops, for `sluicectl top` ("who is flooding me"). The program
- * draws bpf_get_prandom_u32() only for a frame it drops and sends 1 in
+ * Sampled drops, for `sluicectl top` ("who is flooding me") and the upstream
+ * signature rule (docs/upstream.md). The program draws
+ * bpf_get_prandom_u32() only for a frame it drops and sends 1 in
  * settings.sample_every of them (the source as the frame carried it; the
  * daemon masks it to the configured prefix) to the drop_samples ring buffer,
  * without a wakeup: the daemon drains it once per control period. A full ring
  * loses samples (the daemon is behind or not running), never frames. No
  * per-source state is kept in the kernel; the daemon keeps a bounded
  * heavy-hitters summary (ctl/lib/logic/heavy_hitters.h).
+ *
+ * The signature fields (dst, proto, dport, tcp_flags, len) are read from the
+ * frame again only once a sample is taken (sluice.bpf.c, sluice_sample), so
+ * the drop path pays nothing for them. They are what an RFC 8955 FlowSpec
+ * rule matches on: a field the frame does not have is 0 (dport and
+ * tcp_flags of a non-TCP/UDP frame or a later fragment; tcp_flags of UDP;
+ * every one of them but len for a frame whose headers are cut short).
  */
 struct sluice_drop_sample {
 	__u64 w[2];     /* the source address as struct sluice_source holds it (parse.h) */
+	__u64 dst[2];   /* the destination address, in the same form */
 	__u8 family;    /* 4 or 6 */
 	__u8 outcome;   /* SLUICE_DROP_RATE, SLUICE_DROP_SHED or SLUICE_DROP_DENY */
+	__u8 proto;     /* the IP protocol (IPv6: past the extension headers parse.h walks) */
+	__u8 tcp_flags; /* TCP's flags byte (header byte 13: CWR..FIN), 0 if not TCP */
+	__u16 dport;    /* TCP or UDP destination port, host order; 0 otherwise */
+	__u16 len;      /* the frame's length as XDP saw it (data_end - data, capped at 65535) */
+	__u16 ip_len;   /* the IP packet's length from its header (IPv4 total length, IPv6 payload
+			 * length + 40): what FlowSpec's packet-length matches (RFC 8955 type 10),
+			 * without L2 header, VLAN tags or Ethernet padding */
 	__u8 _pad[6];
 };
 
-/* 8192 records of 32 bytes (the ring's 8-byte header + the sample): what one
- * period holds at 1 in 1024 of 8 Mpps of drops. */
-#define SLUICE_SAMPLE_RING_BYTES (256u * 1024)
+/* 9362 records of 56 bytes (the ring's 8-byte header + the 48-byte sample):
+ * more than one period holds at 1 in 1024 of 8 Mpps of drops (7813). */
+#define SLUICE_SAMPLE_RING_BYTES (512u * 1024)
 #define SLUICE_SAMPLE_EVERY_DEFAULT 1024u
 #define SLUICE_SAMPLE_EVERY_MAX (1u << 24)
 

@@ -276,18 +276,19 @@ TEST(DataplaneStanding, AdoptingPinsOfLayout3IsRefusedWithThePathAndTheFix)
 TEST(DataplaneStanding, AdoptingPinsOfLayout4IsRefusedWithThePathAndTheFix)
 {
 	SLUICE_REQUIRE_ROOT();
-	// Layout 4's settings are layout 8's (the policy classes, the SYN
-	// cookies, the port hint and capture changed maps, not settings): the version
+	// Layout 4's settings are layout 9's (the policy classes, the SYN
+	// cookies, the port hint, capture and the drop sample's signature
+	// changed maps, not settings): the version
 	// alone tells them apart, before any map (the lists' keys grew a set
 	// byte) is compared.
-	static_assert(SLUICE_LAYOUT_VERSION == 8);
+	static_assert(SLUICE_LAYOUT_VERSION == 9);
 	expect_old_layout_refused(4, sizeof(sluice_settings));
 }
 
 TEST(DataplaneStanding, AdoptingPinsOfLayout5IsRefusedWithThePathAndTheFix)
 {
 	SLUICE_REQUIRE_ROOT();
-	// Layout 5's settings are layout 8's; its config is 48 bytes shorter
+	// Layout 5's settings are layout 9's; its config is 48 bytes shorter
 	// (no cookie fields): the version tells them apart first.
 	expect_old_layout_refused(5, sizeof(sluice_settings));
 }
@@ -295,7 +296,7 @@ TEST(DataplaneStanding, AdoptingPinsOfLayout5IsRefusedWithThePathAndTheFix)
 TEST(DataplaneStanding, AdoptingPinsOfLayout6IsRefusedWithThePathAndTheFix)
 {
 	SLUICE_REQUIRE_ROOT();
-	// Layout 6's settings are layout 8's; it has no listen_ports map: the
+	// Layout 6's settings are layout 9's; it has no listen_ports map: the
 	// version tells them apart first.
 	expect_old_layout_refused(6, sizeof(sluice_settings));
 }
@@ -303,9 +304,18 @@ TEST(DataplaneStanding, AdoptingPinsOfLayout6IsRefusedWithThePathAndTheFix)
 TEST(DataplaneStanding, AdoptingPinsOfLayout7IsRefusedWithThePathAndTheFix)
 {
 	SLUICE_REQUIRE_ROOT();
-	// Layout 7's settings are layout 8's; it has no capture maps: the
+	// Layout 7's settings are layout 9's; it has no capture maps: the
 	// version tells them apart first.
 	expect_old_layout_refused(7, sizeof(sluice_settings));
+}
+
+TEST(DataplaneStanding, AdoptingPinsOfLayout8IsRefusedWithThePathAndTheFix)
+{
+	SLUICE_REQUIRE_ROOT();
+	// Layout 8's settings are layout 9's; its drop samples are 16 bytes
+	// shorter (no signature) in a ring half the size: the version tells
+	// them apart first.
+	expect_old_layout_refused(8, sizeof(sluice_settings));
 }
 
 // The cookie path's port hint (sluice_abi.h, listen_ports): the sockops

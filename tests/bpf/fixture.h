@@ -95,6 +95,7 @@ struct Options {
 	std::uint32_t standing_lapse_ticks = 64; // 2^30 ns each
 	std::uint32_t observe_periods = 0;       // observed standing; on: the observed map has standing_sets sets
 	std::vector<std::uint16_t> listen_ports; // TCP ports marked in listen_ports (the cookie path's hint)
+	std::uint32_t sample_every = SLUICE_SAMPLE_EVERY_DEFAULT; // drop sampling: 1 in this many drops
 	sluice_config config{};
 };
 
@@ -253,6 +254,7 @@ public:
 		s.standing_set_mask = o.standing_sets - 1;
 		s.standing_lapse_ticks = o.standing_lapse_ticks;
 		s.observe_periods = o.observe_periods;
+		s.sample_every = o.sample_every;
 		s.observe_set_mask = o.observe_periods ? o.standing_sets - 1 : 0;
 		if (int e = bpf_map__set_max_entries(skel_->maps.observed, o.observe_periods ? o.standing_sets : 1)) {
 			err_ = "set_max_entries (observed): " + std::string(std::strerror(-e));

@@ -1,6 +1,8 @@
 // Drop sampling (sluice_abi.h, struct sluice_drop_sample): the program sends 1
 // in settings.sample_every of its drop verdicts to the drop_samples ring
-// buffer, with the source and the reason, and nothing for a frame it passes.
+// buffer, with the source and the reason, and nothing for a frame it passes;
+// each sample carries the frame's signature (destination, protocol,
+// destination port, TCP flags, length) for the upstream signature rule.
 #include "fixture.h"
 #include "require.h"
 
@@ -125,13 +127,89 @@ TEST(DropSampling, AFullRingLosesSamplesNotFrames)
 	SLUICE_REQUIRE_ROOT();
 	SLUICE_LOAD_OR_FAIL(s, limits(1000, 1000, SLUICE_SHEDDING));
 	Bytes v4 = udp4({}, {.src = ip4("10.30.0.8")});
-	// 12M drops ~ 11.7k samples: more than the ring's 8192 records
-	RunResult r = s.run(v4, 12'000'000);
+	// 16M drops ~ 15.6k samples: more than the ring's 9362 records
+	RunResult r = s.run(v4, 16'000'000);
 	ASSERT_EQ(r.err, 0);
 	EXPECT_EQ(r.retval, std::uint32_t(XDP_DROP));
-	EXPECT_EQ(s.counters().packets(SLUICE_DROP_SHED), 12'000'000u);
+	EXPECT_EQ(s.counters().packets(SLUICE_DROP_SHED), 16'000'000u);
 	auto samples = drain(s);
-	// 32-byte records (header and sample); the kernel keeps one byte free
-	EXPECT_GE(samples.size(), SLUICE_SAMPLE_RING_BYTES / 32 - 1);
-	EXPECT_LE(samples.size(), SLUICE_SAMPLE_RING_BYTES / 32);
+	// 56-byte records (header and sample); the kernel keeps one byte free
+	constexpr std::size_t kRecord = 8 + (sizeof(sluice_drop_sample) + 7) / 8 * 8;
+	static_assert(kRecord == 56);
+	EXPECT_GE(samples.size(), SLUICE_SAMPLE_RING_BYTES / kRecord - 1);
+	EXPECT_LE(samples.size(), SLUICE_SAMPLE_RING_BYTES / kRecord);
+}
+
+namespace {
+
+// Every sample of `frame` dropped while shedding (sample_every 1: each drop
+// is sampled).
+std::vector<sluice_drop_sample> samples_of(const Bytes &frame)
+{
+	Options o = limits(1000, 1000, SLUICE_SHEDDING);
+	o.sample_every = 1;
+	Sluice s{o};
+	if (!s.ok())
+		return {};
+	RunResult r = s.run(frame, 4);
+	if (r.err != 0)
+		return {};
+	return drain(s);
+}
+
+} // namespace
+
+// The signature fields, frame by frame: v4 and v6, UDP and TCP, behind a
+// VLAN tag; the length is the frame's as XDP saw it.
+TEST(DropSampling, EachSampleCarriesTheFramesSignature)
+{
+	SLUICE_REQUIRE_ROOT();
+	struct Case {
+		const char *name;
+		Bytes frame;
+		std::uint8_t family, proto, flags;
+		std::uint16_t dport;
+		Bytes dst;
+		std::size_t l2 = 14;
+	};
+	Ip4 d4 = ip4("198.18.1.2");
+	Ip6 d6 = ip6("2001:2::2");
+	std::vector<Case> cases{
+		{"udp4", udp4({}, {.src = ip4("10.30.0.7"), .dst = d4}, {.dport = 53, .payload_len = 100}), 4, 17, 0,
+		 53, Bytes(d4.begin(), d4.end())},
+		{"tcp4 syn", tcp4({}, {.src = ip4("10.30.0.7"), .dst = d4}, {.dport = 443, .flags = kTcpSyn}), 4, 6,
+		 kTcpSyn, 443, Bytes(d4.begin(), d4.end())},
+		{"udp4 vlan", udp4({.tags = {vlan(10)}}, {.src = ip4("10.30.0.7"), .dst = d4}, {.dport = 123}), 4, 17, 0,
+		 123, Bytes(d4.begin(), d4.end()), 18},
+		{"udp6", udp6({}, {.src = ip6("2001:db8:30::9"), .dst = d6}, {.dport = 5353, .payload_len = 7}), 6, 17, 0,
+		 5353, Bytes(d6.begin(), d6.end())},
+		{"tcp6 ack", tcp6({}, {.src = ip6("2001:db8:30::9"), .dst = d6},
+				  {.dport = 80, .flags = std::uint8_t(kTcpAck | kTcpRst)}),
+		 6, 6, std::uint8_t(kTcpAck | kTcpRst), 80, Bytes(d6.begin(), d6.end())},
+		{"icmp4", [&] {
+			 Ipv4 ip{.src = ip4("10.30.0.7"), .dst = d4};
+			 ip.proto = 1;
+			 return ip4_frame({}, ip, Bytes(8, 0));
+		 }(),
+		 4, 1, 0, 0, Bytes(d4.begin(), d4.end())},
+	};
+	for (const auto &c : cases) {
+		auto samples = samples_of(c.frame);
+		ASSERT_FALSE(samples.empty()) << c.name;
+		for (const auto &d : samples) {
+			EXPECT_EQ(d.family, c.family) << c.name;
+			EXPECT_EQ(d.outcome, SLUICE_DROP_SHED) << c.name;
+			EXPECT_EQ(d.proto, c.proto) << c.name;
+			EXPECT_EQ(d.dport, c.dport) << c.name;
+			EXPECT_EQ(d.tcp_flags, c.flags) << c.name;
+			EXPECT_EQ(d.len, c.frame.size()) << c.name;
+			// the IP packet: the frame less its Ethernet header and tags
+			EXPECT_EQ(d.ip_len, c.frame.size() - c.l2) << c.name;
+			Bytes dst(16, 0);
+			std::memcpy(dst.data(), d.dst, 16);
+			EXPECT_TRUE(std::equal(c.dst.begin(), c.dst.end(), dst.begin())) << c.name;
+			if (c.family == 4)
+				EXPECT_EQ(d.dst[1], 0u) << c.name;
+		}
+	}
 }
