@@ -24,9 +24,17 @@ std::string joined(const std::vector<std::string> &w)
 	return s;
 }
 
+UpstreamRule src_rule(const char *dst, const char *src)
+{
+	UpstreamRule r;
+	r.destination = cidr(dst);
+	r.source = cidr(src);
+	return r;
+}
+
 TEST(GobgpWords, EveryComponentAndBothActions)
 {
-	UpstreamRule r{cidr("198.18.1.0/24"), cidr("198.18.3.7/32"), std::nullopt, std::nullopt, UpstreamAction::discard, 0};
+	UpstreamRule r = src_rule("198.18.1.0/24", "198.18.3.7/32");
 	EXPECT_EQ(joined(gobgp_rule_words(r)), "match destination 198.18.1.0/24 source 198.18.3.7/32 then discard");
 	r.protocol = 17;
 	r.dport = 53;
@@ -35,6 +43,39 @@ TEST(GobgpWords, EveryComponentAndBothActions)
 	EXPECT_EQ(joined(gobgp_rule_words(r)), "match destination 198.18.1.0/24 source 198.18.3.7/32 protocol 17 "
 					       "destination-port ==53 then rate-limit 125000");
 	EXPECT_EQ(gobgp_family(Family::v6), "ipv6-flowspec");
+}
+
+// The signature's components: the whole TCP flags byte ("=SET&!CLEAR": these
+// set, the others not) and the packet length; read back from what gobgpd
+// 3.x printed for exactly these words.
+TEST(GobgpWords, TcpFlagsAndPacketLengthAndTheirReadingBack)
+{
+	UpstreamRule r;
+	r.destination = cidr("198.18.1.2/32");
+	r.protocol = 6;
+	r.dport = 80;
+	r.tcp_flags = 0x02;
+	r.length = 60;
+	EXPECT_EQ(joined(gobgp_rule_words(r)), "match destination 198.18.1.2/32 protocol 6 destination-port ==80 "
+					       "tcp-flags =S&!FRPAUEC packet-length ==60 then discard");
+	r.tcp_flags = 0x00;
+	EXPECT_EQ(gobgp_rule_words(r).at(8), "!FSRPAUEC");
+	r.tcp_flags = 0xff;
+	EXPECT_EQ(gobgp_rule_words(r).at(8), "=FSRPAUEC");
+
+	constexpr const char *rib = R"({
+ "[destination: 198.18.1.2/32][protocol: ==tcp][destination-port: ==80][tcp-flags: =S&!FRPAUEC][packet-length: ==60]":[{"nlri":{"value":[{"type":1,"value":{"prefix":"198.18.1.2/32"}},{"type":3,"value":[{"op":129,"value":6}]},{"type":5,"value":[{"op":129,"value":80}]},{"type":9,"value":[{"op":1,"value":2},{"op":194,"value":253}]},{"type":10,"value":[{"op":129,"value":60}]}]},"attrs":[{"type":16,"value":[{"type":128,"subtype":6,"as":0,"rate":0}]},{"type":32,"value":[{"ASN":4200000000,"LocalData1":7583,"LocalData2":21}]}]}],
+ "[destination: 198.18.1.3/32][protocol: ==tcp][tcp-flags: =S !A]":[{"nlri":{"value":[{"type":1,"value":{"prefix":"198.18.1.3/32"}},{"type":3,"value":[{"op":129,"value":6}]},{"type":9,"value":[{"op":1,"value":2},{"op":130,"value":16}]}]},"attrs":[{"type":16,"value":[{"type":128,"subtype":6,"as":0,"rate":0}]},{"type":32,"value":[{"ASN":4200000000,"LocalData1":7583,"LocalData2":21}]}]}],
+ "[destination: 198.18.1.4/32][protocol: ==tcp][tcp-flags: !FSRPAUEC]":[{"nlri":{"value":[{"type":1,"value":{"prefix":"198.18.1.4/32"}},{"type":3,"value":[{"op":129,"value":6}]},{"type":9,"value":[{"op":130,"value":255}]}]},"attrs":[{"type":16,"value":[{"type":128,"subtype":6,"as":0,"rate":0}]},{"type":32,"value":[{"ASN":4200000000,"LocalData1":7583,"LocalData2":21}]}]}]
+})";
+	auto got = parse_gobgp_rib(rib, kMarker);
+	ASSERT_TRUE(got) << got.error().message;
+	// "=S !A" is an OR of two lists (SYN set, or ACK not set): not sluice's.
+	EXPECT_EQ(got->unknown, 1u);
+	ASSERT_EQ(got->rules.size(), 2u);
+	r.tcp_flags = 0x02;
+	EXPECT_EQ(got->rules[0], r);
+	EXPECT_EQ(got->rules[1].str(), "dst 198.18.1.4/32 proto 6 tcp-flags 0x00 discard");
 }
 
 // Three paths: one of sluice's (marked), one marked with a component sluice
@@ -56,7 +97,7 @@ TEST(GobgpRib, OnlyMarkedPathsAreSluicesAndReadBackAsRules)
 	EXPECT_EQ(rib->rules[0].str(), "dst 198.18.1.0/24 proto 17 dport 53 rate 125000 B/s");
 	EXPECT_EQ(rib->rules[1].str(), "dst 198.18.1.0/24 src 198.18.3.7/32 discard");
 	// What sluice writes reads back as itself.
-	UpstreamRule r{cidr("198.18.1.0/24"), cidr("198.18.3.7/32"), std::nullopt, std::nullopt, UpstreamAction::discard, 0};
+	UpstreamRule r = src_rule("198.18.1.0/24", "198.18.3.7/32");
 	EXPECT_EQ(rib->rules[1], r);
 }
 

@@ -51,8 +51,25 @@ TEST(UpstreamRule, ASourceGetsOneRulePerOwnPrefixOfItsFamily)
 
 TEST(UpstreamRule, TextNamesEveryComponent)
 {
-	UpstreamRule r{cidr("198.18.1.2/32"), cidr("198.18.3.0/24"), 17, 53, UpstreamAction::rate_limit, 125000};
-	EXPECT_EQ(r.str(), "dst 198.18.1.2/32 src 198.18.3.0/24 proto 17 dport 53 rate 125000 B/s");
+	UpstreamRule r;
+	r.destination = cidr("198.18.1.2/32");
+	r.source = cidr("198.18.3.0/24");
+	r.protocol = 17;
+	r.dport = 53;
+	r.length = 128;
+	r.action = UpstreamAction::rate_limit;
+	r.rate_bytes = 125000;
+	EXPECT_EQ(r.str(), "dst 198.18.1.2/32 src 198.18.3.0/24 proto 17 dport 53 length 128 rate 125000 B/s");
+	r.source.reset();
+	r.protocol = 6;
+	r.tcp_flags = 0x12;
+	r.action = UpstreamAction::discard;
+	EXPECT_EQ(r.str(), "dst 198.18.1.2/32 proto 6 dport 53 tcp-flags 0x12 length 128 discard");
+	EXPECT_TRUE(check_rule(guards(), r, nothing_protected));
+	r.protocol = 17; // TCP flags without TCP
+	auto ok = check_rule(guards(), r, nothing_protected);
+	ASSERT_FALSE(ok);
+	EXPECT_NE(ok.error().message.find("TCP flags need protocol TCP"), std::string::npos) << ok.error().message;
 }
 
 TEST(UpstreamGuards, ARuleInsideTheBoundsPasses)
@@ -313,6 +330,120 @@ TEST(UpstreamPlan, AutomaticRulesStayForTheHoldAfterTheBreakerLeavesShedding)
 	EXPECT_TRUE(plan.withdraw.empty());
 	plan = plan_upstream({}, {r}, mine, 3, 300, 400);
 	EXPECT_EQ(plan.withdraw, (std::vector<UpstreamRule>{r}));
+}
+
+// ---- The flood's signature (flood_signature) ----
+
+Address addr(const char *text)
+{
+	return cidr(text).addr;
+}
+
+SignatureSample udp_to(const char *dst, uint16_t port, uint16_t length)
+{
+	SignatureSample s;
+	s.dst = addr(dst);
+	s.proto = 17;
+	s.dport = port;
+	s.length = length;
+	return s;
+}
+
+TEST(FloodSignature, ConstantComponentsAreKeptAndVaryingOnesLeftOut)
+{
+	SignatureTally t;
+	// 100 samples: UDP to 198.18.1.2 port 9, 85 of them of 128 bytes (under
+	// the 90% share: left out), the rest of other lengths.
+	for (int i = 0; i < 95; i++)
+		t.add(udp_to("198.18.1.2/32", 9, i < 85 ? 128 : uint16_t(200 + i)));
+	for (int i = 0; i < 5; i++)
+		t.add(udp_to("198.18.1.2/32", 9, uint16_t(60 + i)));
+	auto sig = flood_signature(t, guards(), UpstreamAction::discard, 0);
+	ASSERT_TRUE(sig.rule) << sig.why;
+	EXPECT_EQ(sig.rule->str(), "dst 198.18.1.2/32 proto 17 dport 9 discard") << sig.why;
+	EXPECT_NE(sig.why.find("length 128 (85%, left out)"), std::string::npos) << sig.why;
+
+	// The length constant too: kept. Rate-limited as asked.
+	t.clear();
+	for (int i = 0; i < 100; i++)
+		t.add(udp_to("198.18.1.2/32", 9, 128));
+	sig = flood_signature(t, guards(), UpstreamAction::rate_limit, 125000);
+	ASSERT_TRUE(sig.rule) << sig.why;
+	EXPECT_EQ(sig.rule->str(), "dst 198.18.1.2/32 proto 17 dport 9 length 128 rate 125000 B/s");
+	EXPECT_TRUE(check_rule(guards(), *sig.rule, nothing_protected));
+}
+
+TEST(FloodSignature, ASynFloodKeepsItsFlagsAndItsPortsWhenTheyAreOne)
+{
+	SignatureTally t;
+	for (int i = 0; i < 200; i++) {
+		SignatureSample s;
+		s.dst = addr("2001:2::2/128");
+		s.proto = 6;
+		s.dport = uint16_t(i % 2 ? 80 : 443); // two ports: 50% each, left out
+		s.tcp_flags = 0x02;
+		s.length = 60;
+		t.add(s);
+	}
+	auto sig = flood_signature(t, guards(), UpstreamAction::discard, 0);
+	ASSERT_TRUE(sig.rule) << sig.why;
+	EXPECT_EQ(sig.rule->str(), "dst 2001:2::2/128 proto 6 tcp-flags 0x02 length 60 discard");
+	EXPECT_EQ(sig.rule->destination.prefix, 128u);
+	EXPECT_TRUE(check_rule(guards(), *sig.rule, nothing_protected));
+}
+
+TEST(FloodSignature, TooFewSamplesGiveNoSignature)
+{
+	SignatureTally t;
+	for (uint64_t i = 0; i + 1 < kSignatureMinSamples; i++)
+		t.add(udp_to("198.18.1.2/32", 9, 128));
+	auto sig = flood_signature(t, guards(), UpstreamAction::discard, 0);
+	EXPECT_FALSE(sig.rule);
+	EXPECT_NE(sig.why.find("a signature needs " + std::to_string(kSignatureMinSamples)), std::string::npos) << sig.why;
+	t.add(udp_to("198.18.1.2/32", 9, 128));
+	EXPECT_TRUE(flood_signature(t, guards(), UpstreamAction::discard, 0).rule);
+}
+
+TEST(FloodSignature, ADestinationOrProtocolThatVariesGivesNone)
+{
+	SignatureTally t;
+	for (int i = 0; i < 100; i++)
+		t.add(udp_to(i % 4 ? "198.18.1.2/32" : "198.18.1.3/32", 9, 128)); // 75%
+	auto sig = flood_signature(t, guards(), UpstreamAction::discard, 0);
+	EXPECT_FALSE(sig.rule);
+	EXPECT_NE(sig.why.find("the destination is not one"), std::string::npos) << sig.why;
+
+	t.clear();
+	for (int i = 0; i < 100; i++) {
+		auto s = udp_to("198.18.1.2/32", 9, 128);
+		s.proto = i % 2 ? 17 : 1;
+		t.add(s);
+	}
+	sig = flood_signature(t, guards(), UpstreamAction::discard, 0);
+	EXPECT_FALSE(sig.rule); // the destination alone would be a blackhole of it
+	EXPECT_NE(sig.why.find("the protocol is not one"), std::string::npos) << sig.why;
+}
+
+TEST(FloodSignature, ADestinationOutsideTheOwnPrefixesIsRefused)
+{
+	SignatureTally t;
+	for (int i = 0; i < 100; i++)
+		t.add(udp_to("198.18.7.2/32", 9, 128));
+	auto sig = flood_signature(t, guards(), UpstreamAction::discard, 0);
+	EXPECT_FALSE(sig.rule);
+	EXPECT_NE(sig.why.find("198.18.7.2/32 is outside --upstream-prefixes"), std::string::npos) << sig.why;
+}
+
+TEST(FloodSignature, TheTallyIsBoundedAndCountsTheRestAsOther)
+{
+	SignatureTally t;
+	for (int i = 0; i < 1000; i++)
+		t.add(udp_to("198.18.1.2/32", uint16_t(i), 128));
+	EXPECT_EQ(t.dport.used, kSignatureValues);
+	EXPECT_EQ(t.dport.other, 1000 - kSignatureValues);
+	auto sig = flood_signature(t, guards(), UpstreamAction::discard, 0);
+	ASSERT_TRUE(sig.rule);
+	EXPECT_EQ(sig.rule->str(), "dst 198.18.1.2/32 proto 17 length 128 discard");
 }
 
 } // namespace

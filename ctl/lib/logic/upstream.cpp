@@ -3,6 +3,8 @@
 #include "logic/classes.h"
 
 #include <algorithm>
+#include <cmath>
+#include <type_traits>
 
 namespace sluice {
 
@@ -19,6 +21,12 @@ std::string UpstreamRule::str() const
 		s += " proto " + std::to_string(*protocol);
 	if (dport)
 		s += " dport " + std::to_string(*dport);
+	if (tcp_flags) {
+		static const char hex[] = "0123456789abcdef";
+		s += std::string(" tcp-flags 0x") + hex[*tcp_flags >> 4] + hex[*tcp_flags & 15];
+	}
+	if (length)
+		s += " length " + std::to_string(*length);
 	s += action == UpstreamAction::discard ? " discard" : " rate " + std::to_string(rate_bytes) + " B/s";
 	return s;
 }
@@ -68,6 +76,8 @@ Status check_rule(const UpstreamGuards &guards, const UpstreamRule &rule, const 
 	}
 	if (rule.dport && (!rule.protocol || (*rule.protocol != 6 && *rule.protocol != 17)))
 		return refused(what + "a destination port needs protocol TCP (6) or UDP (17)");
+	if (rule.tcp_flags && (!rule.protocol || *rule.protocol != 6))
+		return refused(what + "TCP flags need protocol TCP (6)");
 	if (rule.action == UpstreamAction::rate_limit && rule.rate_bytes == 0)
 		return refused(what + "a rate limit of 0 B/s is a discard: say discard");
 	return {};
@@ -77,8 +87,12 @@ std::vector<UpstreamRule> source_rules(const UpstreamGuards &guards, const Cidr 
 {
 	std::vector<UpstreamRule> out;
 	for (const auto &own : guards.own)
-		if (own.addr.family == source.addr.family)
-			out.push_back(UpstreamRule{own, source, std::nullopt, std::nullopt, UpstreamAction::discard, 0});
+		if (own.addr.family == source.addr.family) {
+			UpstreamRule r;
+			r.destination = own;
+			r.source = source;
+			out.push_back(r);
+		}
 	return out;
 }
 
@@ -215,6 +229,79 @@ FloodSources flood_sources(const std::vector<DroppedSource> &heaviest, uint64_t 
 			out.sources.push_back(heaviest[i]);
 	}
 	out.why = "the " + std::to_string(n) + " heaviest sources carry " + whole(share * 100) + "% of the drop samples";
+	return out;
+}
+
+void SignatureTally::add(const SignatureSample &s)
+{
+	samples++;
+	dst.add(s.dst);
+	proto.add(s.proto);
+	if (s.proto == 6 || s.proto == 17)
+		dport.add(s.dport);
+	if (s.proto == 6)
+		tcp_flags.add(s.tcp_flags);
+	length.add(s.length);
+}
+
+Signature flood_signature(const SignatureTally &t, const UpstreamGuards &guards, UpstreamAction action,
+			  uint64_t rate_bytes)
+{
+	Signature out;
+	if (t.samples < kSignatureMinSamples) {
+		out.why = std::to_string(t.samples) + " drop samples in the window (a signature needs " +
+			  std::to_string(kSignatureMinSamples) + ")";
+		return out;
+	}
+	// A component's most common value, when it carries kSignatureShare of
+	// every sample of the window (not only of those the component applies
+	// to: a port carried by 90% of the UDP samples but 40% of all is no
+	// signature of the flood); its share said either way.
+	std::string said;
+	auto kept = [&](const auto &counts, const std::string &name, auto show) {
+		using V = std::decay_t<decltype(counts.value[0])>;
+		auto top = counts.top();
+		if (!top) {
+			said += (said.empty() ? "" : ", ") + name + " -";
+			return std::optional<V>();
+		}
+		double share = double(top->second) / double(t.samples);
+		bool keep = share >= kSignatureShare;
+		said += (said.empty() ? "" : ", ") + name + " " + show(top->first) + " (" +
+			std::to_string(std::lround(share * 100)) + "%" + (keep ? "" : ", left out") + ")";
+		return keep ? std::optional<V>(top->first) : std::optional<V>();
+	};
+	auto num = [](auto v) { return std::to_string(v); };
+	auto dst = kept(t.dst, "dst", [](const Address &a) { return a.str(); });
+	auto proto = kept(t.proto, "proto", num);
+	std::optional<uint16_t> dport;
+	std::optional<uint8_t> flags;
+	if (proto && (*proto == 6 || *proto == 17))
+		dport = kept(t.dport, "dport", num);
+	if (proto && *proto == 6)
+		flags = kept(t.tcp_flags, "tcp-flags", num);
+	auto length = kept(t.length, "length", num);
+	out.why = said;
+	if (!dst || !proto) {
+		out.why += "; no signature: " + std::string(!dst ? "the destination" : "the protocol") + " is not one in " +
+			   std::to_string(static_cast<int>(kSignatureShare * 100)) + "% of the samples";
+		return out;
+	}
+	UpstreamRule r;
+	r.destination = Cidr{*dst, dst->family == Family::v4 ? 32u : 128u};
+	bool own = std::any_of(guards.own.begin(), guards.own.end(),
+			       [&](const Cidr &p) { return contains(p, r.destination); });
+	if (!own) {
+		out.why += "; no signature: " + r.destination.str() + " is outside --upstream-prefixes";
+		return out;
+	}
+	r.protocol = proto;
+	r.dport = dport;
+	r.tcp_flags = flags;
+	r.length = length;
+	r.action = action;
+	r.rate_bytes = action == UpstreamAction::rate_limit ? rate_bytes : 0;
+	out.rule = r;
 	return out;
 }
 

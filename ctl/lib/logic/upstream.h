@@ -10,6 +10,7 @@
 #include "base/address.h"
 #include "base/result.h"
 
+#include <array>
 #include <cstddef>
 #include <cstdint>
 #include <functional>
@@ -30,20 +31,24 @@ enum class UpstreamKind : uint8_t { flowspec, blackhole_source, blackhole_destin
 
 // One rule. FlowSpec: traffic to `destination` (always inside the
 // operator's own prefixes), from `source` when set, of `protocol` to `dport`
-// when set; dropped, or limited to `rate_bytes` bytes a second. A blackhole:
+// when set, with exactly the TCP flags `tcp_flags` and of IP packet length
+// `length` when set; dropped, or limited to `rate_bytes` bytes a second. A blackhole:
 // `destination` is the prefix announced (the source's for blackhole_source).
 struct UpstreamRule {
 	Cidr destination;
 	std::optional<Cidr> source;
 	std::optional<uint8_t> protocol;
 	std::optional<uint16_t> dport; // only with protocol 6 or 17
+	std::optional<uint8_t> tcp_flags; // the whole flags byte (CWR..FIN), only with protocol 6
+	std::optional<uint16_t> length;   // the IP packet's length (RFC 8955 type 10)
 	UpstreamAction action = UpstreamAction::discard;
 	uint64_t rate_bytes = 0; // rate_limit only
 	UpstreamKind kind = UpstreamKind::flowspec;
 
 	Family family() const { return destination.addr.family; }
 	bool blackhole() const { return kind != UpstreamKind::flowspec; }
-	// "dst 198.18.1.0/24 src 198.18.3.7/32 proto 17 dport 53 discard",
+	// "dst 198.18.1.0/24 src 198.18.3.7/32 proto 17 dport 53 length 128 discard",
+	// "dst 198.18.1.2/32 proto 6 dport 80 tcp-flags 0x02 discard",
 	// "blackhole src 198.18.3.7/32", "blackhole dst 198.18.1.2/32": the
 	// one text a rule is logged, listed and compared by.
 	std::string str() const;
@@ -65,7 +70,7 @@ using ProtectedSource = std::function<std::optional<std::string>(const Cidr &sou
 // Refused (ErrorKind::refused, the guard named) when the rule must not be
 // announced: a destination outside the own prefixes, a source prefix shorter
 // than the bound or of the other family, a protected source, a port without
-// TCP or UDP, a rate of 0.
+// TCP or UDP, TCP flags without TCP, a rate of 0.
 Status check_rule(const UpstreamGuards &guards, const UpstreamRule &rule, const ProtectedSource &is_protected);
 
 // The FlowSpec rules that ask the network to drop `source` towards this
@@ -184,5 +189,99 @@ struct FloodSources {
 	std::string why;
 };
 FloodSources flood_sources(const std::vector<DroppedSource> &heaviest, uint64_t total_samples, size_t top);
+
+// The flood's signature (docs/upstream.md): of a window's drop samples, the
+// value of each component (destination, protocol, destination port, TCP
+// flags, IP packet length) that at least kSignatureShare of them carry, in
+// a tally of fixed size (no allocation per sample: the daemon keeps one per
+// interface). A tally counts the first kSignatureValues distinct values of a
+// component exactly and the rest as `other`: a value that first shows up
+// after those is never the one 90% share, unless the window is tiny.
+inline constexpr size_t kSignatureValues = 8;
+// A component is part of the rule when at least this share of the samples
+// carry the same value: 90%, so that a flood of one shape with some other
+// drops mixed in (the legitimate traffic shed with it, a second smaller
+// flood) still has its signature, while a component that truly varies (ports
+// spread by the attacker, sizes drawn at random) is left out rather than
+// pinned to the value of a minority, which would leave most of the flood
+// unmatched. The rule then matches most of the flood and little else.
+inline constexpr double kSignatureShare = 0.9;
+// Fewer samples than this in the window: no signature. At 1 in 1024 drops,
+// 64 samples are about 64k dropped frames: a real flood, and enough that a
+// 90% share is not chance (a component of 64 samples with two values at
+// 50/50 is at 90% with odds under 1e-10).
+inline constexpr uint64_t kSignatureMinSamples = 64;
+
+template <class V>
+struct SignatureCounts {
+	std::array<V, kSignatureValues> value{};
+	std::array<uint64_t, kSignatureValues> count{};
+	size_t used = 0;
+	uint64_t other = 0;
+	void add(const V &v)
+	{
+		for (size_t i = 0; i < used; i++)
+			if (value[i] == v) {
+				count[i]++;
+				return;
+			}
+		if (used < kSignatureValues) {
+			value[used] = v;
+			count[used++] = 1;
+		} else {
+			other++;
+		}
+	}
+	// The most common value and its count (none when empty).
+	std::optional<std::pair<V, uint64_t>> top() const
+	{
+		if (!used)
+			return std::nullopt;
+		size_t best = 0;
+		for (size_t i = 1; i < used; i++)
+			if (count[i] > count[best])
+				best = i;
+		return std::make_pair(value[best], count[best]);
+	}
+	void clear() { *this = SignatureCounts{}; }
+};
+
+// One drop sample as the signature sees it: dport 0 and tcp_flags 0 where
+// the frame has none (sluice_abi.h, struct sluice_drop_sample).
+struct SignatureSample {
+	Address dst;
+	uint8_t proto = 0;
+	uint16_t dport = 0;
+	uint8_t tcp_flags = 0;
+	uint16_t length = 0; // the IP packet's length
+};
+
+struct SignatureTally {
+	uint64_t samples = 0;
+	SignatureCounts<Address> dst;
+	SignatureCounts<uint8_t> proto;
+	SignatureCounts<uint16_t> dport;     // TCP and UDP samples only
+	SignatureCounts<uint8_t> tcp_flags;  // TCP samples only
+	SignatureCounts<uint16_t> length;
+	void add(const SignatureSample &s);
+	void clear() { *this = SignatureTally{}; }
+};
+
+// The signature rule of a window's tally, with `action`: the destination
+// (/32 or /128) and the protocol are required (a rule of the destination
+// alone would drop everything to it: the last resort, --upstream-blackhole,
+// opt-in only); the port only with TCP or UDP, and only where that protocol
+// is the kept one; the TCP flags only with TCP; the length always, each
+// where its share over the whole window's samples is at least
+// kSignatureShare. None (and `why` says why) with fewer than
+// kSignatureMinSamples samples, a destination or protocol under that share,
+// or a destination outside `guards.own` (check_rule's guard, said here
+// first).
+struct Signature {
+	std::optional<UpstreamRule> rule;
+	std::string why; // "dst 198.18.1.2 (100%), proto 17 (100%), dport 9 (100%), length 128 (97%); tcp-flags -"
+};
+Signature flood_signature(const SignatureTally &tally, const UpstreamGuards &guards, UpstreamAction action,
+			  uint64_t rate_bytes);
 
 } // namespace sluice

@@ -104,6 +104,46 @@ std::optional<uint64_t> equals_one(const json &v)
 	return v[0].value("value", uint64_t(0));
 }
 
+// The TCP flags gobgp's CLI names, bit by bit from FIN (0x01) to CWR (0x80).
+constexpr char kTcpFlagLetters[] = "FSRPAUEC";
+
+std::string tcp_flag_letters(uint8_t bits)
+{
+	std::string s;
+	for (int i = 0; i < 8; i++)
+		if (bits & (1u << i))
+			s += kTcpFlagLetters[i];
+	return s;
+}
+
+// The whole flags byte, as gobgp_rule_words writes it: "=SET&!CLEAR" (RFC
+// 8955 4.2.1.2: the set bits all set, match bit; the others none set, not
+// bit), or one of the two halves when the other is empty. Anything else
+// (a partial mask, an OR) is not sluice's.
+std::optional<uint8_t> exact_flags(const json &v)
+{
+	if (!v.is_array() || v.empty() || v.size() > 2)
+		return std::nullopt;
+	unsigned set = 0, clear = 0;
+	for (size_t i = 0; i < v.size(); i++) {
+		int op = v[i].value("op", 0);
+		uint64_t bits = v[i].value("value", uint64_t(0));
+		bool last = i + 1 == v.size();
+		// end-of-list only on the last, AND on all but the first, length 1 byte
+		if (bool(op & 0x80) != last || bool(op & 0x40) != (i > 0) || (op & 0x30) || bits > 0xff)
+			return std::nullopt;
+		if ((op & 0x03) == 0x01)
+			set |= unsigned(bits);
+		else if ((op & 0x03) == 0x02)
+			clear |= unsigned(bits);
+		else
+			return std::nullopt;
+	}
+	if ((set & clear) || (set | clear) != 0xff)
+		return std::nullopt;
+	return static_cast<uint8_t>(set);
+}
+
 std::optional<UpstreamRule> rule_of(const json &path)
 {
 	UpstreamRule r;
@@ -129,6 +169,16 @@ std::optional<UpstreamRule> rule_of(const json &path)
 			if (!p || *p > 65535)
 				return std::nullopt;
 			r.dport = static_cast<uint16_t>(*p);
+		} else if (type == 9) {
+			auto f = exact_flags(v);
+			if (!f)
+				return std::nullopt;
+			r.tcp_flags = *f;
+		} else if (type == 10) {
+			auto p = equals_one(v);
+			if (!p || *p > 65535)
+				return std::nullopt;
+			r.length = static_cast<uint16_t>(*p);
 		} else {
 			return std::nullopt;
 		}
@@ -191,6 +241,16 @@ std::vector<std::string> gobgp_rule_words(const UpstreamRule &rule)
 	if (rule.dport) {
 		w.push_back("destination-port");
 		w.push_back("==" + std::to_string(*rule.dport));
+	}
+	if (rule.tcp_flags) {
+		// Exactly these flags: all of them set, none of the others.
+		std::string set = tcp_flag_letters(*rule.tcp_flags), clear = tcp_flag_letters(uint8_t(~*rule.tcp_flags));
+		w.push_back("tcp-flags");
+		w.push_back(set.empty() ? "!" + clear : clear.empty() ? "=" + set : "=" + set + "&!" + clear);
+	}
+	if (rule.length) {
+		w.push_back("packet-length");
+		w.push_back("==" + std::to_string(*rule.length));
 	}
 	w.push_back("then");
 	if (rule.action == UpstreamAction::discard) {
