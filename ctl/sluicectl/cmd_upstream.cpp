@@ -46,7 +46,7 @@ void print_upstream(Context &ctx, const json &r)
 			if (pps)
 				over += (over.empty() ? "" : " or ") + text_of(a.at("pps")) + " pps";
 			block.row({"automatic", "over " + over + " for " + text_of(a.at("after_s")) +
-							" s while shedding: the " + text_of(a.at("top")) +
+							" s while shedding: the flood's signature and the " + text_of(a.at("top")) +
 							" heaviest dropped sources, " + a.at("action").get<std::string>() +
 							(r.value("last_resort", false) ? "; LAST RESORT on: own addresses blackholed" : "")});
 			for (const auto &i : a.at("interfaces"))

@@ -35,6 +35,8 @@ void SampleWindows::roll(double now_s)
 	if (now_s - window_start_s_ >= window_s_ - 1e-6) {
 		std::swap(current_, last_);
 		current_.clear();
+		sig_last_ = sig_current_;
+		sig_current_.clear();
 		last_seconds_ = now_s - window_start_s_;
 		window_start_s_ = now_s;
 		have_last_ = true;
@@ -44,8 +46,8 @@ void SampleWindows::roll(double now_s)
 SampleWindows::Window SampleWindows::window(double now_s) const
 {
 	if (have_last_)
-		return {&last_, last_seconds_, true};
-	return {&current_, now_s - window_start_s_, false};
+		return {&last_, last_seconds_, true, &sig_last_};
+	return {&current_, now_s - window_start_s_, false, &sig_current_};
 }
 
 DropSampler::DropSampler(const sluice_settings &s, size_t capacity, double window_s, double now_s)
@@ -85,6 +87,14 @@ int DropSampler::on_sample(void *ctx, void *data, size_t size)
 		std::memcpy(c.addr.bytes.data(), src.w, v6 ? 16 : 4);
 		c.prefix = v6 ? self->settings_.v6_prefix : self->settings_.v4_prefix;
 		self->windows_.add(cidr_key(c));
+		SignatureSample sig;
+		sig.dst.family = c.addr.family;
+		std::memcpy(sig.dst.bytes.data(), s.dst, v6 ? 16 : 4);
+		sig.proto = s.proto;
+		sig.dport = s.dport;
+		sig.tcp_flags = s.tcp_flags;
+		sig.length = s.ip_len;
+		self->windows_.add_signature(sig);
 	}
 	self->drained_++;
 	// Bounded work per period: stop after one ring's worth (this record is

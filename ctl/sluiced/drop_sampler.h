@@ -7,11 +7,16 @@
 // Space-Saving summary (ctl/lib/logic/heavy_hitters.h) of fixed capacity. Summaries
 // cover windows of --top-window seconds: `top` reports the last complete
 // window (or the current one until the first completes), with dropped pps
-// estimated as samples x sample_every / window seconds. Memory is fixed when
-// the interface is set up: two summaries and the ring's mapping.
+// estimated as samples x sample_every / window seconds. Each window also
+// tallies the samples' signature (destination, protocol, destination port,
+// TCP flags, IP length; logic/upstream.h, SignatureTally: fixed-size tables,
+// no allocation a sample), which the upstream announcer turns into the
+// flood's FlowSpec rule. Memory is fixed when the interface is set up: two
+// summaries, two tallies and the ring's mapping.
 #pragma once
 
 #include "logic/heavy_hitters.h"
+#include "logic/upstream.h"
 #include "base/result.h"
 #include "bpf/sluice_abi.h"
 
@@ -32,12 +37,14 @@ public:
 		const SpaceSaving *summary;
 		double seconds;  // how long it collected
 		bool complete;   // false: the current window, still filling
+		const SignatureTally *signature; // the same samples' signature tally
 	};
 
 	// seed keys the summaries' hash tables.
 	SampleWindows(size_t capacity, double window_s, double now_s, uint64_t seed);
 
 	void add(const HitterKey &key) { current_.add(key); }
+	void add_signature(const SignatureSample &s) { sig_current_.add(s); }
 	void roll(double now_s);
 	Window window(double now_s) const;
 	size_t capacity() const { return current_.capacity(); }
@@ -45,6 +52,7 @@ public:
 
 private:
 	SpaceSaving current_, last_;
+	SignatureTally sig_current_, sig_last_;
 	double window_s_;
 	double window_start_s_;
 	double last_seconds_ = 0;

@@ -763,6 +763,7 @@ FloodSignals ManagedInterface::flood_signals(double now_s, size_t heaviest, bool
 	if (sampler_) {
 		auto w = sampler_->window(now_s);
 		f.samples = w.summary->total();
+		f.signature = *w.signature;
 		for (const auto &it : w.summary->top(heaviest))
 			f.heaviest.push_back({key_cidr(it.key), it.count, it.error});
 	}

@@ -164,11 +164,12 @@ void UpstreamAnnouncer::observe(const std::string &iface, const FloodSignals &si
 		a.refused.clear();
 		a.why.clear();
 		a.sources.clear();
+		a.signature.clear();
 		a.spread = false;
 	}
 	if (step.fired_now) {
 		log_warn("upstream: " + iface + ": " + step.why + ": announcing the heaviest dropped sources upstream (at most " +
-			 std::to_string(opts_.automatic.top) + ")");
+			 std::to_string(opts_.automatic.top) + ") and the flood's signature");
 		a.why = step.why;
 	}
 	if (!step.firing) {
@@ -219,6 +220,29 @@ void UpstreamAnnouncer::observe(const std::string &iface, const FloodSignals &si
 				a.wanted.push_back({r, iface, reason, true});
 				changed = true;
 			}
+	}
+	// The flood's signature (logic/upstream.h, flood_signature): one rule
+	// per interface while firing, the first the window's samples give; it
+	// goes first among this interface's rules (--upstream-max keeps the
+	// first), as it matches the flood whatever its sources, spoofed or not.
+	bool have_signature = std::any_of(a.wanted.begin(), a.wanted.end(),
+					  [](const UpstreamWanted &w) { return w.reason.find("; signature") != std::string::npos; });
+	if (!have_signature) {
+		auto found = flood_signature(sig.signature, opts_.guards, opts_.automatic.action, opts_.automatic.rate_bytes);
+		if (found.why != a.signature)
+			log_info("upstream: " + iface + ": the flood's signature: " + found.why);
+		a.signature = found.why;
+		if (found.rule) {
+			if (auto ok = check_rule(opts_.guards, *found.rule, nullptr); !ok) {
+				refusals_++;
+				log_warn(ok.error().message + " (automatic signature, " + iface + "): not announced");
+			} else {
+				std::string reason = "automatic: " + iface + " " + a.why + "; signature of " +
+						     std::to_string(sig.signature.samples) + " drop samples: " + found.why;
+				a.wanted.insert(a.wanted.begin(), {*found.rule, iface, reason, true});
+				changed = true;
+			}
+		}
 	}
 	// The last resort (--upstream-blackhole): the interface's own
 	// addresses within --upstream-prefixes, of the flood's families.

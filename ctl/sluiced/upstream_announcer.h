@@ -42,6 +42,7 @@ struct FloodSignals {
 	FloodReading reading;                 // shedding, arriving pps and bit/s
 	std::vector<DroppedSource> heaviest;  // the sampling window's heaviest dropped sources
 	uint64_t samples = 0;                 // the window's samples
+	SignatureTally signature;             // the same samples' signature (logic/upstream.h)
 	std::vector<Address> addresses;       // the interface's own addresses (the last resort's)
 };
 
@@ -100,6 +101,7 @@ private:
 		FloodTrigger trigger;
 		std::vector<UpstreamWanted> wanted; // while firing: sources (and the last resort)
 		std::string why, sources;            // for the view
+		std::string signature;               // the last look at the signature, for the view and the log
 		bool spread = false;                 // the last look found a spread flood (logged when it changes)
 		std::vector<std::string> refused;    // sources refused while this firing (logged once)
 	};

@@ -68,6 +68,16 @@ TEST(GobgpWords, TcpFlagsAndPacketLengthAndTheirReadingBack)
  "[destination: 198.18.1.3/32][protocol: ==tcp][tcp-flags: =S !A]":[{"nlri":{"value":[{"type":1,"value":{"prefix":"198.18.1.3/32"}},{"type":3,"value":[{"op":129,"value":6}]},{"type":9,"value":[{"op":1,"value":2},{"op":130,"value":16}]}]},"attrs":[{"type":16,"value":[{"type":128,"subtype":6,"as":0,"rate":0}]},{"type":32,"value":[{"ASN":4200000000,"LocalData1":7583,"LocalData2":21}]}]}],
  "[destination: 198.18.1.4/32][protocol: ==tcp][tcp-flags: !FSRPAUEC]":[{"nlri":{"value":[{"type":1,"value":{"prefix":"198.18.1.4/32"}},{"type":3,"value":[{"op":129,"value":6}]},{"type":9,"value":[{"op":130,"value":255}]}]},"attrs":[{"type":16,"value":[{"type":128,"subtype":6,"as":0,"rate":0}]},{"type":32,"value":[{"ASN":4200000000,"LocalData1":7583,"LocalData2":21}]}]}]
 })";
+	// A value over 255 is written in two bytes (the op's length bits, 0x10).
+	constexpr const char *two_bytes = R"({
+ "[destination: 198.18.1.2/32][protocol: ==udp][destination-port: ==5353][packet-length: ==186]":[{"nlri":{"value":[{"type":1,"value":{"prefix":"198.18.1.2/32"}},{"type":3,"value":[{"op":129,"value":17}]},{"type":5,"value":[{"op":145,"value":5353}]},{"type":10,"value":[{"op":129,"value":186}]}]},"attrs":[{"type":16,"value":[{"type":128,"subtype":6,"as":0,"rate":0}]},{"type":32,"value":[{"ASN":4200000000,"LocalData1":7583,"LocalData2":21}]}]}]
+})";
+	auto wide = parse_gobgp_rib(two_bytes, kMarker);
+	ASSERT_TRUE(wide) << wide.error().message;
+	EXPECT_EQ(wide->unknown, 0u);
+	ASSERT_EQ(wide->rules.size(), 1u);
+	EXPECT_EQ(wide->rules[0].str(), "dst 198.18.1.2/32 proto 17 dport 5353 length 186 discard");
+
 	auto got = parse_gobgp_rib(rib, kMarker);
 	ASSERT_TRUE(got) << got.error().message;
 	// "=S !A" is an OR of two lists (SYN set, or ACK not set): not sluice's.

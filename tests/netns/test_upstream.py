@@ -447,6 +447,8 @@ class UpstreamTest(unittest.TestCase):
         ctl(tb, "allow", "add", tb.host_if, guarded, check=True)
         ctl(tb, "deny", "add", tb.host_if, guarded, check=True)  # dropped (and sampled) all the same
         want = {f"flow4 {{ dst {OWN4}; src {src}; }}" for src in FLOODERS if src != guarded}
+        # and the flood's signature: UDP to port 9 of the host, 64-byte frames (IP length 50)
+        want.add(f"flow4 {{ dst {tb.host_ip4}/32; proto 17; dport 9; length 50; }}")
         f = self.flood(tb, 40, pps=4500)  # 3000 pps admitted (the guarded one is denied): over --trip-pps
         wait_until(lambda: self.breaker(tb) == "shedding", 15, what="the breaker to trip on the flood")
         t_trip = time.monotonic()
@@ -465,7 +467,7 @@ class UpstreamTest(unittest.TestCase):
         self.assertEqual([(i["iface"], i["firing"]) for i in auto], [(tb.host_if, True)])
         self.assertRegex(auto[0]["why"], r"arriving \d+ pps \(over --upstream-pps 1500\) for \d+ s while shedding")
         rules = [r for r in view["rules"] if r["state"] == "announced"]
-        self.assertEqual(len(rules), 2)
+        self.assertEqual(len(rules), 3)
         for r in rules:
             self.assertTrue(r["reason"].startswith(f"automatic: {tb.host_if} arriving"), r["reason"])
         self.assertIn(f"upstream rule 'dst {OWN4} src {guarded} rate 100000 B/s' refused: its source is allowlisted "
@@ -485,6 +487,53 @@ class UpstreamTest(unittest.TestCase):
         # after their announcement.
         self.assertGreaterEqual(t_gone - t_seen, HOLD - 1.0)
         self.assertIn("the breaker left shedding", d.output())
+        self.assertEqual(speaker.paths(), [])
+
+    def test_automatic_signature_of_a_spread_flood_reaches_bird_and_is_withdrawn_after_the_hold(self):
+        """A flood of one shape (UDP to port 5353 of the host, 200-byte
+        frames) from eight sources, none of them heavy enough for a source
+        rule (a spread flood): over --upstream-pps for --upstream-after while
+        shedding, its signature learned from the drop samples goes out as
+        one FlowSpec rule, exact in BIRD's flowtab4 component by component
+        (dst /32, proto, dport, length), discard; `sluicectl upstream` says
+        why; after the flood the breaker recovers and, once the hold is
+        over, the rule is withdrawn and gone from BIRD."""
+        HOLD = 4
+        tb, speaker, router, d = self.bed(*AUTO, "--upstream-hold", str(HOLD))
+        t = Traffic(tb.ns_attacker, "flood", "--iface", tb.attacker_if, "--dst-mac", tb.attacker_gw_mac,
+                    "--dst", tb.host_ip4, "--sources", 8, "--src-base", FLOODERS[0].split("/")[0],
+                    "--port", 5353, "--size", 200, "--pps", 4000, "--duration", 40)
+        self.addCleanup(t.__exit__, None, None, None)
+        wait_until(lambda: self.breaker(tb) == "shedding", 15, what="the breaker to trip on the flood")
+        # 200-byte frames: IP length 186; TCP flags are no component of UDP
+        want = f"flow4 {{ dst {tb.host_ip4}/32; proto 17; dport 5353; length 186; }}"
+        flows = self.wait_flows(router, lambda fl: want in fl, "the signature rule in BIRD")
+        t_seen = time.monotonic()
+        print(f"\nflood start -> signature rule in BIRD {t_seen - t.started:.1f} s", flush=True)
+        self.assertEqual(list(flows), [want])  # no source rule: eight sources of 12% each
+        attrs = flows[want]
+        self.assertEqual(attribute(attrs, "BGP.ext_community"), "(generic, 0x80060000, 0x0)")  # traffic-rate 0: discard
+        self.assertEqual(attribute(attrs, "BGP.community"), NO_EXPORT)
+        self.assertEqual(attribute(attrs, "BGP.large_community"), MARKER)
+        rule = f"dst {tb.host_ip4}/32 proto 17 dport 5353 length 186 discard"
+        view = ctl_json(tb, "upstream")
+        rules = {r["rule"]: r for r in view["rules"]}
+        self.assertEqual(set(rules), {rule})
+        self.assertEqual(rules[rule]["state"], "announced")
+        reason = rules[rule]["reason"]
+        self.assertRegex(reason, rf"^automatic: {tb.host_if} arriving \d+ pps .* while shedding; signature of \d+ drop "
+                                 rf"samples: dst {re.escape(tb.host_ip4)} \((9\d|100)%\), proto 17 \((9\d|100)%\), "
+                                 rf"dport 5353 \((9\d|100)%\), length 186 \((9\d|100)%\)$")
+        self.assertIn("a flood spread over many sources", d.output())
+        self.assertIn(rule, ctl(tb, "upstream", check=True).stdout)
+
+        t.stop()
+        t.result()
+        wait_until(lambda: self.breaker(tb) == "serving", 20, what="the breaker back to serving after the flood")
+        self.wait_flows(router, lambda fl: not fl, "the signature rule withdrawn after the hold", timeout=HOLD + 15)
+        self.assertGreaterEqual(time.monotonic() - t_seen, HOLD - 1.0)
+        self.assertIn(f"withdraw {rule}", d.output())
+        self.assertNotIn("components sluice does not write", d.output())  # read back as written
         self.assertEqual(speaker.paths(), [])
 
     def test_automatic_source_blackholes_make_the_router_drop_the_flood(self):

@@ -98,8 +98,10 @@ bool has_marker(const json &attrs, const std::array<uint64_t, 3> &m)
 // One operator-value list of a numeric component, when it is "== N" alone.
 std::optional<uint64_t> equals_one(const json &v)
 {
-	// op 0x81: end of list, equals (RFC 8955 4.2.1.1).
-	if (!v.is_array() || v.size() != 1 || v[0].value("op", 0) != 0x81)
+	// op 0x81: end of list, equals (RFC 8955 4.2.1.1), whatever the value's
+	// length (bits 0x30: 1, 2, 4 or 8 bytes; gobgpd writes port 5353 with
+	// 0x91).
+	if (!v.is_array() || v.size() != 1 || (v[0].value("op", 0) & ~0x30) != 0x81)
 		return std::nullopt;
 	return v[0].value("value", uint64_t(0));
 }
