@@ -244,17 +244,27 @@ void UpstreamAnnouncer::observe(const std::string &iface, const FloodSignals &si
 			}
 		}
 	}
-	// The last resort (--upstream-blackhole): the interface's own
-	// addresses within --upstream-prefixes, of the flood's families.
+	// The last resort (--upstream-blackhole), within --upstream-prefixes:
+	// the address actually attacked when the drop samples name one
+	// (logic/upstream.h, attacked_address); until they do (too few samples,
+	// or no one destination), the interface's own addresses of the flood's
+	// families.
 	if (opts_.last_resort) {
-		bool v4 = false, v6 = false;
-		for (const auto &d : sig.heaviest)
-			(d.source.addr.family == Family::v4 ? v4 : v6) = true;
-		if (!v4 && !v6)
-			v4 = v6 = true;
-		for (const auto &addr : sig.addresses) {
-			if (!(addr.family == Family::v4 ? v4 : v6))
-				continue;
+		std::vector<Address> targets;
+		auto attacked = attacked_address(sig.signature);
+		if (attacked) {
+			targets.push_back(*attacked);
+		} else {
+			bool v4 = false, v6 = false;
+			for (const auto &d : sig.heaviest)
+				(d.source.addr.family == Family::v4 ? v4 : v6) = true;
+			if (!v4 && !v6)
+				v4 = v6 = true;
+			for (const auto &addr : sig.addresses)
+				if (addr.family == Family::v4 ? v4 : v6)
+					targets.push_back(addr);
+		}
+		for (const auto &addr : targets) {
 			UpstreamRule r = destination_blackhole(addr);
 			if (!check_rule(opts_.guards, r, nullptr) || has_rule(a.wanted, r))
 				continue;
@@ -264,7 +274,8 @@ void UpstreamAnnouncer::observe(const std::string &iface, const FloodSignals &si
 				 ", which is offline from outside until the breaker leaves shedding and the hold (" +
 				 std::to_string(static_cast<int>(opts_.hold_s)) + " s) is over");
 			a.wanted.push_back({r, iface, "last resort (--upstream-blackhole): " + iface + " " + a.why + "; " +
-							  addr.str() + " taken offline upstream",
+							  addr.str() + " taken offline upstream" +
+							  (attacked ? " (the drop samples' destination)" : ""),
 					    true});
 			changed = true;
 		}

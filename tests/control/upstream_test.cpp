@@ -434,6 +434,28 @@ TEST(FloodSignature, ADestinationOutsideTheOwnPrefixesIsRefused)
 	EXPECT_NE(sig.why.find("198.18.7.2/32 is outside --upstream-prefixes"), std::string::npos) << sig.why;
 }
 
+TEST(FloodSignature, TheAttackedAddressIsTheSamplesOneDestination)
+{
+	SignatureTally t;
+	for (int i = 0; i < 100; i++) {
+		auto s = udp_to("198.18.1.2/32", uint16_t(i), uint16_t(60 + i)); // ports and lengths vary
+		s.proto = i % 2 ? 17 : 6;
+		t.add(s);
+	}
+	auto a = attacked_address(t);
+	ASSERT_TRUE(a);
+	EXPECT_EQ(a->str(), "198.18.1.2");
+	EXPECT_FALSE(flood_signature(t, guards(), UpstreamAction::discard, 0).rule); // the protocol varies
+	t.clear();
+	for (int i = 0; i < 100; i++)
+		t.add(udp_to(i % 4 ? "198.18.1.2/32" : "198.18.1.3/32", 9, 128)); // 75%
+	EXPECT_FALSE(attacked_address(t));
+	t.clear();
+	for (uint64_t i = 0; i + 1 < kSignatureMinSamples; i++)
+		t.add(udp_to("198.18.1.2/32", 9, 128));
+	EXPECT_FALSE(attacked_address(t));
+}
+
 TEST(FloodSignature, TheTallyIsBoundedAndCountsTheRestAsOther)
 {
 	SignatureTally t;

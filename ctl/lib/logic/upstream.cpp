@@ -244,6 +244,14 @@ void SignatureTally::add(const SignatureSample &s)
 	length.add(s.length);
 }
 
+std::optional<Address> attacked_address(const SignatureTally &t)
+{
+	auto top = t.dst.top();
+	if (t.samples < kSignatureMinSamples || !top || double(top->second) < kSignatureShare * double(t.samples))
+		return std::nullopt;
+	return top->first;
+}
+
 Signature flood_signature(const SignatureTally &t, const UpstreamGuards &guards, UpstreamAction action,
 			  uint64_t rate_bytes)
 {

@@ -284,4 +284,10 @@ struct Signature {
 Signature flood_signature(const SignatureTally &tally, const UpstreamGuards &guards, UpstreamAction action,
 			  uint64_t rate_bytes);
 
+// The attacked address, for the last resort (--upstream-blackhole): the
+// destination that at least kSignatureShare of a window's samples carry,
+// with at least kSignatureMinSamples of them; none otherwise (the last
+// resort then falls back to the interface's own addresses).
+std::optional<Address> attacked_address(const SignatureTally &tally);
+
 } // namespace sluice
