@@ -110,15 +110,23 @@ struct {
  * object per define; the default build defines none of them, and then none of
  * this exists). Each variant stops the frame at that point with XDP_DROP and
  * counts nothing; SLUICE_BENCH_KEEP makes the work before the cut observable
- * so that the compiler cannot remove it. Stages, cumulative:
- *   PARSE   Ethernet/VLAN/IP parse
- *   HASH    + config lookup, breaker/list checks, prefix mask, SipHash, slot indices
- *   LOOKUP  + the two slot lookups
- *   CLOCK   + the clock read
- *   BUCKET  + the two-choice bucket update (everything but the counters) */
+ * so that the compiler cannot remove it. Stages, in program order; a path
+ * passes some of them (scripts/bench/fig1_cost.py, PATH_STAGES):
+ *   PARSE     Ethernet/VLAN/IP parse
+ *   HASH      + config lookup, breaker/list checks, prefix mask, SipHash (and,
+ *             serving, the slot indices)
+ *   LOOKUP    + the two slot lookups (serving)
+ *   CLOCK     + the clock read (serving)
+ *   BUCKET    + the two-choice bucket update (serving)
+ *   STANDING  + the standing lookup (shedding: with the clock read before it;
+ *             serving: a frame its slot pair refused)
+ *   NEWCOMER  + the newcomer budget (shedding, no standing)
+ *   VERDICT   + the rest of the judgement (the drop sampling's countdown, the
+ *             deny list): the outcome, not yet counted */
 #if defined(SLUICE_BENCH_STOP_AFTER_PARSE) || defined(SLUICE_BENCH_STOP_AFTER_HASH) ||             \
 	defined(SLUICE_BENCH_STOP_AFTER_LOOKUP) || defined(SLUICE_BENCH_STOP_AFTER_CLOCK) ||       \
-	defined(SLUICE_BENCH_STOP_AFTER_BUCKET)
+	defined(SLUICE_BENCH_STOP_AFTER_BUCKET) || defined(SLUICE_BENCH_STOP_AFTER_STANDING) ||    \
+	defined(SLUICE_BENCH_STOP_AFTER_NEWCOMER) || defined(SLUICE_BENCH_STOP_AFTER_VERDICT)
 #define SLUICE_BENCH_CUT 1
 #define SLUICE_BENCH_KEEP(x) asm volatile("" : : "r"(x))
 /* judge() returns this to sluice_xdp, which returns XDP_DROP at once. */
@@ -777,6 +785,10 @@ static __always_inline __u32 shed(const struct sluice_config *cfg, struct budget
 	__u32 w = 0;
 	struct sluice_standing_set *set = standing_of(standing_hash(bg, src, is_v6), now, &w);
 
+#ifdef SLUICE_BENCH_STOP_AFTER_STANDING
+	SLUICE_BENCH_KEEP(set);
+	return SLUICE_BENCH_STOPPED;
+#endif
 	if (!set) {
 		if (cfg->valve_closed)
 			return sampled_drop(src, is_v6, SLUICE_DROP_SHED);
@@ -798,6 +810,10 @@ static __always_inline __u32 shed(const struct sluice_config *cfg, struct budget
 					      cfg->newcomer_burst * cfg->newcomer_cost_ns)
 			       : 0;
 
+#ifdef SLUICE_BENCH_STOP_AFTER_NEWCOMER
+		SLUICE_BENCH_KEEP(paid);
+		return SLUICE_BENCH_STOPPED;
+#endif
 		if (!paid)
 			return sampled_drop(src, is_v6, SLUICE_DROP_SHED);
 		if (pair_admit(bg->hash, now, bg->cost_ns, bg->burst)) {
@@ -820,6 +836,10 @@ static __always_inline __u32 limit(const struct sluice_config *cfg, struct budge
 				   __u64 *now)
 {
 	if (bg->state == SLUICE_SHEDDING) {
+#ifdef SLUICE_BENCH_STOP_AFTER_HASH
+		SLUICE_BENCH_KEEP(bg->hash);
+		return SLUICE_BENCH_STOPPED;
+#endif
 		*now = SLUICE_CLOCK() + SLUICE_TIME_BIAS;
 		return shed(cfg, bg, src, masked, is_v6, *now);
 	}
@@ -899,6 +919,10 @@ static __always_inline __u32 limit(const struct sluice_config *cfg, struct budge
 	/* Refused by its slot pair: only now, in serving, is standing looked up. */
 	if (!looked)
 		set = standing_of(standing_hash(bg, src, is_v6), *now, &w);
+#ifdef SLUICE_BENCH_STOP_AFTER_STANDING
+	SLUICE_BENCH_KEEP(set);
+	return SLUICE_BENCH_STOPPED;
+#endif
 	if (set && standing_admit(bg, set, w, *now))
 		return SLUICE_STANDING;
 	return sampled_drop(masked, is_v6, SLUICE_DROP_RATE);
@@ -1277,6 +1301,10 @@ int sluice_xdp(struct xdp_md *ctx)
 #ifdef SLUICE_BENCH_CUT
 		if (outcome == SLUICE_BENCH_STOPPED)
 			return XDP_DROP;
+#endif
+#ifdef SLUICE_BENCH_STOP_AFTER_VERDICT
+		SLUICE_BENCH_KEEP(outcome);
+		return XDP_DROP;
 #endif
 	}
 	/* The length again from ctx, not kept from the start: ctx is live
