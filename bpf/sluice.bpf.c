@@ -252,10 +252,10 @@ struct {
 /* Has TCP port `port` (host order) had a listener? */
 static __always_inline int port_listened(__u32 port)
 {
-	__u32 word = (port & 0xffff) / SLUICE_LISTEN_PORT_BITS;
+	__u32 word = sluice_listen_port_word(port);
 	const __u64 *bits = bpf_map_lookup_elem(&listen_ports, &word);
 
-	return bits && ((*bits >> (port % SLUICE_LISTEN_PORT_BITS)) & 1);
+	return bits && (*bits & sluice_listen_port_bit(port));
 }
 
 /* The cookie path's scratch, one per CPU: the SYN's headers as the kernel's
@@ -1379,11 +1379,11 @@ int sluice_sockops(struct bpf_sock_ops *skops)
 		 * (Every namespace's listeners reach this feeder: a port set for
 		 * another namespace costs only a lookup that finds nothing.) */
 		__u32 port = skops->local_port; /* host order */
-		__u32 word = (port & 0xffff) / SLUICE_LISTEN_PORT_BITS;
+		__u32 word = sluice_listen_port_word(port);
 		__u64 *bits = bpf_map_lookup_elem(&listen_ports, &word);
 
 		if (bits)
-			__sync_fetch_and_or(bits, 1ull << (port % SLUICE_LISTEN_PORT_BITS));
+			__sync_fetch_and_or(bits, sluice_listen_port_bit(port));
 		return 1;
 	}
 	if (skops->op != BPF_SOCK_OPS_PASSIVE_ESTABLISHED_CB && skops->op != BPF_SOCK_OPS_ACTIVE_ESTABLISHED_CB)
