@@ -144,6 +144,18 @@ table_row() {
 	row "$TABLE_FMT" "$1" "$W_OFFERED" "$W_ADMITTED" "$W_DROPPED" "$W_STATE" "$2"
 }
 
+# verdict PASSED_TEXT: the failures, and exit 1, or "demo passed: PASSED_TEXT".
+verdict() {
+	local f
+	if ((${#FAILURES[@]})); then
+		for f in "${FAILURES[@]}"; do
+			say "demo FAILED: $f"
+		done
+		exit 1
+	fi
+	say "demo passed: $1"
+}
+
 fail_phase() {
 	FAILURES+=("phase $1: $2")
 	say "  FAILED: $2"
@@ -947,16 +959,10 @@ upstream_demo() {
 		fail_phase U4 "the blackholes were still in BIRD $((UP_HOLD + 20)) s after the flood"
 	fi
 
-	local t_end=${EPOCHREALTIME/./} f
+	local t_end=${EPOCHREALTIME/./}
 	say ""
 	say "upstream demo took $(fmt_s $((t_end - t_ready))) s on the testbed."
-	if ((${#FAILURES[@]})); then
-		for f in "${FAILURES[@]}"; do
-			say "demo FAILED: $f"
-		done
-		exit 1
-	fi
-	say "demo passed: the router dropped the flood upstream and the routes were withdrawn."
+	verdict "the router dropped the flood upstream and the routes were withdrawn."
 }
 
 # ------------------------------------------------------------- setup, teardown
@@ -1105,13 +1111,7 @@ main() {
 	local t_end=${EPOCHREALTIME/./}
 	say ""
 	say "demo took $(fmt_s $((t_end - t_start))) s ($(fmt_s $((t_end - t_ready))) s of it on the testbed)."
-	if ((${#FAILURES[@]})); then
-		for f in "${FAILURES[@]}"; do
-			say "demo FAILED: $f"
-		done
-		exit 1
-	fi
-	say "demo passed: every phase behaved as stated."
+	verdict "every phase behaved as stated."
 }
 
 # (exit on the same line: bash reads a script as it runs it)
