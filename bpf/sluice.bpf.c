@@ -110,15 +110,23 @@ struct {
  * object per define; the default build defines none of them, and then none of
  * this exists). Each variant stops the frame at that point with XDP_DROP and
  * counts nothing; SLUICE_BENCH_KEEP makes the work before the cut observable
- * so that the compiler cannot remove it. Stages, cumulative:
- *   PARSE   Ethernet/VLAN/IP parse
- *   HASH    + config lookup, breaker/list checks, prefix mask, SipHash, slot indices
- *   LOOKUP  + the two slot lookups
- *   CLOCK   + the clock read
- *   BUCKET  + the two-choice bucket update (everything but the counters) */
+ * so that the compiler cannot remove it. Stages, in program order; a path
+ * passes some of them (scripts/bench/fig1_cost.py, PATH_STAGES):
+ *   PARSE     Ethernet/VLAN/IP parse
+ *   HASH      + config lookup, breaker/list checks, prefix mask, SipHash (and,
+ *             serving, the slot indices)
+ *   LOOKUP    + the two slot lookups (serving)
+ *   CLOCK     + the clock read (serving)
+ *   BUCKET    + the two-choice bucket update (serving)
+ *   STANDING  + the standing lookup (shedding: with the clock read before it;
+ *             serving: a frame its slot pair refused)
+ *   NEWCOMER  + the newcomer budget (shedding, no standing)
+ *   VERDICT   + the rest of the judgement (the drop sampling's countdown, the
+ *             deny list): the outcome, not yet counted */
 #if defined(SLUICE_BENCH_STOP_AFTER_PARSE) || defined(SLUICE_BENCH_STOP_AFTER_HASH) ||             \
 	defined(SLUICE_BENCH_STOP_AFTER_LOOKUP) || defined(SLUICE_BENCH_STOP_AFTER_CLOCK) ||       \
-	defined(SLUICE_BENCH_STOP_AFTER_BUCKET)
+	defined(SLUICE_BENCH_STOP_AFTER_BUCKET) || defined(SLUICE_BENCH_STOP_AFTER_STANDING) ||    \
+	defined(SLUICE_BENCH_STOP_AFTER_NEWCOMER) || defined(SLUICE_BENCH_STOP_AFTER_VERDICT)
 #define SLUICE_BENCH_CUT 1
 #define SLUICE_BENCH_KEEP(x) asm volatile("" : : "r"(x))
 /* judge() returns this to sluice_xdp, which returns XDP_DROP at once. */
@@ -244,10 +252,10 @@ struct {
 /* Has TCP port `port` (host order) had a listener? */
 static __always_inline int port_listened(__u32 port)
 {
-	__u32 word = (port & 0xffff) / SLUICE_LISTEN_PORT_BITS;
+	__u32 word = sluice_listen_port_word(port);
 	const __u64 *bits = bpf_map_lookup_elem(&listen_ports, &word);
 
-	return bits && ((*bits >> (port % SLUICE_LISTEN_PORT_BITS)) & 1);
+	return bits && (*bits & sluice_listen_port_bit(port));
 }
 
 /* The cookie path's scratch, one per CPU: the SYN's headers as the kernel's
@@ -835,6 +843,10 @@ static __always_inline __u32 shed(const struct sluice_config *cfg, struct budget
 	__u32 w = 0;
 	struct sluice_standing_set *set = standing_of(standing_hash(bg, src, is_v6), now, &w);
 
+#ifdef SLUICE_BENCH_STOP_AFTER_STANDING
+	SLUICE_BENCH_KEEP(set);
+	return SLUICE_BENCH_STOPPED;
+#endif
 	if (!set) {
 		if (cfg->valve_closed)
 			return sampled_drop(bg->ctx, src, is_v6, SLUICE_DROP_SHED);
@@ -856,6 +868,10 @@ static __always_inline __u32 shed(const struct sluice_config *cfg, struct budget
 					      cfg->newcomer_burst * cfg->newcomer_cost_ns)
 			       : 0;
 
+#ifdef SLUICE_BENCH_STOP_AFTER_NEWCOMER
+		SLUICE_BENCH_KEEP(paid);
+		return SLUICE_BENCH_STOPPED;
+#endif
 		if (!paid)
 			return sampled_drop(bg->ctx, src, is_v6, SLUICE_DROP_SHED);
 		if (pair_admit(bg->hash, now, bg->cost_ns, bg->burst)) {
@@ -878,6 +894,10 @@ static __always_inline __u32 limit(const struct sluice_config *cfg, struct budge
 				   __u64 *now)
 {
 	if (bg->state == SLUICE_SHEDDING) {
+#ifdef SLUICE_BENCH_STOP_AFTER_HASH
+		SLUICE_BENCH_KEEP(bg->hash);
+		return SLUICE_BENCH_STOPPED;
+#endif
 		*now = SLUICE_CLOCK() + SLUICE_TIME_BIAS;
 		return shed(cfg, bg, src, masked, is_v6, *now);
 	}
@@ -957,6 +977,10 @@ static __always_inline __u32 limit(const struct sluice_config *cfg, struct budge
 	/* Refused by its slot pair: only now, in serving, is standing looked up. */
 	if (!looked)
 		set = standing_of(standing_hash(bg, src, is_v6), *now, &w);
+#ifdef SLUICE_BENCH_STOP_AFTER_STANDING
+	SLUICE_BENCH_KEEP(set);
+	return SLUICE_BENCH_STOPPED;
+#endif
 	if (set && standing_admit(bg, set, w, *now))
 		return SLUICE_STANDING;
 	return sampled_drop(bg->ctx, masked, is_v6, SLUICE_DROP_RATE);
@@ -1336,6 +1360,10 @@ int sluice_xdp(struct xdp_md *ctx)
 		if (outcome == SLUICE_BENCH_STOPPED)
 			return XDP_DROP;
 #endif
+#ifdef SLUICE_BENCH_STOP_AFTER_VERDICT
+		SLUICE_BENCH_KEEP(outcome);
+		return XDP_DROP;
+#endif
 	}
 	/* The length again from ctx, not kept from the start: ctx is live
 	 * here anyway (for sluice_judge_policy), and one register fewer keeps
@@ -1409,11 +1437,11 @@ int sluice_sockops(struct bpf_sock_ops *skops)
 		 * (Every namespace's listeners reach this feeder: a port set for
 		 * another namespace costs only a lookup that finds nothing.) */
 		__u32 port = skops->local_port; /* host order */
-		__u32 word = (port & 0xffff) / SLUICE_LISTEN_PORT_BITS;
+		__u32 word = sluice_listen_port_word(port);
 		__u64 *bits = bpf_map_lookup_elem(&listen_ports, &word);
 
 		if (bits)
-			__sync_fetch_and_or(bits, 1ull << (port % SLUICE_LISTEN_PORT_BITS));
+			__sync_fetch_and_or(bits, sluice_listen_port_bit(port));
 		return 1;
 	}
 	if (skops->op != BPF_SOCK_OPS_PASSIVE_ESTABLISHED_CB && skops->op != BPF_SOCK_OPS_ACTIVE_ESTABLISHED_CB)

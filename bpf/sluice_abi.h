@@ -200,13 +200,26 @@ enum sluice_cookie_mode {
 
 /* The listen_ports map: a bit for each TCP port that has had a listener in
  * the program's network namespace since it was loaded (set by the sockops
- * feeder on listen(), and by sluiced from sock_diag at start and each
- * period; never cleared), SLUICE_LISTEN_PORT_BITS ports a word, word
+ * feeder on listen(), and by sluiced from sock_diag at start and then
+ * every period without feeders, every minute with them; never cleared), SLUICE_LISTEN_PORT_BITS ports a word, word
  * port / 64. The cookie path looks a socket up only for a port whose bit is
  * set, so a SYN or ACK flood to ports nobody listens on is shed without the
  * socket lookup (a set bit without a listener costs only that lookup). */
 #define SLUICE_LISTEN_PORT_BITS 64
 #define SLUICE_LISTEN_PORT_WORDS (65536 / SLUICE_LISTEN_PORT_BITS)
+
+/* The word of listen_ports that holds TCP port `port` (host order), and the
+ * port's bit in it: the one home of this arithmetic, for the program's
+ * lookup, its sockops feeder and sluiced's ListenPorts alike. */
+static inline __u32 sluice_listen_port_word(__u32 port)
+{
+	return (port & 0xffff) / SLUICE_LISTEN_PORT_BITS;
+}
+
+static inline __u64 sluice_listen_port_bit(__u32 port)
+{
+	return 1ull << (port % SLUICE_LISTEN_PORT_BITS);
+}
 
 /* config.cookie_flags: what the host's sysctls (in the program's network
  * namespace) let a SYN-ACK offer; sluiced reads them when it arms cookies. */

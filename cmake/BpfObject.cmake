@@ -1,5 +1,7 @@
-# sluice_bpf_object(<name> <source.bpf.c> [DEFINES D...] [HEADERS H...])
+# sluice_bpf_object(<name> <source.bpf.c> [BENCH_ONLY] [DEFINES D...] [HEADERS H...])
 #
+# BENCH_ONLY: not built by default (scripts/bench.sh builds it by name): the
+# build variants only the benchmarks load, which no test needs.
 # HEADERS: headers outside the source's folder that it includes (its own
 # folder's are found), so that the object is rebuilt when they change.
 #
@@ -31,7 +33,7 @@ if(NOT BPF_MULTIARCH)
 endif()
 
 function(sluice_bpf_object name source)
-  cmake_parse_arguments(ARG "" "" "DEFINES;HEADERS" ${ARGN})
+  cmake_parse_arguments(ARG "BENCH_ONLY" "" "DEFINES;HEADERS" ${ARGN})
   set(obj ${CMAKE_CURRENT_BINARY_DIR}/${name}.bpf.o)
   set(skel_dir ${CMAKE_CURRENT_BINARY_DIR}/skel)
   set(skel ${skel_dir}/${name}.skel.h)
@@ -59,7 +61,11 @@ function(sluice_bpf_object name source)
     DEPENDS ${obj}
     COMMENT "BPF skeleton ${name}.skel.h"
     VERBATIM)
-  add_custom_target(${name}_skel_gen ALL DEPENDS ${skel} ${obj})
+  if(ARG_BENCH_ONLY)
+    add_custom_target(${name}_skel_gen DEPENDS ${skel} ${obj})
+  else()
+    add_custom_target(${name}_skel_gen ALL DEPENDS ${skel} ${obj})
+  endif()
   add_library(${name}_skel INTERFACE)
   add_dependencies(${name}_skel ${name}_skel_gen)
   target_include_directories(${name}_skel INTERFACE ${skel_dir} ${src_dir})

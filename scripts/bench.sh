@@ -87,9 +87,10 @@ cmake -S "$root" -B "$build" >/dev/null
 targets=(sluiced sluicectl sluice-traffic sluice-bench sluice-standing-matches netrx_clock_bpf_skel_gen
 	xdp_drop_bpf_skel_gen xdp_pass_bpf_skel_gen sluice_bpf_skel_gen sluice_fineclock_bpf_skel_gen sluice_sip24_bpf_skel_gen
 	lru_limiter_bpf_skel_gen lru_limiter_fineclock_bpf_skel_gen new_source_bpf_skel_gen)
-for s in parse hash lookup clock bucket; do
-	targets+=("sluice_cut_${s}_bpf_skel_gen")
-done
+# The cut-point builds, as many as CMakeLists.txt defines (not built by default)
+mapfile -t cuts < <(cmake --build "$build" --target help | sed -n 's/^\.\.\. \(sluice_cut_[a-z]*_bpf_skel_gen\).*/\1/p')
+[ ${#cuts[@]} -gt 0 ] || { echo "bench.sh: no cut-point targets in $build" >&2; exit 1; }
+targets+=("${cuts[@]}")
 cmake --build "$build" -j "$(nproc)" --target "${targets[@]}" >/dev/null
 
 # shellcheck source=scripts/testbed.sh

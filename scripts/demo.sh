@@ -18,6 +18,12 @@
 #      allowlist overrides both;
 #   4. the flood stops: admission ramps back and the breaker closes;
 #   5. summary.
+# scripts/demo.sh --upstream runs another demo instead (docs/upstream.md):
+# gobgpd on the protected host, BIRD 2 on the router, an eBGP session between
+# them; three sources flood, the breaker sheds them and sluiced announces them
+# as source blackhole routes; BIRD installs those, the router's loose uRPF
+# drops the flood before the host's link, and after the flood and the hold
+# the routes are withdrawn.
 # Every number printed comes from this run: sluice's counters
 # (`sluicectl -j status`), the generator's, the probe's, the sink's and the
 # HTTP client's JSON. The README's transcript ("What the demo shows") is one
@@ -66,7 +72,9 @@ VISITOR_TIMEOUT=3  # ... seconds each may take (a SYN retransmission at 1 s fits
 VISITORS_MIN=90    # percent: phase 3 fails if fewer visitors are served
 
 # ------------------------------------------------------------- state
-DAEMON_PID='' SINK_PID='' PROBE_PID='' FLOOD_PID='' NEWBIE_PID='' HTTPD_PID=''
+DAEMON_PID='' SINK_PID='' PROBE_PID='' FLOOD_PID='' NEWBIE_PID='' HTTPD_PID='' GOBGPD_PID='' BIRD_PID=''
+UPSTREAM=0         # --upstream: the upstream demo instead of the five phases
+DAEMON_EXTRA=()    # more sluiced flags (the upstream demo's)
 T_FLOOD_STOPPED=0 TRIPPED=0
 WORK=''            # scratch directory for the build log (before the testbed)
 PROGRESS_SHOWN=0 PROGRESS_LAST=0
@@ -134,6 +142,18 @@ table_header() {
 # table_row LABEL LOSS: the last window() and the last sample's breaker state.
 table_row() {
 	row "$TABLE_FMT" "$1" "$W_OFFERED" "$W_ADMITTED" "$W_DROPPED" "$W_STATE" "$2"
+}
+
+# verdict PASSED_TEXT: the failures, and exit 1, or "demo passed: PASSED_TEXT".
+verdict() {
+	local f
+	if ((${#FAILURES[@]})); then
+		for f in "${FAILURES[@]}"; do
+			say "demo FAILED: $f"
+		done
+		exit 1
+	fi
+	say "demo passed: $1"
 }
 
 fail_phase() {
@@ -288,7 +308,7 @@ start_daemon() {
 		--rate "$RATE" --burst "$BURST" --period "$PERIOD" \
 		--trip-pps "$TRIP_PPS" --trip-periods "$TRIP_PERIODS" \
 		--hold "$HOLD" --recovery "$RECOVERY" --recovery-start "$RECOVERY_START" \
-		--newcomer-pps "$NEWCOMER_PPS" \
+		--newcomer-pps "$NEWCOMER_PPS" "${DAEMON_EXTRA[@]}" \
 		>"$DAEMON_LOG" 2>&1
 	DAEMON_PID=$TB_BG_PID
 	# Ready when it answers on its socket: it attaches, then serves. (Until
@@ -760,6 +780,191 @@ phase5_summary() {
 	done
 }
 
+# ------------------------------------------------------------- upstream
+
+# The upstream demo's own settings: buckets no flood here empties, so that
+# three sources trip the breaker; while it sheds, over UP_TRIGGER_PPS
+# arriving for a second announces the heaviest dropped sources.
+HOST_AS=64500 ROUTER_AS=64501
+UP_API=127.0.0.1:50051
+UP_FLOOD_SRC=198.18.3.10 # the first of three flooding sources on the attacker's link
+UP_FLOOD_N=3
+UP_FLOOD_PPS=3000
+UP_TRIGGER_PPS=1500
+UP_HOLD=10         # least seconds an automatic announcement stays
+UP_STEPS=4
+
+upstream_title() {
+	say ""
+	say "upstream $1/$UP_STEPS: $2"
+}
+
+# upstream_conf NAME: tests/tools/upstream/NAME with the AS numbers filled in
+# (the netns tests read the same files).
+upstream_conf() {
+	sed -e "s/\${HOST_AS}/$HOST_AS/g" -e "s/\${ROUTER_AS}/$ROUTER_AS/g" "$root/tests/tools/upstream/$1"
+}
+
+birdc_() {
+	birdc -s "$TB_RUNDIR/bird.ctl" "$@"
+}
+
+# wait_for SECONDS CMD...: until CMD succeeds (0), or 1 after SECONDS.
+wait_for() {
+	local limit=$1 i
+	shift
+	for ((i = 0; i < limit * 10; i++)); do
+		"$@" >/dev/null 2>&1 && return 0
+		sleep 0.1
+	done
+	return 1
+}
+
+# shellcheck disable=SC2317 # (called through wait_for)
+bgp_established() {
+	birdc_ show protocols host | grep -q Established
+}
+
+# blackholed SRC: BIRD holds SRC/32 as a blackhole route.
+# shellcheck disable=SC2317 # (called through wait_for)
+blackholed() {
+	birdc_ show route "$1/32" table master4 | grep -q blackhole
+}
+
+# shellcheck disable=SC2317 # (called through wait_for)
+all_blackholed() {
+	local i
+	for ((i = 0; i < UP_FLOOD_N; i++)); do
+		blackholed "$(flooder "$i")" || return 1
+	done
+}
+
+# shellcheck disable=SC2317 # (called through wait_for)
+all_in_kernel() {
+	local i
+	for ((i = 0; i < UP_FLOOD_N; i++)); do
+		tb_exec router ip route show "$(flooder "$i")" | grep -q '^blackhole' || return 1
+	done
+}
+
+# shellcheck disable=SC2317 # (called through wait_for)
+none_blackholed() {
+	local i
+	for ((i = 0; i < UP_FLOOD_N; i++)); do
+		! blackholed "$(flooder "$i")" || return 1
+	done
+}
+
+flooder() {
+	local base=${UP_FLOOD_SRC%.*} last=${UP_FLOOD_SRC##*.}
+	echo "$base.$((last + $1))"
+}
+
+# shellcheck disable=SC2317 # (called through wait_for)
+breaker_is() {
+	sample
+	[ "$S_STATE" = "$1" ]
+}
+
+# router_counters: the router's loose-uRPF drops (IPReversePathFilter) and
+# what it forwarded to the host; sets RT_RPF RT_TX.
+router_counters() {
+	# /proc/net/netstat: a line of names, then a line of values, a section at a time.
+	# shellcheck disable=SC2016 # awk's own $i
+	RT_RPF=$(tb_exec router awk 'NR % 2 { split($0, k); next } { for (i = 2; i <= NF; i++) if (k[i] == "IPReversePathFilter") print $i }' /proc/net/netstat)
+	[[ $RT_RPF =~ ^[0-9]+$ ]] || die "no IPReversePathFilter counter in the router's /proc/net/netstat"
+	RT_TX=$(tb_stat router "$TB_ROUTER_HOST_IF" tx_packets)
+}
+
+upstream_demo() {
+	local t_ready i
+	for i in gobgpd gobgp bird birdc; do
+		command -v "$i" >/dev/null || die "$i is missing (scripts/setup.sh installs gobgpd and bird2)"
+	done
+	RATE=100000 BURST=100000 PERIOD=0.2 TRIP_PPS=2000 TRIP_PERIODS=2 HOLD=1 RECOVERY=1 NEWCOMER_PPS=0
+	DAEMON_EXTRA=(--sample-every 16 --top-window 1 --upstream --upstream-speaker "$UP_API"
+		--upstream-peer "$TB_ROUTER_HOST_IP4" --upstream-prefixes "${TB_HOST_IP4%.*}.0/24"
+		--upstream-pps "$UP_TRIGGER_PPS" --upstream-after 1 --upstream-top "$UP_FLOOD_N"
+		--upstream-mode blackhole --upstream-hold "$UP_HOLD")
+	upstream_conf gobgpd.toml.in >"$TB_RUNDIR/gobgpd.toml"
+	upstream_conf bird.conf.in >"$TB_RUNDIR/bird.conf"
+	tb_exec host ip link set lo up
+	tb_bg host gobgpd -f "$TB_RUNDIR/gobgpd.toml" --api-hosts "$UP_API" -p >"$TB_RUNDIR/gobgpd.log" 2>&1
+	# shellcheck disable=SC2034 # read by name, in stop
+	GOBGPD_PID=$TB_BG_PID
+	tb_bg router bird -f -s "$TB_RUNDIR/bird.ctl" -c "$TB_RUNDIR/bird.conf" >"$TB_RUNDIR/bird.log" 2>&1
+	# shellcheck disable=SC2034 # read by name, in stop
+	BIRD_PID=$TB_BG_PID
+	# Loose uRPF on the router's link from the attacker (RFC 5635): a frame
+	# whose source has a blackhole route is dropped there.
+	tb_exec router sysctl -qw "net.ipv4.conf.r-att.rp_filter=2"
+	start_daemon
+	t_ready=${EPOCHREALTIME/./}
+
+	upstream_title 1 "the protected host speaks BGP to its router"
+	wait_for 30 bgp_established || { tail -5 "$TB_RUNDIR/bird.log" >&2; die "no BGP session between gobgpd and BIRD in 30 s"; }
+	say "  gobgpd (AS $HOST_AS, on the host) and BIRD (AS $ROUTER_AS, on the router): session established."
+	say "  sluiced --upstream --upstream-mode blackhole: while the breaker sheds and over $UP_TRIGGER_PPS pps"
+	say "  arrive for 1 s, it announces the $UP_FLOOD_N heaviest dropped sources as blackhole routes."
+
+	upstream_title 2 "$UP_FLOOD_N sources flood; the breaker sheds them, and sluiced announces them"
+	local t0 t1
+	t0=${EPOCHREALTIME/./}
+	start_flood --sources "$UP_FLOOD_N" --src-base "$UP_FLOOD_SRC" --pps "$UP_FLOOD_PPS"
+	wait_for 15 breaker_is shedding || fail_phase U2 "the breaker did not trip in 15 s"
+	say "$(daemon_said serving shedding)"
+	if wait_for 30 all_blackholed; then
+		t1=${EPOCHREALTIME/./}
+		say "  in BIRD $(fmt_s $((t1 - t0))) s after the flood began:"
+		for ((i = 0; i < UP_FLOOD_N; i++)); do
+			birdc_ show route "$(flooder "$i")/32" table master4 all |
+				grep -E 'blackhole|BGP.community' | sed 's/^[[:space:]]*/    /'
+		done
+		ctl upstream "$IFACE" | sed 's/^/  | /'
+	else
+		fail_phase U2 "the flooding sources were not blackholed in BIRD within 30 s"
+	fi
+
+	upstream_title 3 "the router drops the flood before the host's link"
+	local rpf0 tx0 t_a rpf_pps fwd_pps
+	wait_for 10 all_in_kernel || fail_phase U3 "BIRD did not install the blackholes in the router's kernel in 10 s"
+	router_counters
+	rpf0=$RT_RPF tx0=$RT_TX t_a=${EPOCHREALTIME/./}
+	sleep 2
+	router_counters
+	t1=${EPOCHREALTIME/./}
+	rpf_pps=$((((RT_RPF - rpf0) * 1000000) / (t1 - t_a)))
+	fwd_pps=$((((RT_TX - tx0) * 1000000) / (t1 - t_a)))
+	say "  the router over 2 s: $rpf_pps pps dropped by loose uRPF, $fwd_pps pps forwarded to the host"
+	say "  (the flood: $UP_FLOOD_PPS pps)."
+	((rpf_pps * 2 >= UP_FLOOD_PPS)) || fail_phase U3 "the router dropped $rpf_pps pps, under half the flood"
+	((fwd_pps < 100)) || fail_phase U3 "the router still forwarded $fwd_pps pps to the host"
+	if wait_for 15 breaker_is serving; then
+		say "  nothing reaches the host: the breaker is back to serving."
+	else
+		fail_phase U3 "the breaker did not leave shedding in 15 s"
+	fi
+	if tb_exec client ping -c 2 -W 1 -i 0.2 "$TB_HOST_IP4" >/dev/null 2>&1; then
+		say "  the client ($TB_CLIENT_IP4) reaches the host: ping answered."
+	else
+		fail_phase U3 "the client's ping went unanswered"
+	fi
+
+	upstream_title 4 "the flood stops; after the hold, sluiced withdraws the routes"
+	stop_flood
+	if wait_for $((UP_HOLD + 20)) none_blackholed; then
+		say "  gone from BIRD $(fmt_s $((${EPOCHREALTIME/./} - T_FLOOD_STOPPED))) s after the flood stopped (hold $UP_HOLD s from the announcement);"
+		say "  the router's kernel: $(tb_exec router ip route show "$(flooder 0)" | grep -c blackhole || true) blackhole routes left for $(flooder 0)."
+	else
+		fail_phase U4 "the blackholes were still in BIRD $((UP_HOLD + 20)) s after the flood"
+	fi
+
+	local t_end=${EPOCHREALTIME/./}
+	say ""
+	say "upstream demo took $(fmt_s $((t_end - t_ready))) s on the testbed."
+	verdict "the router dropped the flood upstream and the routes were withdrawn."
+}
+
 # ------------------------------------------------------------- setup, teardown
 
 # cleanup: the EXIT trap, on every way out: stops what runs, detaches,
@@ -791,6 +996,9 @@ cleanup() {
 			tail -n 8 "$DAEMON_LOG" | sed 's/^/  /' >&2
 		fi
 	fi
+	# After sluiced: its clean exit withdraws its paths through gobgpd.
+	stop GOBGPD_PID
+	stop BIRD_PID
 	if [ -n "${TB_NAME:-}" ]; then
 		tb_down || { say "demo: the testbed $TB_NAME was not fully removed" >&2; rc=1; }
 	fi
@@ -835,6 +1043,14 @@ build_quietly() {
 }
 
 main() {
+	case "${1:-}" in
+	'') ;;
+	--upstream) UPSTREAM=1 ;;
+	*)
+		echo "demo: unknown argument '$1' (scripts/demo.sh [--upstream])" >&2
+		exit 2
+		;;
+	esac
 	require_root
 	local t_start=${EPOCHREALTIME/./} t_ready
 	trap cleanup EXIT
@@ -864,6 +1080,10 @@ main() {
 	PINS=$TB_BPFFS/sluice
 	SOCK=$TB_RUNDIR/sluiced.sock
 	DAEMON_LOG=$TB_RUNDIR/sluiced.log
+	if ((UPSTREAM)); then
+		upstream_demo
+		return
+	fi
 	start_daemon
 	t_ready=${EPOCHREALTIME/./}
 
@@ -891,13 +1111,7 @@ main() {
 	local t_end=${EPOCHREALTIME/./}
 	say ""
 	say "demo took $(fmt_s $((t_end - t_start))) s ($(fmt_s $((t_end - t_ready))) s of it on the testbed)."
-	if ((${#FAILURES[@]})); then
-		for f in "${FAILURES[@]}"; do
-			say "demo FAILED: $f"
-		done
-		exit 1
-	fi
-	say "demo passed: every phase behaved as stated."
+	verdict "every phase behaved as stated."
 }
 
 # (exit on the same line: bash reads a script as it runs it)

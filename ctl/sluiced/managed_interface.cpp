@@ -347,7 +347,8 @@ void ManagedInterface::tick(double now_s)
 	}
 
 	apply_cookies(now_s, breaker_.state());
-	mark_listeners();
+	if (!dp_->feeders_attached() || now_s - listeners_marked_s_ >= kListenerRescanS)
+		mark_listeners();
 	count_occupancy_part(now_s);
 
 	auto before = auditor_->report().violations;
@@ -407,6 +408,7 @@ void ManagedInterface::apply_cookies(double now_s, BreakerState state)
 
 void ManagedInterface::mark_listeners()
 {
+	listeners_marked_s_ = monotonic_seconds();
 	auto ports = listening_tcp_ports();
 	Status ok = ports ? dp_->listen_ports().mark(*ports) : Status(std::unexpected(ports.error()));
 	std::string error = ok ? "" : ok.error().describe();

@@ -102,7 +102,11 @@ private:
 	// The TCP ports listening now into the program's listen_ports map (the
 	// cookie path's hint; the sockops feeder adds later listen() calls as
 	// they happen, this catches what it cannot see: listeners older than
-	// the program, or all of them under --no-standing). Every period.
+	// the program, or all of them under --no-standing). At start, after
+	// the feeders attach; then every period without feeders, and with them
+	// every kListenerRescanS: the feeder sees each listen(), and the rescan
+	// only puts back a bit lost to the race of a read-or-write (docs/architecture.md,
+	// "The port hint"), not worth a sock_diag dump of every socket a period.
 	void mark_listeners();
 	void watch_link();
 	Result<BucketView> bucket_reply(const std::string &addr) const;
@@ -149,6 +153,8 @@ private:
 	double shed_left_s_ = -1e18;     // when the breaker last left shedding (monotonic)
 	std::string cookie_error_;        // the last arming error, logged once
 	std::string listeners_error_;     // the last mark_listeners error, logged once
+	double listeners_marked_s_ = 0;   // when mark_listeners last ran
+	static constexpr double kListenerRescanS = 60;
 	// The standing table's occupancy for /metrics and status. Counting reads
 	// every set (65,536 by default: 7 to 26 ms of batched reads on a busy
 	// 2-CPU machine; up to 2^22 sets at --standing-sets' maximum), so no

@@ -6,7 +6,8 @@ people write by hand (tests/tools/bench/lru_limiter.bpf.c, coarse and fine
 clock), on a steady source and on the new-source path (a wrapper gives every
 repetition a new source, as a spoofed flood does), other frames (60 and 1514
 bytes, a zero UDP header, a TCP SYN to a closed port), two variants, and
-where the time goes (the cut-point builds, configured by sluice-bench)."""
+where the time goes on each path (the cut-point builds, put on the path as
+sluiced's program is)."""
 
 import dataclasses
 
@@ -14,11 +15,24 @@ from .procs import last_json, log, run
 from .rows import Rows, by_name, median
 
 FAMILIES = (("v4", "IPv4"), ("v6", "IPv6"))
-# The cut-point builds, in program order: each drops after one more stage.
-STAGES = (("parse", "parse"), ("hash", "hash (config lookup, mask, SipHash-1-3, indices)"),
-          ("lookup", "slot lookups"), ("clock", "time read (coarse clock)"),
-          ("bucket", "bucket update (two-choice CAS)"))
-
+# The cut-point builds (bpf/sluice.bpf.c, SLUICE_BENCH_STOP_AFTER_*), in
+# program order: each drops after one more stage.
+STAGES = {"parse": "parse",
+          "hash": "config lookup, breaker/list checks, mask, SipHash-1-3 (serving: and the slot indices)",
+          "lookup": "slot lookups",
+          "clock": "time read (coarse clock)",
+          "bucket": "bucket update (two-choice CAS; refused: read only)",
+          "standing": "standing lookup (shedding: with the time read)",
+          "newcomer": "newcomer budget (per-CPU bucket)",
+          "verdict": "rest of the judgement (deny list, drop sampling's countdown)"}
+# The stages each path passes, in order; the last, "counters", is the path's
+# total less the verdict cut: the per-CPU outcome counter, the capture check,
+# the verdict's return.
+PATH_STAGES = {"pass": ("parse", "hash", "lookup", "clock", "bucket", "verdict"),
+               "drop": ("parse", "hash", "lookup", "clock", "bucket", "standing", "verdict"),
+               "shed": ("parse", "hash", "standing", "newcomer", "verdict"),
+               "standing": ("parse", "hash", "standing", "verdict"),
+               "deny": ("parse", "verdict")}
 
 def vs_xdp_filter_name(fam):
     return path_name(fam, "pass")
@@ -101,7 +115,9 @@ def measure(lab):
     # wrapper alone, tail-calling XDP_DROP: its own cost).
     progs += [(f"{n}_new", p + ",new") for n, p in list(progs)
               if n in ("xdp_drop", "sluice", "lru", "lru_fine")]
-    progs += [(f"cut_{s}", lab.obj(f"sluice_cut_{s}_bpf")) for s, _ in STAGES]
+    # Each path's cut-point builds, put on the path as sluiced's program is.
+    progs += [(f"cut_{p}_{st}", f"{lab.obj(f'sluice_cut_{st}_bpf')},path={p}")
+              for p, stages in PATH_STAGES.items() for st in stages]
     out = last_json(run([lab.bench_tool, "cost", "--repeat", repeat, "--rounds", rounds,
                          "--new-source", lab.tool_obj("new_source_bpf")] +
                         [f"{n}={p}" for n, p in progs], timeout=900).stdout)
@@ -162,15 +178,20 @@ def measure(lab):
         rows.add(f"cost_{fam}_sluice_drop_path_vs_xdp_filter", "ns/packet", med["sluice_drop_path"][fam],
                  xf, "xdp-filter deny-ip", samples=d["sluice_drop_path"][fam],
                  note="over its limit: dropped (no bucket write)")
-        # The breakdown: stage k = cut_k - cut_(k-1); the floor is xdp_drop.
-        prev = drop
-        for st, what in STAGES:
-            v = med[f"cut_{st}"][fam]
-            rows.add(f"breakdown_{fam}_{st}", "ns/packet", v - prev, s, "sluice total", note=what)
-            prev = v
-        rows.add(f"breakdown_{fam}_counters", "ns/packet", s - prev, s, "sluice total",
-                 note="per-CPU outcome counter")
-        floor[fam] = rows.add(test_run_floor_name(fam), "ns/packet", drop, s, "sluice total",
+        # The breakdown of each path: stage k = cut_k - cut_(k-1), the first
+        # from the floor (XDP_DROP), the last the path's total less its
+        # verdict cut.
+        for path, stages in PATH_STAGES.items():
+            total, prev = med[f"sluiced_{path}"][fam], drop
+            for st in stages:
+                v = med[f"cut_{path}_{st}"][fam]
+                rows.add(f"breakdown_{fam}_{path}_{st}", "ns/packet", v - prev, total, f"sluice {path} path total",
+                         note=STAGES[st])
+                prev = v
+            rows.add(f"breakdown_{fam}_{path}_counters", "ns/packet", total - prev, total,
+                     f"sluice {path} path total", note="per-CPU outcome counter, capture check, verdict")
+        floor[fam] = rows.add(test_run_floor_name(fam), "ns/packet", drop, med["sluiced_pass"][fam],
+                              "sluice pass path total",
                               note="BPF_PROG_TEST_RUN loop + XDP_DROP program")
         rows.add(f"variant_{fam}_fine_clock", "ns/packet", med["fine_clock"][fam], s, "sluice (coarse clock)",
                  samples=d["fine_clock"][fam], note="bpf_ktime_get_ns instead of the coarse clock")

@@ -277,10 +277,10 @@ public:
 			return;
 		}
 		for (std::uint16_t port : o.listen_ports) {
-			__u32 word = port / SLUICE_LISTEN_PORT_BITS;
+			__u32 word = sluice_listen_port_word(port);
 			__u64 bits = 0;
 			bpf_map_lookup_elem(map_fd(skel_->maps.listen_ports), &word, &bits);
-			bits |= 1ull << (port % SLUICE_LISTEN_PORT_BITS);
+			bits |= sluice_listen_port_bit(port);
 			if (bpf_map_update_elem(map_fd(skel_->maps.listen_ports), &word, &bits, BPF_ANY)) {
 				err_ = "listen_ports update: " + std::string(std::strerror(errno));
 				return;

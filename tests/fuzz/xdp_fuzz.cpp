@@ -384,8 +384,8 @@ void load(Instance &in)
 	// feeder mark it (the cookie path looks a socket up only on a marked
 	// port; every other port stays unmarked, as a closed one).
 	{
-		std::uint32_t word = kListenPort / SLUICE_LISTEN_PORT_BITS;
-		std::uint64_t bits = 1ull << (kListenPort % SLUICE_LISTEN_PORT_BITS);
+		std::uint32_t word = sluice_listen_port_word(kListenPort);
+		std::uint64_t bits = sluice_listen_port_bit(kListenPort);
 		if (bpf_map_update_elem(bpf_map__fd(in.skel->maps.listen_ports), &word, &bits, BPF_ANY))
 			die("listen_ports update: %s", std::strerror(errno));
 	}

@@ -14,6 +14,7 @@ import os
 import re
 import shutil
 import signal
+import string
 import subprocess
 import time
 import unittest
@@ -21,6 +22,7 @@ import unittest
 from sluice_netns import Daemon, Testbed, Traffic, ctl, ctl_json, in_ci, main, require_root, run, wait_until
 
 HOST_AS, ROUTER_AS = 64500, 64501
+TEMPLATES = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tools", "upstream")
 API = "127.0.0.1:50051"
 MARKER = "(4200000000, 7583, 21)"
 OWN4, OWN6 = "198.18.1.0/24", "2001:2:0:1::/64"
@@ -35,6 +37,12 @@ AUTO = ["--period", "0.2", "--rate", "100000", "--burst", "100000", "--trip-pps"
         "--upstream-pps", "1500", "--upstream-after", "1", "--upstream-top", "3"]
 BLACKHOLE = "(65535,666)"
 NO_EXPORT = "(65535,65281)"
+
+
+def template(name):
+    """A configuration of tests/tools/upstream/, the ASes filled in (the demo reads the same files)."""
+    with open(os.path.join(TEMPLATES, name)) as f:
+        return string.Template(f.read()).substitute(HOST_AS=HOST_AS, ROUTER_AS=ROUTER_AS)
 
 
 def require_bgp_daemons(test):
@@ -53,24 +61,7 @@ class Speaker:
         self.conf = os.path.join(tb.rundir, "gobgpd.toml")
         self.log_path = os.path.join(tb.rundir, "gobgpd.log")
         with open(self.conf, "w") as f:
-            f.write(f"""[global.config]
-  as = {HOST_AS}
-  router-id = "198.18.1.2"
-  port = 179
-  local-address-list = ["198.18.1.2"]
-
-[[neighbors]]
-  [neighbors.config]
-    neighbor-address = "198.18.1.1"
-    peer-as = {ROUTER_AS}
-  [neighbors.timers.config]
-    connect-retry = 1
-  [neighbors.transport.config]
-    local-address = "198.18.1.2"
-""" + "".join(f"""  [[neighbors.afi-safis]]
-    [neighbors.afi-safis.config]
-      afi-safi-name = "{f}"
-""" for f in ("ipv4-unicast", "ipv6-unicast", "ipv4-flowspec", "ipv6-flowspec")))
+            f.write(template("gobgpd.toml.in"))
         self.proc = None
 
     def start(self):
@@ -111,41 +102,7 @@ class Router:
         self.conf = os.path.join(self.dir, "bird.conf")
         self.log_path = os.path.join(self.dir, "bird.log")
         with open(self.conf, "w") as f:
-            f.write(f"""router id 198.18.1.1;
-protocol device {{ }}
-flow4 table flowtab4;
-flow6 table flowtab6;
-# RFC 7999: a route with BLACKHOLE becomes a blackhole route in the kernel
-# (loose uRPF on r-att then drops what comes from a blackholed source,
-# RFC 5635). Never the BGP neighbor's own address: a blackhole of it would cut
-# the session that carries the blackhole.
-filter rtbh {{
-  if (65535,666) ~ bgp_community then {{
-    dest = RTD_BLACKHOLE;
-    accept;
-  }}
-  accept;
-}}
-filter blackholes_only {{
-  if net = 198.18.1.2/32 then reject;
-  if dest = RTD_BLACKHOLE then accept;
-  reject;
-}}
-protocol kernel {{
-  ipv4 {{ import none; export filter blackholes_only; }};
-}}
-protocol bgp host {{
-  local 198.18.1.1 as {ROUTER_AS};
-  neighbor 198.18.1.2 as {HOST_AS};
-  connect delay time 1;
-  connect retry time 1;
-  error wait time 1, 5;
-  ipv4 {{ import filter rtbh; export none; }};
-  ipv6 {{ import filter rtbh; export none; }};
-  flow4 {{ table flowtab4; import all; export none; }};
-  flow6 {{ table flowtab6; import all; export none; }};
-}}
-""")
+            f.write(template("bird.conf.in"))
         self.proc = None
 
     def start(self):

@@ -93,11 +93,11 @@ Status ConfigMap::write(sluice_config c) const
 Status ListenPorts::mark(std::span<const uint16_t> ports) const
 {
 	for (uint16_t port : ports) {
-		uint32_t word = port / SLUICE_LISTEN_PORT_BITS;
+		uint32_t word = sluice_listen_port_word(port);
 		uint64_t bits = 0;
 		if (bpf_map_lookup_elem(fd_, &word, &bits))
 			return fail_errno("reading listen_ports word " + std::to_string(word));
-		uint64_t bit = 1ull << (port % SLUICE_LISTEN_PORT_BITS);
+		uint64_t bit = sluice_listen_port_bit(port);
 		if (bits & bit)
 			continue;
 		bits |= bit;

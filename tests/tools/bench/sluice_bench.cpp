@@ -4,7 +4,7 @@
 // on stdout.
 //
 //   sluice-bench cost [--repeat N] [--rounds R] [--new-source WRAPPER]
-//                     NAME=OBJECT[,drop|,new|,policy=FILE] ...
+//                     NAME=OBJECT[,drop|,new|,policy=FILE|,path=PATH] ...
 //       Per-packet cost, in ns, of each program on a 64-byte IPv4 UDP and a
 //       64-byte IPv6 UDP frame: bpf_prog_test_run_opts with `repeat` N (the
 //       kernel times the loop and excludes the time it was preempted), R
@@ -22,6 +22,8 @@
 //       objects) puts a policy file in force, as sluiced would (figure 9).
 //       "@sluiced,PATH" instead of an object is the program as sluiced
 //       loads and configures it by default, on one path (sluiced_program()).
+//       ",path=PATH" puts a sluice object (a cut-point build) on that path
+//       the same way, its key still the fixed one (put_on_path()).
 //       --frame KIND times another frame pair (cost_frames()).
 //       -> {"repeat":N,"rounds":R,"progs":{NAME:{"v4":[ns...],"v6":[ns...],
 //           "retval_v4":V,"retval_v6":V}}}
@@ -246,6 +248,7 @@ public:
 					throw Error("set .rodata: " + std::string(std::strerror(-e)));
 				if (int e = bpf_map__set_max_entries(slots_, setup.slots))
 					throw Error("set_max_entries: " + std::string(std::strerror(-e)));
+				settings_ = *s;
 				sluice_ = true;
 			}
 		}
@@ -273,6 +276,7 @@ public:
 	Loaded &operator=(const Loaded &) = delete;
 
 	bool sluice() const { return sluice_; }
+	const sluice_settings &settings() const { return settings_; }
 	bpf_object *object() const { return obj_; }
 	int prog_fd() const { return bpf_program__fd(prog_); }
 	bool has_map(const char *name) const { return bpf_object__find_map_by_name(obj_, name) != nullptr; }
@@ -351,6 +355,7 @@ private:
 	bpf_program *prog_ = nullptr;
 	bpf_map *rodata_ = nullptr, *slots_ = nullptr, *config_ = nullptr;
 	bool sluice_ = false;
+	sluice_settings settings_{}; // a sluice object's, as written into its .rodata
 };
 
 struct Run {
@@ -432,12 +437,29 @@ void check(const sluice::Status &ok, const std::string &what)
 		throw Error(what + ": " + ok.error().describe());
 }
 
-std::unique_ptr<sluice::Dataplane> sluiced_program(const std::string &path, const std::pair<Bytes, Bytes> &frames)
+// The maps a path is set up through: sluiced's Dataplane's, or a bench
+// object's (a cut-point build, ",path=PATH").
+struct PathMaps {
+	sluice::ConfigMap config;
+	sluice::PrefixLists lists;
+	sluice::StandingTable standing;
+	int prog_fd;
+};
+
+bool is_path(const std::string &path)
+{
+	return path == "pass" || path == "drop" || path == "shed" || path == "standing" || path == "deny";
+}
+
+// The config sluiced writes at start (config_with_budgets at the default
+// rates, cookies in their default mode; the pass and standing paths at the
+// highest rate and burst), then the path's state, see sluiced_program().
+void put_on_path(const std::string &path, const PathMaps &m, const std::pair<Bytes, Bytes> &frames)
 {
 	using namespace sluice;
+	if (!is_path(path))
+		throw Error("path '" + path + "' is not pass, drop, shed, standing or deny");
 	const bool high_rate = path == "pass" || path == "standing";
-	if (!high_rate && path != "drop" && path != "shed" && path != "deny")
-		throw Error("@sluiced: '" + path + "' is not pass, drop, shed, standing or deny");
 	int cpus = libbpf_num_possible_cpus();
 	if (cpus <= 0)
 		throw Error("libbpf_num_possible_cpus failed");
@@ -457,34 +479,44 @@ std::unique_ptr<sluice::Dataplane> sluiced_program(const std::string &path, cons
 	if (!cfg)
 		throw Error("config_with_budgets: " + cfg.error().describe());
 	cfg->cookie_mode = defaults::kCookieMode; // as apply_cookies() writes it at start
-	auto dp = Dataplane::load(LoadOptions{}, *cfg);
-	if (!dp)
-		throw Error("Dataplane::load: " + dp.error().describe());
-	auto out = std::make_unique<Dataplane>(std::move(*dp));
+	if (path == "shed" || path == "standing")
+		cfg->breaker_state = SLUICE_SHEDDING;
+	check(m.config.write(*cfg), "config write");
 	const auto a4 = *parse_address("198.18.255.1"), a6 = *parse_address("2001:2:0:ff::1");
 	if (path == "deny") {
 		std::vector<Cidr> c{*parse_cidr("198.18.255.1/32"), *parse_cidr("2001:2:0:ff::/64")};
-		check(out->lists().add(ListKind::deny, c), "deny add");
+		check(m.lists.add(ListKind::deny, c), "deny add");
 	}
 	if (path == "standing") {
 		std::vector<Address> peers{a4, a6};
-		check(out->standing().grant(peers, SLUICE_BY_ACCEPTED), "standing grant");
-	}
-	if (path == "shed" || path == "standing") {
-		auto c = out->config().read();
-		if (!c)
-			throw Error("config read: " + c.error().describe());
-		c->breaker_state = SLUICE_SHEDDING;
-		check(out->config().write(*c), "config write");
+		check(m.standing.grant(peers, SLUICE_BY_ACCEPTED), "standing grant");
 	}
 	// Drain what the path must find empty: the source's slots (drop), the
 	// newcomer budget of this CPU and the source's slots (shed). A run of
 	// repeat frames takes a few ms, in which the default budgets refill a
 	// few hundred tokens: a share of a percent or less of the frames.
 	if (path == "drop" || path == "shed") {
-		test_run(out->prog_fd(), frames.first, int(defaults::kBurst) * 4);
-		test_run(out->prog_fd(), frames.second, int(defaults::kBurst) * 4);
+		test_run(m.prog_fd, frames.first, int(defaults::kBurst) * 4);
+		test_run(m.prog_fd, frames.second, int(defaults::kBurst) * 4);
 	}
+}
+
+std::unique_ptr<sluice::Dataplane> sluiced_program(const std::string &path, const std::pair<Bytes, Bytes> &frames)
+{
+	using namespace sluice;
+	if (!is_path(path))
+		throw Error("@sluiced: '" + path + "' is not pass, drop, shed, standing or deny");
+	sluice_config initial{};
+	initial.breaker_state = SLUICE_SERVING;
+	initial.admission_ppm = SLUICE_PPM_FULL;
+	auto cfg = config_with_budgets(initial, BudgetAsk{}, uint64_t(std::max(libbpf_num_possible_cpus(), 1)));
+	if (!cfg)
+		throw Error("config_with_budgets: " + cfg.error().describe());
+	auto dp = Dataplane::load(LoadOptions{}, *cfg);
+	if (!dp)
+		throw Error("Dataplane::load: " + dp.error().describe());
+	auto out = std::make_unique<Dataplane>(std::move(*dp));
+	put_on_path(path, PathMaps{out->config(), out->lists(), out->standing(), out->prog_fd()}, frames);
 	return out;
 }
 
@@ -564,13 +596,18 @@ int cmd_cost(int argc, char **argv)
 	for (const auto &s : specs) {
 		auto eq = s.find('=');
 		if (eq == std::string::npos)
-			throw Error("cost: '" + s + "' is not NAME=OBJECT[,drop|,new]");
+			throw Error("cost: '" + s + "' is not NAME=OBJECT[,drop|,new|,policy=FILE|,path=PATH]");
 		std::string name = s.substr(0, eq), path = s.substr(eq + 1);
 		if (path.rfind("@sluiced,", 0) == 0) {
 			Prog p{name, nullptr, {}, {}};
 			p.dp = sluiced_program(path.substr(9), {f4, f6});
 			progs.push_back(std::move(p));
 			continue;
+		}
+		std::string on_path; // ",path=PATH": a sluice object put on PATH as @sluiced is
+		if (auto at = path.find(",path="); at != std::string::npos) {
+			on_path = path.substr(at + 6);
+			path.resize(at);
 		}
 		bool drop = strip(path, ",drop");
 		std::string policy;
@@ -580,7 +617,18 @@ int cmd_cost(int argc, char **argv)
 		}
 		bool fresh = !drop && strip(path, ",new");
 		Prog p{name, std::make_unique<Loaded>(path, Loaded::SluiceSetup{}), {}, {}};
-		if (p.obj->sluice()) {
+		if (!on_path.empty()) {
+			if (!p.obj->sluice() || drop || !policy.empty())
+				throw Error(name + ": ,path= is for sluice objects, alone");
+			const Loaded &l = *p.obj;
+			sluice::ConfigMap config(l.map_fd("config"));
+			sluice::PrefixLists lists({l.map_fd(SLUICE_PIN_ALLOW_V4), l.map_fd(SLUICE_PIN_ALLOW_V6),
+						   l.map_fd(SLUICE_PIN_DENY_V4), l.map_fd(SLUICE_PIN_DENY_V6)},
+						  config);
+			put_on_path(on_path, PathMaps{config, lists, sluice::StandingTable(l.map_fd(SLUICE_PIN_STANDING), l.settings()),
+						      l.prog_fd()},
+				    {f4, f6});
+		} else if (p.obj->sluice()) {
 			if (drop) {
 				// One token, then nothing: drain both sources' slots first.
 				p.obj->set_config(1, 1);
