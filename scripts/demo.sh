@@ -907,7 +907,7 @@ upstream_demo() {
 	say "  sluiced --upstream --upstream-mode blackhole: while the breaker sheds and over $UP_TRIGGER_PPS pps"
 	say "  arrive for 1 s, it announces the $UP_FLOOD_N heaviest dropped sources as blackhole routes."
 
-	upstream_title 2 "$UP_FLOOD_N sources flood; the breaker sheds them, and sluiced announces them"
+	upstream_title 2 "$UP_FLOOD_N sources flood; the breaker sheds them, and sluiced announces them and the flood's signature"
 	local t0 t1
 	t0=${EPOCHREALTIME/./}
 	start_flood --sources "$UP_FLOOD_N" --src-base "$UP_FLOOD_SRC" --pps "$UP_FLOOD_PPS"
@@ -920,6 +920,10 @@ upstream_demo() {
 			birdc_ show route "$(flooder "$i")/32" table master4 all |
 				grep -E 'blackhole|BGP.community' | sed 's/^[[:space:]]*/    /'
 		done
+		# The flood's signature as a FlowSpec rule (BIRD stores it; a Linux
+		# router does not enforce FlowSpec, the upstream's routers do).
+		wait_for 5 birdc_ show route table flowtab4 || true
+		birdc_ show route table flowtab4 | grep -E '^flow4' | sed -e 's/^/    /' -e 's/ *\[.*//' || true
 		ctl upstream "$IFACE" | sed 's/^/  | /'
 	else
 		fail_phase U2 "the flooding sources were not blackholed in BIRD within 30 s"
