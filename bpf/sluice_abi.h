@@ -411,9 +411,9 @@ struct sluice_settings {
 
 /*
  * Sampled drops, for `sluicectl top` ("who is flooding me") and the upstream
- * signature rule (docs/upstream.md). The program draws
- * bpf_get_prandom_u32() only for a frame it drops and sends 1 in
- * settings.sample_every of them (the source as the frame carried it; the
+ * signature rule (docs/upstream.md). The program sends 1 in
+ * settings.sample_every of the frames it drops, a random gap apart (the gap
+ * drawn once a sample, sluice.bpf.c's sampled_drop), with the source as the frame carried it (the
  * daemon masks it to the configured prefix) to the drop_samples ring buffer,
  * without a wakeup: the daemon drains it once per control period. A full ring
  * loses samples (the daemon is behind or not running), never frames. No
