@@ -225,8 +225,11 @@ void UpstreamAnnouncer::observe(const std::string &iface, const FloodSignals &si
 	// per interface while firing, the first the window's samples give; it
 	// goes first among this interface's rules (--upstream-max keeps the
 	// first), as it matches the flood whatever its sources, spoofed or not.
-	bool have_signature = std::any_of(a.wanted.begin(), a.wanted.end(),
-					  [](const UpstreamWanted &w) { return w.reason.find("; signature") != std::string::npos; });
+	// (The only FlowSpec rule of a.wanted without a source: source rules
+	// carry theirs, the last resort is a blackhole.)
+	bool have_signature = std::any_of(a.wanted.begin(), a.wanted.end(), [](const UpstreamWanted &w) {
+		return w.rule.kind == UpstreamKind::flowspec && !w.rule.source;
+	});
 	if (!have_signature) {
 		auto found = flood_signature(sig.signature, opts_.guards, opts_.automatic.action, opts_.automatic.rate_bytes);
 		if (found.why != a.signature)

@@ -453,8 +453,8 @@ bool is_path(const std::string &path)
 
 // The config sluiced writes at start (config_with_budgets at the default
 // rates, cookies in their default mode; the pass and standing paths at the
-// highest rate and burst), then the path's state, see sluiced_program().
-void put_on_path(const std::string &path, const PathMaps &m, const std::pair<Bytes, Bytes> &frames)
+// highest rate and burst), with the path's breaker state.
+sluice_config path_config(const std::string &path)
 {
 	using namespace sluice;
 	if (!is_path(path))
@@ -481,7 +481,14 @@ void put_on_path(const std::string &path, const PathMaps &m, const std::pair<Byt
 	cfg->cookie_mode = defaults::kCookieMode; // as apply_cookies() writes it at start
 	if (path == "shed" || path == "standing")
 		cfg->breaker_state = SLUICE_SHEDDING;
-	check(m.config.write(*cfg), "config write");
+	return *cfg;
+}
+
+// The path's config (path_config), then its state, see sluiced_program().
+void put_on_path(const std::string &path, const PathMaps &m, const std::pair<Bytes, Bytes> &frames)
+{
+	using namespace sluice;
+	check(m.config.write(path_config(path)), "config write");
 	const auto a4 = *parse_address("198.18.255.1"), a6 = *parse_address("2001:2:0:ff::1");
 	if (path == "deny") {
 		std::vector<Cidr> c{*parse_cidr("198.18.255.1/32"), *parse_cidr("2001:2:0:ff::/64")};
@@ -506,13 +513,7 @@ std::unique_ptr<sluice::Dataplane> sluiced_program(const std::string &path, cons
 	using namespace sluice;
 	if (!is_path(path))
 		throw Error("@sluiced: '" + path + "' is not pass, drop, shed, standing or deny");
-	sluice_config initial{};
-	initial.breaker_state = SLUICE_SERVING;
-	initial.admission_ppm = SLUICE_PPM_FULL;
-	auto cfg = config_with_budgets(initial, BudgetAsk{}, uint64_t(std::max(libbpf_num_possible_cpus(), 1)));
-	if (!cfg)
-		throw Error("config_with_budgets: " + cfg.error().describe());
-	auto dp = Dataplane::load(LoadOptions{}, *cfg);
+	auto dp = Dataplane::load(LoadOptions{}, path_config(path));
 	if (!dp)
 		throw Error("Dataplane::load: " + dp.error().describe());
 	auto out = std::make_unique<Dataplane>(std::move(*dp));
