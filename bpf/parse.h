@@ -157,7 +157,7 @@ struct sluice_l4 {
  * The transport header at l4 of protocol proto: the one home of "which
  * (kind, port) is this L4 header" (the SYN test, the kinds, the port read).
  * sluice_parse_l4 calls it past whatever it walked, and the XDP program's
- * inline port path (sluice.bpf.c, port_class) straight past a plain IP
+ * inline port path (policy_path.bpf.h, port_class) straight past a plain IP
  * header, so the two cannot disagree on a frame.
  */
 static inline int sluice_parse_transport(const __u8 *l4, const __u8 *end, __u32 proto, struct sluice_l4 *out)
@@ -200,7 +200,7 @@ static inline int sluice_ipv6_ext(__u32 next)
  * lies: *proto its protocol, *l4 the header, or NULL for a non-first
  * fragment (none follows; *proto is then the fragment's). The one walk of
  * IPv4 options and IPv6 extension headers: sluice_parse_l4 reads (kind,
- * port) past it, the drop sample (sluice.bpf.c, sluice_sample) the
+ * port) past it, the drop sample (sample.bpf.h, sluice_sample) the
  * signature. Returns 0, or SLUICE_PARSE_MALFORMED as sluice_parse_l4 says.
  */
 static inline int sluice_find_l4(const __u8 *l3, const void *data_end, int is_v6, __u32 *proto, const __u8 **l4)

@@ -413,7 +413,7 @@ struct sluice_settings {
  * Sampled drops, for `sluicectl top` ("who is flooding me") and the upstream
  * signature rule (docs/upstream.md). The program sends 1 in
  * settings.sample_every of the frames it drops, a random gap apart (the gap
- * drawn once a sample, sluice.bpf.c's sampled_drop), with the source as the frame carried it (the
+ * drawn once a sample, sample.bpf.h's sampled_drop), with the source as the frame carried it (the
  * daemon masks it to the configured prefix) to the drop_samples ring buffer,
  * without a wakeup: the daemon drains it once per control period. A full ring
  * loses samples (the daemon is behind or not running), never frames. No
@@ -421,7 +421,7 @@ struct sluice_settings {
  * heavy-hitters summary (ctl/lib/logic/heavy_hitters.h).
  *
  * The signature fields (dst, proto, dport, tcp_flags, len) are read from the
- * frame again only once a sample is taken (sluice.bpf.c, sluice_sample), so
+ * frame again only once a sample is taken (sample.bpf.h, sluice_sample), so
  * the drop path pays nothing for them. They are what an RFC 8955 FlowSpec
  * rule matches on: a field the frame does not have is 0 (dport and
  * tcp_flags of a non-TCP/UDP frame or a later fragment; tcp_flags of UDP;

@@ -4,7 +4,7 @@
 //
 // established_peers: the peers of the connections that exist when the daemon
 // starts, so that standing does not forget them across a restart or a first
-// start during an attack (the feeders, sluice.bpf.c, see only connections
+// start during an attack (the feeders, bpf/feeders.bpf.h, see only connections
 // made after they are attached). What counts, as for the feeders: every
 // ESTABLISHED TCP socket (a completed handshake, either way), and every
 // connected UDP socket bound to a port of the ephemeral range (a client's; a

@@ -188,7 +188,7 @@ void ManagedInterface::refuse_reload(const Error &why)
 }
 
 namespace {
-// What the cookie path (sluice.bpf.c, sluice_cookie) does with a frame of
+// What the cookie path (bpf/cookie_path.bpf.h, sluice_cookie) does with a frame of
 // this explanation under cfg: the program's own order (the deny list, the
 // class's action, the allowlist while shedding, standing, the valve).
 ExplainView::CookieWay cookie_way(const sluice_config &cfg, const ExplainView &v)

@@ -15,7 +15,7 @@ from .procs import last_json, log, run
 from .rows import Rows, by_name, median
 
 FAMILIES = (("v4", "IPv4"), ("v6", "IPv6"))
-# The cut-point builds (bpf/sluice.bpf.c, SLUICE_BENCH_STOP_AFTER_*), in
+# The cut-point builds (bpf/bench.bpf.h, SLUICE_BENCH_STOP_AFTER_*), in
 # program order: each drops after one more stage.
 STAGES = {"parse": "parse",
           "hash": "config lookup, breaker/list checks, mask, SipHash-1-3 (serving: and the slot indices)",

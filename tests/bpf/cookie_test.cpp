@@ -1,4 +1,4 @@
-// SYN cookies on the real program (bpf/sluice.bpf.c's sluice_cookie, bpf/cookie.h):
+// SYN cookies on the real program (bpf/cookie_path.bpf.h's sluice_cookie, bpf/cookie.h):
 // while the breaker sheds (or always, cookie_mode ALWAYS) a TCP SYN from a
 // source without standing to a listener is answered with a SYN-ACK carrying
 // the kernel's cookie (XDP_TX), and the ACK that returns it proves the source

@@ -7,7 +7,7 @@ breaker's states and its ramp, the longest gap in enforcement.
 
 Durations come from the generator's own timing ("seconds" in its JSON line:
 from before its first frame to after its last); counts from sluice's counters
-and the sink. The XDP program reads the coarse clock (bpf/sluice.bpf.c): one
+and the sink. The XDP program reads the coarse clock (bpf/bench.bpf.h, SLUICE_CLOCK): one
 reading may lag a precise clock by a tick (4-16 ms seen on this VM), so an
 interval is off by at most rate x 16 ms of refill; at the rates used here that
 is under 1% of what is expected, inside the 5% tolerance of the assertions.

@@ -1,4 +1,4 @@
-// cgroup_links.h - the standing table's feeders (sluice.bpf.c: sock_ops,
+// cgroup_links.h - the standing table's feeders (bpf/feeders.bpf.h: sock_ops,
 // connect4/6, sendmsg4/6) attached with one bpf_link each to the root of the
 // cgroup v2 hierarchy, so that every socket of the host feeds the table,
 // whatever its cgroup or network namespace. Pinned beside the XDP attachment

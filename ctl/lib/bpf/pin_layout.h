@@ -31,7 +31,7 @@ struct MapFds {
 		listen_ports, capture, capture_events, capture_stats;
 };
 
-// The standing table's feeders (sluice.bpf.c), attached with one bpf_link
+// The standing table's feeders (bpf/feeders.bpf.h), attached with one bpf_link
 // each to the cgroup v2 root (cgroup_links.h).
 struct FeederFds {
 	UniqueFd sockops, connect4, connect6, sendmsg4, sendmsg6;

@@ -11,7 +11,7 @@
  *                       lookup. They do not mark the listener's SYN queue
  *                       overflow stamp, which the stack's own check of the
  *                       ACK (cookie_tcp_check) requires.
- *   -DCOOKIE_LISTENER   what sluice does (sluice.bpf.c, sluice_cookie):
+ *   -DCOOKIE_LISTENER   what sluice does (bpf/cookie_path.bpf.h, sluice_cookie):
  *                       bpf_skc_lookup_tcp for the listener, then
  *                       bpf_tcp_gen_syncookie / bpf_tcp_check_syncookie
  *                       on it (the generator marks the stamp).

@@ -1,0 +1,252 @@
+/* SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause) */
+/*
+ * cookie_path.bpf.h - SYN cookies from XDP: the listener port hint, the
+ * cookie path itself (sluice_cookie) and where a frame takes it. The SYN-ACK's
+ * bytes are cookie.h's (helper-free); this header calls the kernel's helpers.
+ */
+#ifndef SLUICE_COOKIE_PATH_BPF_H
+#define SLUICE_COOKIE_PATH_BPF_H
+
+/* Has TCP port `port` (host order) had a listener? */
+static __always_inline int port_listened(__u32 port)
+{
+	__u32 word = sluice_listen_port_word(port);
+	const __u64 *bits = bpf_map_lookup_elem(&listen_ports, &word);
+
+	return bits && (*bits & sluice_listen_port_bit(port));
+}
+
+/*
+ * SYN cookies (docs/architecture.md, "SYN cookies"): a TCP frame of a source
+ * without standing, while cookies are in force (cookie_mode; the caller
+ * checked the mode, the allowlist, the valve, and, unless check_standing asks
+ * for it here, standing). Returns an outcome, or SLUICE_OUTCOMES: not the
+ * cookie path's frame, on to the newcomer budget (or the buckets) as before.
+ *   SYN (no ACK, RST or FIN) to a listener (bpf_skc_lookup_tcp finds one in
+ *     this namespace): the cookie budget pays, the kernel makes the cookie
+ *     with the listener's own secret (bpf_tcp_gen_syncookie; it also marks
+ *     the listener, so the stack accepts the ACK), cookie.h builds the
+ *     SYN-ACK in place of the SYN -> cookie_sent (XDP_TX). Budget spent ->
+ *     drop_cookie_budget. No listener, or the kernel will not make a cookie
+ *     (net.ipv4.tcp_syncookies is not 2, the accept queue is full): on.
+ *   ACK (no SYN or RST) to a listener: bpf_tcp_check_syncookie -> valid:
+ *     the source is granted standing (cookie) and the ACK passed to the
+ *     stack, which checks the same cookie and makes the connection ->
+ *     cookie_proved; not valid -> drop_cookie. To a connection the host has
+ *     (or no socket): on.
+ *   TCP the reply cannot be built from (IPv4 options or a fragment, IPv6
+ *     extension headers, a cut TCP header) -> drop_cookie_unfit: never
+ *     passed unproved.
+ * A global function, verified and compiled once on its own: it finds the
+ * frame again from ctx (parse.h, no helper). It may move the frame's tail:
+ * the caller's packet pointers are stale after it.
+ */
+#define SLUICE_COOKIE_GO_ON SLUICE_OUTCOMES
+
+/* The SYN's TCP header length as kept in the scratch, in the bounds the
+ * verifier must see at each helper that reads it (20..60; checked before). */
+static __always_inline __u32 scratch_tcp_len(const struct cookie_scratch *s)
+{
+	__u32 len = s->tcp_len;
+
+	if (len < 20)
+		len = 20;
+	if (len > SLUICE_TCP_HDR_MAX)
+		len = SLUICE_TCP_HDR_MAX;
+	return len;
+}
+
+/* bpf_loop's walk of the SYN's options (cookie.h, one option a call): a
+ * plain loop of 40 with a branch per option kind is past the verifier's
+ * million instructions. Its state is in the scratch, not on the stack. */
+static long syn_option_step(__u32 i, void *unused)
+{
+	__u32 zero = 0;
+	struct cookie_scratch *s = bpf_map_lookup_elem(&cookie_scratch, &zero);
+
+	return s ? sluice_syn_option_at(s->th, s->tcp_len, &s->off, &s->opts) : 1;
+}
+
+__noinline __u32 sluice_cookie(struct xdp_md *ctx, __u64 hash, __u64 now, __u32 check_standing)
+{
+	const __u8 *data = (const __u8 *)(long)ctx->data;
+	const __u8 *end = (const __u8 *)(long)ctx->data_end;
+	__u32 zero = 0, ip_len, w = 0;
+	struct cookie_scratch *s = bpf_map_lookup_elem(&cookie_scratch, &zero);
+	const __u8 *l3 = data;
+	int unfit = 0;
+
+	if (!s)
+		return SLUICE_COOKIE_GO_ON; /* cannot happen: a one-element array */
+	s->hash = hash;
+	s->now = now;
+	s->frame_len = (__u32)(end - data);
+	int kind = sluice_parse_at(data, end, &s->src, &l3);
+	int is_v6 = kind == SLUICE_PARSE_IPV6;
+
+	if (kind != SLUICE_PARSE_IPV4 && !is_v6)
+		return SLUICE_COOKIE_GO_ON;
+	if (!is_v6) {
+		if (l3 + 20 > end || l3[9] != SLUICE_IPPROTO_TCP)
+			return SLUICE_COOKIE_GO_ON;
+		/* options (IHL > 5), or a fragment (MF, or an offset) */
+		unfit = l3[0] != 0x45 || (sluice_be16_at(l3 + 6) & 0x3fff);
+		ip_len = 20;
+	} else {
+		if (l3 + 40 > end)
+			return SLUICE_COOKIE_GO_ON;
+		if (l3[6] != SLUICE_IPPROTO_TCP) {
+			if (!sluice_ipv6_ext(l3[6]) || sluice_parse_l4(l3, end, 1, &s->l4))
+				return SLUICE_COOKIE_GO_ON;
+			/* TCP behind extension headers, or a fragment of it */
+			if (s->l4.kind != SLUICE_L4_TCP && s->l4.kind != SLUICE_L4_TCP_SYN &&
+			    !(s->l4.kind == SLUICE_L4_IP && s->l4.port == SLUICE_IPPROTO_TCP))
+				return SLUICE_COOKIE_GO_ON;
+			unfit = 1;
+		}
+		ip_len = 40;
+	}
+	if (check_standing && standing_of(hash, now, &w))
+		return SLUICE_COOKIE_GO_ON;
+	if (unfit)
+		return SLUICE_DROP_COOKIE_UNFIT;
+
+	const __u8 *th = l3 + ip_len;
+
+	if (th + 20 > end)
+		return SLUICE_DROP_COOKIE_UNFIT;
+	__u8 fl = th[13];
+	int syn = (fl & (SLUICE_TCP_FLAG_SYN | SLUICE_TCP_FLAG_ACK | SLUICE_TCP_FLAG_RST | SLUICE_TCP_FLAG_FIN)) ==
+		  SLUICE_TCP_FLAG_SYN;
+	int ack = (fl & (SLUICE_TCP_FLAG_SYN | SLUICE_TCP_FLAG_ACK | SLUICE_TCP_FLAG_RST)) == SLUICE_TCP_FLAG_ACK;
+
+	if (!syn && !ack)
+		return SLUICE_COOKIE_GO_ON;
+	__u32 tcp_len = (__u32)(th[12] >> 4) * 4;
+
+	if (tcp_len < 20 || (long)(th - data) + tcp_len > (long)(end - data))
+		return SLUICE_DROP_COOKIE_UNFIT;
+	/* No listener has been on the port: no socket to find (figure 1: the
+	 * lookup is most of the cost of a SYN flood's frame to a closed port).
+	 * After the unfit checks, which hold whatever the port. */
+	if (!port_listened(sluice_be16_at(th + 2)))
+		return SLUICE_COOKIE_GO_ON;
+
+	struct bpf_sock_tuple *t = &s->tuple;
+	__u32 tuple_len;
+
+	__builtin_memset(t, 0, sizeof(*t));
+	if (!is_v6) {
+		t->ipv4.saddr = SLUICE_LOAD(__u32, l3 + 12);
+		t->ipv4.daddr = SLUICE_LOAD(__u32, l3 + 16);
+		t->ipv4.sport = SLUICE_LOAD(__u16, th);
+		t->ipv4.dport = SLUICE_LOAD(__u16, th + 2);
+		tuple_len = sizeof(t->ipv4);
+	} else {
+		__builtin_memcpy(t->ipv6.saddr, l3 + 8, 16);
+		__builtin_memcpy(t->ipv6.daddr, l3 + 24, 16);
+		t->ipv6.sport = SLUICE_LOAD(__u16, th);
+		t->ipv6.dport = SLUICE_LOAD(__u16, th + 2);
+		tuple_len = sizeof(t->ipv6);
+	}
+	s->l3_off = (__u32)(l3 - data) & 0xff;
+	s->ip_len = ip_len;
+	s->is_v6 = is_v6;
+	s->ack = ack;
+	s->tcp_len = tcp_len & 0x3c;
+	struct bpf_sock *sk = bpf_skc_lookup_tcp(ctx, t, tuple_len, BPF_F_CURRENT_NETNS, 0);
+
+	if (!sk)
+		return SLUICE_COOKIE_GO_ON;
+	const struct sluice_config *cfg = bpf_map_lookup_elem(&config, &zero);
+
+	if (sk->state != BPF_TCP_LISTEN || !cfg) {
+		bpf_sk_release(sk);
+		return SLUICE_COOKIE_GO_ON;
+	}
+	if (bpf_xdp_load_bytes(ctx, s->l3_off, s->ip, s->is_v6 ? 40 : 20) ||
+	    bpf_xdp_load_bytes(ctx, s->l3_off + s->ip_len, s->th, scratch_tcp_len(s))) {
+		bpf_sk_release(sk);
+		return SLUICE_DROP_COOKIE_UNFIT; /* cannot happen: both were checked whole */
+	}
+	if (s->ack) {
+		long r = bpf_tcp_check_syncookie(sk, s->ip, (s->is_v6 ? 40 : 20), (struct tcphdr *)s->th, scratch_tcp_len(s));
+
+		bpf_sk_release(sk);
+		if (r)
+			return SLUICE_DROP_COOKIE;
+		grant_hash(s->hash, s->now, SLUICE_BY_COOKIE);
+		return SLUICE_COOKIE_PROVED;
+	}
+
+	/* A SYN: the budget's token is taken only once the kernel made the
+	 * cookie (one CPU's bucket, one frame at a time on it: the token seen
+	 * is still there to take). */
+	struct sluice_slot *b = bpf_map_lookup_elem(&cookie_budget, &zero);
+	__u64 paid = b ? sluice_take1(b->empty_at, s->now, cfg->cookie_cost_ns, cfg->cookie_burst * cfg->cookie_cost_ns)
+		       : 0;
+
+	if (!paid) {
+		bpf_sk_release(sk);
+		return SLUICE_DROP_COOKIE_BUDGET;
+	}
+	__s64 cookie = bpf_tcp_gen_syncookie(sk, s->ip, (s->is_v6 ? 40 : 20), (struct tcphdr *)s->th, scratch_tcp_len(s));
+
+	bpf_sk_release(sk);
+	if (cookie < 0)
+		return SLUICE_COOKIE_GO_ON;
+	b->empty_at = paid;
+
+	s->params.mss = s->is_v6 ? cfg->cookie_mss6 : cfg->cookie_mss4;
+	s->params.wscale = cfg->cookie_wscale;
+	s->params.flags = cfg->cookie_flags;
+	s->off = 20;
+	sluice_syn_options_clear(&s->opts);
+	bpf_loop(SLUICE_TCP_OPTIONS_MAX, syn_option_step, NULL, 0);
+	__u32 tsval = sluice_cookie_tsval((__u32)((s->now - SLUICE_TIME_BIAS) / 1000000), &s->opts, &s->params);
+	__u32 len = sluice_synack(s->ip, s->th, s->is_v6, (__u32)cookie, tsval, &s->opts, &s->params, s->reply);
+	int delta = (int)(s->l3_off + len) - (int)s->frame_len;
+
+	if (bpf_xdp_adjust_tail(ctx, delta))
+		return SLUICE_DROP_COOKIE_UNFIT; /* no room to grow the frame into */
+	__u8 *d = (__u8 *)(long)ctx->data;
+	__u8 *e = (__u8 *)(long)ctx->data_end;
+
+	if (d + 12 > e)
+		return SLUICE_DROP_COOKIE_UNFIT;
+	/* Ethernet: back where it came from (VLAN tags stay as they are) */
+	__u32 dst_hi = SLUICE_LOAD(__u32, d), src_hi = SLUICE_LOAD(__u32, d + 6);
+	__u16 dst_lo = SLUICE_LOAD(__u16, d + 4), src_lo = SLUICE_LOAD(__u16, d + 10);
+
+	*(__u32 *)d = src_hi;
+	*(__u16 *)(d + 4) = src_lo;
+	*(__u32 *)(d + 6) = dst_hi;
+	*(__u16 *)(d + 10) = dst_lo;
+	if (bpf_xdp_store_bytes(ctx, s->l3_off, s->reply, len & 0x7f))
+		return SLUICE_DROP_COOKIE_UNFIT;
+	return SLUICE_COOKIE_SENT;
+}
+
+/* Where a frame that may take the cookie path takes it. Without a policy,
+ * here: shed() calls sluice_cookie. Under one, sluice_judge_policy cannot
+ * call it (its frame and sluice_xdp's leave sluice_cookie too little of the
+ * 512-byte stack), so the first judgement stops there (defer: the frame
+ * counts nothing, SLUICE_COOKIE_DEFERRED | its class comes back), judge()
+ * runs the cookie path, and a frame it does not take is judged again with
+ * SLUICE_JUDGE_NO_COOKIE in its flags (skip). */
+#define SLUICE_COOKIE_HERE 0
+#define SLUICE_COOKIE_DEFER 1
+#define SLUICE_COOKIE_SKIP 2
+#define SLUICE_COOKIE_DEFERRED 0x400 /* sluice_judge_policy's: run the cookie path, class id in the low bits */
+#define SLUICE_JUDGE_NO_COOKIE (1u << 30) /* in flags, sluice_judge_policy's second call (no policy flag uses it) */
+
+/* A drop outcome of the cookie path goes to the drop samples like any drop. */
+static __always_inline __u32 cookie_outcome(struct xdp_md *ctx, __u32 outcome, const struct sluice_source *src,
+					    int is_v6)
+{
+	if (outcome == SLUICE_COOKIE_SENT || outcome == SLUICE_COOKIE_PROVED)
+		return outcome;
+	return sampled_drop(ctx, src, is_v6, outcome);
+}
+
+#endif /* SLUICE_COOKIE_PATH_BPF_H */
