@@ -223,7 +223,9 @@ Result<std::unique_ptr<ManagedInterface>> ManagedInterface::start(const DaemonOp
 	m->apply_cookies(monotonic_seconds(), m->breaker_.state());
 	m->mark_listeners();
 	m->policy_.emplace(opts.policy);
-	m->valve_.emplace(ValveConfig{opts.policy.trip_pps, opts.policy.clear_pps, opts.policy.trip_periods});
+	m->valve_.emplace(ValveConfig{.capacity_pps = opts.policy.trip_pps,
+				      .clear_pps = opts.policy.clear_pps,
+				      .trip_periods = opts.policy.trip_periods});
 	m->auditor_.emplace(opts.audit_per_period);
 	if (m->dp_->settings().sample_every) {
 		auto sampler = DropSampler::open(m->dp_->drop_samples_fd(), m->dp_->settings(), opts.top_capacity,

@@ -265,6 +265,35 @@ TEST(Limits, DaemonTunables)
 	expect_invalid(check_interval_s(inf), "must be seconds (0 < SEC <= 86400), got inf");
 }
 
+TEST(Limits, Revocation)
+{
+	expect_ok(check_revoke_factor(1.01), "factor just over 1");
+	expect_ok(check_revoke_factor(1e6), "factor large");
+	expect_invalid(check_revoke_factor(1), "must be more than 1 (and finite), got 1");
+	expect_invalid(check_revoke_factor(-4), "must be more than 1 (and finite), got -4");
+	expect_invalid(check_revoke_factor(inf), "must be more than 1 (and finite), got inf");
+	expect_invalid(check_revoke_factor(nan), "must be more than 1 (and finite), got nan");
+
+	expect_ok(check_revoke_periods(1), "periods min");
+	expect_ok(check_revoke_periods(64), "periods max");
+	expect_invalid(check_revoke_periods(0), "must be 1..64, got 0");
+	expect_invalid(check_revoke_periods(int64_t{-1}), "must be 1..64, got -1");
+	expect_invalid(check_revoke_periods(65), "must be 1..64, got 65");
+
+	expect_ok(check_revoke_penalty_s(1), "penalty a second");
+	expect_ok(check_revoke_penalty_s(604800), "penalty a week");
+	expect_invalid(check_revoke_penalty_s(0.5), "must be between 1 and 604800 seconds, got 0.5");
+	expect_invalid(check_revoke_penalty_s(604801), "must be between 1 and 604800 seconds, got 604801");
+	expect_invalid(check_revoke_penalty_s(nan), "must be between 1 and 604800 seconds, got nan");
+
+	expect_ok(check_revoke_penalty_max_s(60, 60), "max = penalty");
+	expect_ok(check_revoke_penalty_max_s(604800, 60), "max a week");
+	expect_invalid(check_revoke_penalty_max_s(59, 60),
+		       "must be between --revoke-penalty (60) and 604800 seconds, got 59");
+	expect_invalid(check_revoke_penalty_max_s(inf, 60),
+		       "must be between --revoke-penalty (60) and 604800 seconds, got inf");
+}
+
 TEST(Limits, InterfaceNames)
 {
 	for (const char *good : {"eth0", "lo", "veth-host", "eth0.100", "a", "abcdefghijklmno", "br_0", "x..y"})

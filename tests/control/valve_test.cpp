@@ -10,7 +10,11 @@ namespace sluice {
 namespace {
 
 struct Driver {
-	explicit Driver(BreakerState initial) : valve({1000, 500, 3}), state(initial) {}
+	// Capacity 1000 pps: the valve closes over 2000 (kValveFactor x it).
+	explicit Driver(BreakerState initial)
+		: valve({.capacity_pps = 1000, .clear_pps = 500, .trip_periods = 3}), state(initial)
+	{
+	}
 
 	Valve valve;
 	BreakerState state;
@@ -35,7 +39,7 @@ struct Driver {
 	}
 };
 
-TEST(Valve, ClosesAfterTripPeriodsOfStandingOverTripPpsWhileShedding)
+TEST(Valve, ClosesAfterTripPeriodsOfStandingOverTwiceTheCapacityWhileShedding)
 {
 	Driver d(BreakerState::shedding);
 	d.period_at(0, 0); // the first sample: no rate yet
@@ -45,7 +49,36 @@ TEST(Valve, ClosesAfterTripPeriodsOfStandingOverTripPpsWhileShedding)
 	ASSERT_TRUE(dec.close);
 	EXPECT_TRUE(*dec.close);
 	EXPECT_DOUBLE_EQ(dec.standing_pps, 5000);
-	EXPECT_EQ(dec.reason, "standing 5000 pps > trip-pps 1000 for 3 periods");
+	EXPECT_EQ(dec.reason, "standing 5000 pps > 2 x capacity 1000 pps for 3 periods");
+	EXPECT_EQ(d.closes, 1);
+}
+
+// The fair share holds the standing sum to the capacity: a set of sources
+// under their shares, overshooting it by half, is no failure of the share.
+TEST(Valve, AStandingRateAtOneAndAHalfTimesTheCapacityNeverClosesIt)
+{
+	static_assert(kValveFactor == 2);
+	Driver d(BreakerState::shedding);
+	d.period_at(0, 0);
+	for (int i = 0; i < 50; i++)
+		EXPECT_FALSE(d.period_at(1500, 0).close) << "period " << i;
+	d.period_at(2000, 0); // at 2 x capacity is not over it
+	d.period_at(2000, 0);
+	d.period_at(2000, 0);
+	EXPECT_EQ(d.closes, 0);
+	EXPECT_FALSE(d.closed);
+}
+
+TEST(Valve, AStandingRateAtTwoAndAHalfTimesTheCapacityClosesItAfterTripPeriods)
+{
+	Driver d(BreakerState::shedding);
+	d.period_at(0, 0);
+	EXPECT_FALSE(d.period_at(2500, 0).close);
+	EXPECT_FALSE(d.period_at(2500, 0).close);
+	auto dec = d.period_at(2500, 0);
+	ASSERT_TRUE(dec.close);
+	EXPECT_TRUE(*dec.close);
+	EXPECT_EQ(dec.reason, "standing 2500 pps > 2 x capacity 1000 pps for 3 periods");
 	EXPECT_EQ(d.closes, 1);
 }
 
@@ -55,7 +88,7 @@ TEST(Valve, AStreakBrokenByOnePeriodStartsAgain)
 	d.period_at(0, 0);
 	d.period_at(5000, 0);
 	d.period_at(5000, 0);
-	d.period_at(1000, 0); // at trip-pps is not over it
+	d.period_at(2000, 0); // at 2 x capacity is not over it
 	d.period_at(5000, 0);
 	d.period_at(5000, 0);
 	EXPECT_EQ(d.closes, 0);

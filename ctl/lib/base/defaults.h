@@ -56,6 +56,24 @@ inline constexpr uint64_t kCookiePps = 1000000;
 // The cookie sysctls stay armed this long after shedding ends: an ACK of a
 // cookie sent just before is still decoded as it was made.
 inline constexpr double kCookieGraceS = 10;
+// Standing buys a fair share (logic/standing_share): a standing source that
+// offers more than kRevokeOverFactor x its share for kRevokeOverPeriods
+// periods in a row loses its standing for kRevokePenaltyS, doubled at each
+// repeat up to kRevokePenaltyMaxS.
+// 4: far above what a TCP flow overshoots a share by (it halves on loss, so
+// it peaks within about 2x its share, briefly); a flood that does not back
+// off on loss sits at its own rate, as far over as it likes.
+inline constexpr double kRevokeOverFactor = 4.0;
+// 3: one burst (a TCP slow start, a queue emptied at once) is one period
+// over, not three; a flood is over in every one.
+inline constexpr uint32_t kRevokeOverPeriods = 3;
+// A minute: long enough that a flood's source gains nothing from earning
+// standing again at once (a handshake a minute), short enough that a
+// legitimate source caught out (a bulk transfer behind a NAT) is back soon.
+inline constexpr double kRevokePenaltyS = 60;
+// An hour at most (the standing lapse's default): a source that keeps earning
+// standing and losing it is shut out for longer each time, never for good.
+inline constexpr double kRevokePenaltyMaxS = 3600;
 // Observed standing: off unless asked (docs/security.md says why).
 inline constexpr uint32_t kObservePeriods = 0;
 

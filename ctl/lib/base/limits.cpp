@@ -290,6 +290,31 @@ Status check_trip_periods(Given periods)
 	return count_within(periods, 1, kTripPeriodsMax);
 }
 
+Status check_revoke_factor(double factor)
+{
+	if (factor > 1 && std::isfinite(factor))
+		return {};
+	return invalid("must be more than 1 (and finite), got " + text_of(factor));
+}
+
+Status check_revoke_periods(Given periods)
+{
+	return count_within(periods, 1, kRevokePeriodsMax);
+}
+
+Status check_revoke_penalty_s(double seconds)
+{
+	return seconds_within(seconds, kRevokeSecondsMin, kRevokeSecondsMax);
+}
+
+Status check_revoke_penalty_max_s(double seconds, double penalty_s)
+{
+	if (seconds >= penalty_s && seconds <= kRevokeSecondsMax)
+		return {};
+	return invalid("must be between --revoke-penalty (" + text_of(penalty_s) + ") and " + text_of(kRevokeSecondsMax) +
+		       " seconds, got " + text_of(seconds));
+}
+
 Status check_hold_s(double seconds)
 {
 	if (seconds >= 0 && seconds <= kHoldMaxS)

@@ -137,6 +137,16 @@ Status check_top_window_s(double seconds);       // kTopWindowMinS..kTopWindowMa
 Status check_top_count(Given n);                 // 1..kTopCountMax
 Status check_interval_s(double seconds);         // (0, kIntervalMaxS]
 
+// Revoking the standing of unresponsive sources (logic/standing_share):
+// --revoke-factor, --revoke-periods, --revoke-penalty, --revoke-penalty-max.
+inline constexpr uint64_t kRevokePeriodsMax = 64;
+inline constexpr double kRevokeSecondsMin = 1, kRevokeSecondsMax = 7 * 86400; // either penalty
+Status check_revoke_factor(double factor);       // more than 1, finite
+Status check_revoke_periods(Given periods);      // 1..kRevokePeriodsMax
+Status check_revoke_penalty_s(double seconds);   // kRevokeSecondsMin..kRevokeSecondsMax
+// penalty_s (the first penalty, itself valid)..kRevokeSecondsMax
+Status check_revoke_penalty_max_s(double seconds, double penalty_s);
+
 // Upstream mitigation (docs/upstream.md). A source prefix announced upstream
 // is never shorter than --upstream-min-prefix4/6, and those never go below
 // /8 and /16: a bound that allowed /0 would let one typo drop the Internet.

@@ -29,11 +29,11 @@ ValveDecision Valve::step(const ValveSample &s)
 
 	auto fmt = [](double v) { return std::to_string(static_cast<uint64_t>(v)); };
 	if (!s.closed) {
-		streak_ = d.standing_pps > double(cfg_.trip_pps) ? streak_ + 1 : 0;
+		streak_ = d.standing_pps > kValveFactor * double(cfg_.capacity_pps) ? streak_ + 1 : 0;
 		if (streak_ >= cfg_.trip_periods) {
 			d.close = true;
-			d.reason = "standing " + fmt(d.standing_pps) + " pps > trip-pps " + std::to_string(cfg_.trip_pps) +
-				   " for " + std::to_string(streak_) + " periods";
+			d.reason = "standing " + fmt(d.standing_pps) + " pps > " + fmt(kValveFactor) + " x capacity " +
+				   std::to_string(cfg_.capacity_pps) + " pps for " + std::to_string(streak_) + " periods";
 		}
 	} else {
 		streak_ = d.dropped_pps < double(cfg_.clear_pps) ? streak_ + 1 : 0;

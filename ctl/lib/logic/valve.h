@@ -4,13 +4,17 @@
 // decides (config.valve_closed, valve_since_ns).
 //
 // While shedding, sources with standing are served by their buckets
-// (outcome standing). If they alone carry more than trip_pps, standing
-// itself is the flood (forged or hijacked standing, or a peer gone wild),
-// and the valve closes: shedding becomes allowlist-only, and the sources with
+// (outcome standing), each refilling at the fair share's level
+// (logic/standing_share), which holds their sum to the capacity. The valve
+// is the last resort for when the share fails: if standing alone carries
+// more than kValveFactor x the capacity (more standing sources than
+// capacity / floor, forged or hijacked standing, ...), no set of sources
+// under their share got it there, standing itself is the flood, and the
+// valve closes: shedding becomes allowlist-only, and the sources with
 // standing are dropped as drop_valve, which is what they still offer.
 //
-//   open, shedding    standing rate > trip_pps for trip_periods consecutive
-//                     periods: close
+//   open, shedding    standing rate > kValveFactor x capacity_pps for
+//                     trip_periods consecutive periods: close
 //   closed, shedding  drop_valve rate < clear_pps for trip_periods
 //                     consecutive periods: open
 //   closed, not shedding (the breaker left shedding): open at once
@@ -26,8 +30,12 @@
 
 namespace sluice {
 
+// The fair share holds the standing rate to the capacity; twice that is no
+// overshoot of a share (a period's rounding, a burst) but its failure.
+inline constexpr double kValveFactor = 2;
+
 struct ValveConfig {
-	uint64_t trip_pps = 0;     // standing pps that closes it (the breaker's trip_pps)
+	uint64_t capacity_pps = 0; // what the fair share divides (the breaker's trip_pps); x kValveFactor closes it
 	uint64_t clear_pps = 0;    // drop_valve pps under which it opens (the breaker's clear_pps)
 	uint32_t trip_periods = 1; // consecutive periods a condition must hold
 };
