@@ -75,12 +75,21 @@ static __always_inline __u64 standing_hash(struct budget *bg, const struct sluic
 	return bg->standing_hash;
 }
 
-/* Admit from the standing bucket of way w (never ramped). */
-static __always_inline int standing_admit(const struct budget *bg, struct sluice_standing_set *set, __u32 w,
-					  __u64 now)
+/* Admit from the standing bucket of way w (never ramped), at its own rate or
+ * the fair share, whichever is lower; its burst the time its own rate's
+ * burst lasts (at a share of a tenth of the rate, a tenth of the tokens).
+ * Every frame that gets here is counted in seen[w], admitted or not: the
+ * daemon's measure of what the source asks (docs/architecture.md, "Standing
+ * buys a share"). */
+static __always_inline int standing_admit(const struct sluice_config *cfg, const struct budget *bg,
+					  struct sluice_standing_set *set, __u32 w, __u64 now)
 {
-	return sluice_admit1(&set->empty_at[w & (SLUICE_STANDING_WAYS - 1)], now, bg->standing_cost_ns,
-			     bg->standing_burst * bg->standing_cost_ns);
+	__u64 share = cfg->standing_share_cost_ns;
+	__u64 cost = bg->standing_cost_ns > share ? bg->standing_cost_ns : share;
+
+	w &= SLUICE_STANDING_WAYS - 1;
+	__sync_fetch_and_add(&set->seen[w], 1);
+	return sluice_admit1(&set->empty_at[w], now, cost, bg->standing_burst * bg->standing_cost_ns);
 }
 
 /* Shedding, past the allowlist: see "The way of a frame" above. */
@@ -94,7 +103,9 @@ static __always_inline __u32 shed(const struct sluice_config *cfg, struct budget
 	if (!set) {
 		if (cfg->valve_closed)
 			return sampled_drop(bg->ctx, src, is_v6, SLUICE_DROP_SHED);
-		if (cfg->cookie_mode != SLUICE_COOKIES_OFF && !settings.dry_run && bg->cookie_way != SLUICE_COOKIE_SKIP) {
+		/* The cookie path, or with cookies off only its SYN-ACK check
+		 * (sluice_cookie decides which). */
+		if (bg->cookie_way != SLUICE_COOKIE_SKIP) {
 			if (bg->cookie_way == SLUICE_COOKIE_DEFER)
 				return SLUICE_COOKIE_DEFERRED;
 			__u32 r = sluice_cookie(bg->ctx, bg->standing_hash, now, 0);
@@ -123,7 +134,10 @@ static __always_inline __u32 shed(const struct sluice_config *cfg, struct budget
 	}
 	if (cfg->valve_closed)
 		return sampled_drop(bg->ctx, src, is_v6, SLUICE_DROP_VALVE);
-	if (pair_admit(bg->hash, now, bg->cost_ns, bg->burst) || standing_admit(bg, set, w, now))
+	/* While shedding a source with standing has its standing bucket alone,
+	 * not its slot pair too: the daemon's share bounds the standing
+	 * sources together only if nothing else admits them. */
+	if (standing_admit(cfg, bg, set, w, now))
 		return SLUICE_STANDING;
 	return sampled_drop(bg->ctx, masked, is_v6, SLUICE_DROP_RATE);
 }
@@ -191,7 +205,7 @@ static __always_inline __u32 limit(const struct sluice_config *cfg, struct budge
 			if (bg->observe)
 				*bg->observe = 1;
 			else
-				sluice_observe(standing_hash(bg, src, is_v6), *now);
+				sluice_observe(standing_hash(bg, src, is_v6), *now, src->w[0], src->w[1], is_v6);
 		}
 		return SLUICE_PASSED;
 	}
@@ -199,7 +213,7 @@ static __always_inline __u32 limit(const struct sluice_config *cfg, struct budge
 	if (!looked)
 		set = standing_of(standing_hash(bg, src, is_v6), *now, &w);
 	SLUICE_BENCH_CUT_POINT(STANDING, SLUICE_BENCH_STOPPED, set);
-	if (set && standing_admit(bg, set, w, *now))
+	if (set && standing_admit(cfg, bg, set, w, *now))
 		return SLUICE_STANDING;
 	return sampled_drop(bg->ctx, masked, is_v6, SLUICE_DROP_RATE);
 }

@@ -73,11 +73,16 @@ __noinline __u32 sluice_cookie(struct xdp_md *ctx, __u64 hash, __u64 now, __u32 
 	const __u8 *end = (const __u8 *)(long)ctx->data_end;
 	__u32 zero = 0, ip_len, w = 0;
 	struct cookie_scratch *s = bpf_map_lookup_elem(&cookie_scratch, &zero);
+	const struct sluice_config *mode_cfg = bpf_map_lookup_elem(&config, &zero);
 	const __u8 *l3 = data;
 	int unfit = 0;
 
-	if (!s)
-		return SLUICE_COOKIE_GO_ON; /* cannot happen: a one-element array */
+	if (!s || !mode_cfg)
+		return SLUICE_COOKIE_GO_ON; /* cannot happen: one-element arrays */
+	/* Cookies off (or a dry run, which never sends one): only the SYN-ACK
+	 * of a connection the host opens is this path's; every other frame goes
+	 * on as if the path were not here. */
+	int replies_only = mode_cfg->cookie_mode == SLUICE_COOKIES_OFF || settings.dry_run;
 	s->hash = hash;
 	s->now = now;
 	s->frame_len = (__u32)(end - data);
@@ -109,27 +114,30 @@ __noinline __u32 sluice_cookie(struct xdp_md *ctx, __u64 hash, __u64 now, __u32 
 	if (check_standing && standing_of(hash, now, &w))
 		return SLUICE_COOKIE_GO_ON;
 	if (unfit)
-		return SLUICE_DROP_COOKIE_UNFIT;
+		return replies_only ? SLUICE_COOKIE_GO_ON : SLUICE_DROP_COOKIE_UNFIT;
 
 	const __u8 *th = l3 + ip_len;
 
 	if (th + 20 > end)
-		return SLUICE_DROP_COOKIE_UNFIT;
+		return replies_only ? SLUICE_COOKIE_GO_ON : SLUICE_DROP_COOKIE_UNFIT;
 	__u8 fl = th[13];
-	int syn = (fl & (SLUICE_TCP_FLAG_SYN | SLUICE_TCP_FLAG_ACK | SLUICE_TCP_FLAG_RST | SLUICE_TCP_FLAG_FIN)) ==
-		  SLUICE_TCP_FLAG_SYN;
+	__u8 flags4 = fl & (SLUICE_TCP_FLAG_SYN | SLUICE_TCP_FLAG_ACK | SLUICE_TCP_FLAG_RST | SLUICE_TCP_FLAG_FIN);
+	int syn = flags4 == SLUICE_TCP_FLAG_SYN;
 	int ack = (fl & (SLUICE_TCP_FLAG_SYN | SLUICE_TCP_FLAG_ACK | SLUICE_TCP_FLAG_RST)) == SLUICE_TCP_FLAG_ACK;
+	/* A SYN-ACK: the reply to a SYN a local socket sent, or a forgery. */
+	int synack = flags4 == (SLUICE_TCP_FLAG_SYN | SLUICE_TCP_FLAG_ACK);
 
-	if (!syn && !ack)
+	if (synack ? 0 : (replies_only || (!syn && !ack)))
 		return SLUICE_COOKIE_GO_ON;
 	__u32 tcp_len = (__u32)(th[12] >> 4) * 4;
 
 	if (tcp_len < 20 || (long)(th - data) + tcp_len > (long)(end - data))
-		return SLUICE_DROP_COOKIE_UNFIT;
+		return replies_only || synack ? SLUICE_COOKIE_GO_ON : SLUICE_DROP_COOKIE_UNFIT;
 	/* No listener has been on the port: no socket to find (figure 1: the
 	 * lookup is most of the cost of a SYN flood's frame to a closed port).
-	 * After the unfit checks, which hold whatever the port. */
-	if (!port_listened(sluice_be16_at(th + 2)))
+	 * After the unfit checks, which hold whatever the port. A SYN-ACK
+	 * comes to the ephemeral port of a connect(): looked up whatever. */
+	if (!synack && !port_listened(sluice_be16_at(th + 2)))
 		return SLUICE_COOKIE_GO_ON;
 
 	struct bpf_sock_tuple *t = &s->tuple;
@@ -158,6 +166,14 @@ __noinline __u32 sluice_cookie(struct xdp_md *ctx, __u64 hash, __u64 now, __u32 
 
 	if (!sk)
 		return SLUICE_COOKIE_GO_ON;
+	if (synack) {
+		/* The connection the host is opening: admitted because a local
+		 * socket sent the SYN it answers (connect() grants nothing). */
+		int ours = sk->state == BPF_TCP_SYN_SENT;
+
+		bpf_sk_release(sk);
+		return ours ? SLUICE_REPLY : SLUICE_COOKIE_GO_ON;
+	}
 	const struct sluice_config *cfg = bpf_map_lookup_elem(&config, &zero);
 
 	if (sk->state != BPF_TCP_LISTEN || !cfg) {
@@ -175,7 +191,10 @@ __noinline __u32 sluice_cookie(struct xdp_md *ctx, __u64 hash, __u64 now, __u32 
 		bpf_sk_release(sk);
 		if (r)
 			return SLUICE_DROP_COOKIE;
-		grant_hash(s->hash, s->now, SLUICE_BY_COOKIE);
+		/* the record's source made in the scratch: no stack is left here */
+		sluice_mask_source(&s->src, s->is_v6, &settings);
+		sluice_standing_source(s->src.w[0], s->src.w[1], s->is_v6, s->kept);
+		sluice_grant(s->hash, s->now, s->kept[0], s->kept[1], SLUICE_BY_COOKIE);
 		return SLUICE_COOKIE_PROVED;
 	}
 
@@ -244,7 +263,7 @@ __noinline __u32 sluice_cookie(struct xdp_md *ctx, __u64 hash, __u64 now, __u32 
 static __always_inline __u32 cookie_outcome(struct xdp_md *ctx, __u32 outcome, const struct sluice_source *src,
 					    int is_v6)
 {
-	if (outcome == SLUICE_COOKIE_SENT || outcome == SLUICE_COOKIE_PROVED)
+	if (outcome == SLUICE_COOKIE_SENT || outcome == SLUICE_COOKIE_PROVED || outcome == SLUICE_REPLY)
 		return outcome;
 	return sampled_drop(ctx, src, is_v6, outcome);
 }

@@ -1,34 +1,63 @@
 /* SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause) */
 /*
  * feeders.bpf.h - the standing table's feeders: what the sock_ops and cgroup
- * sock_addr programs that sluice.bpf.c lists do (see "Standing" in
- * docs/architecture.md).
+ * sock_addr programs that sluice.bpf.c lists do (see "Standing" and
+ * docs/security.md's trust model). A grant is made only for what was
+ * proved: a TCP handshake that completed (either way), or a UDP client
+ * socket's peer within its user's grant budget; never an address that
+ * cannot be a remote peer (loopback, unspecified, multicast, broadcast, the
+ * connection's own local address).
  */
 #ifndef SLUICE_FEEDERS_BPF_H
 #define SLUICE_FEEDERS_BPF_H
 
-/* Grant the peer `src` standing for `reason`, stamped now. */
-static __always_inline void grant(struct sluice_source *src, int is_v6, __u32 reason)
+/* Grant the peer `src` standing for `reason`, stamped now (sluice_grant:
+ * never while its penalty runs, never over a stronger proof). */
+static __always_inline void grant(const struct sluice_source *src, int is_v6, __u32 reason)
 {
-	grant_hash(source_hash(src, is_v6), SLUICE_CLOCK() + SLUICE_TIME_BIAS, reason);
+	struct sluice_source masked = *src;
+	struct sluice_addr16 own;
+	__u64 kept[2];
+
+	/* one of the host's own addresses: frames from it on the wire are forged */
+	sluice_standing_source(src->w[0], src->w[1], is_v6, own.w);
+	if (bpf_map_lookup_elem(&own_addrs, &own))
+		return;
+	kept_source(src, is_v6, kept);
+	sluice_grant(source_hash(&masked, is_v6), SLUICE_CLOCK() + SLUICE_TIME_BIAS, kept[0], kept[1], reason);
+}
+
+/* Can an IPv4 address (network order) be a remote peer? Not 0/8
+ * (unspecified, "this network"), 127/8 (loopback), 224/4 (multicast) or
+ * 240/4 (reserved, with the broadcast address). */
+static __always_inline int v4_peer(__u32 addr)
+{
+	__u32 first = bpf_ntohl(addr) >> 24;
+
+	return first != 0 && first != 127 && first < 224;
 }
 
 static __always_inline void grant_v4(__u32 addr, __u32 reason)
 {
 	struct sluice_source src = { .w = { addr, 0 } };
 
-	grant(&src, 0, reason);
+	if (v4_peer(addr))
+		grant(&src, 0, reason);
 }
 
 /* An IPv6 peer as four network-order words; a v4-mapped one (::ffff:a.b.c.d,
  * a dual-stack socket's IPv4 peer) is granted as the IPv4 address its frames
- * carry. */
+ * carry. Never :: or ::1, nor multicast (ff00::/8). */
 static __always_inline void grant_v6(__u32 a0, __u32 a1, __u32 a2, __u32 a3, __u32 reason)
 {
 	if (a0 == 0 && a1 == 0 && a2 == bpf_htonl(0x0000ffff)) {
 		grant_v4(a3, reason);
 		return;
 	}
+	if ((a0 | a1 | a2) == 0 && (a3 == 0 || a3 == bpf_htonl(1)))
+		return;
+	if ((bpf_ntohl(a0) >> 24) == 0xff)
+		return;
 	__u32 a[4] = { a0, a1, a2, a3 };
 	struct sluice_source src;
 
@@ -60,10 +89,17 @@ static __always_inline int feed_sockops(struct bpf_sock_ops *skops)
 		return 1;
 	__u32 reason = skops->op == BPF_SOCK_OPS_PASSIVE_ESTABLISHED_CB ? SLUICE_BY_ACCEPTED : SLUICE_BY_CONNECTED;
 
-	if (skops->family == 2 /* AF_INET */)
-		grant_v4(skops->remote_ip4, reason);
-	else if (skops->family == 10 /* AF_INET6 */)
-		grant_v6(skops->remote_ip6[0], skops->remote_ip6[1], skops->remote_ip6[2], skops->remote_ip6[3], reason);
+	/* A connection to one of the host's own addresses has that address at
+	 * both ends: frames from it on the wire are forged, never granted. */
+	if (skops->family == 2 /* AF_INET */) {
+		if (skops->remote_ip4 != skops->local_ip4)
+			grant_v4(skops->remote_ip4, reason);
+	} else if (skops->family == 10 /* AF_INET6 */) {
+		if ((skops->remote_ip6[0] ^ skops->local_ip6[0]) | (skops->remote_ip6[1] ^ skops->local_ip6[1]) |
+		    (skops->remote_ip6[2] ^ skops->local_ip6[2]) | (skops->remote_ip6[3] ^ skops->local_ip6[3]))
+			grant_v6(skops->remote_ip6[0], skops->remote_ip6[1], skops->remote_ip6[2],
+				 skops->remote_ip6[3], reason);
+	}
 	return 1;
 }
 
@@ -83,31 +119,43 @@ static __always_inline int udp_client_socket(struct bpf_sock_addr *ctx, int unbo
 	return port >= settings.ephemeral_lo && port <= settings.ephemeral_hi;
 }
 
-/* connect(): TCP, the host chose the peer (granted before the handshake, so
- * that the peer's SYN-ACK is not shed); UDP, a client socket's peer. The
- * reason granted, 0 for none. */
-static __always_inline __u32 connect_grants(struct bpf_sock_addr *ctx)
+/* The UDP feeders' grant budget: a token of the calling user's bucket
+ * (grant_quota, by uid), so one local user grants at most grant_burst
+ * entries at once and 1e9 / grant_cost_ns a second; 0 cost: no UDP grants. */
+static __always_inline int udp_grant_budget(void)
 {
-	if (ctx->type == 1 /* SOCK_STREAM */)
-		return SLUICE_BY_CONNECTED;
-	return ctx->type == 2 /* SOCK_DGRAM */ && udp_client_socket(ctx, 1) ? SLUICE_BY_UDP : 0;
+	__u32 zero = 0;
+	const struct sluice_config *cfg = bpf_map_lookup_elem(&config, &zero);
+
+	if (!cfg || !cfg->grant_cost_ns)
+		return 0;
+	__u32 idx = (__u32)bpf_get_current_uid_gid() & (SLUICE_GRANT_QUOTA_SLOTS - 1);
+	struct sluice_slot *b = bpf_map_lookup_elem(&grant_quota, &idx);
+
+	return b && sluice_admit1(&b->empty_at, SLUICE_CLOCK() + SLUICE_TIME_BIAS, cfg->grant_cost_ns,
+				  cfg->grant_burst * cfg->grant_cost_ns);
+}
+
+/* connect(): a UDP client socket's peer, within its user's budget. A TCP
+ * connect() grants nothing: its peer earns standing when the handshake
+ * completes (sockops, active), and the SYN-ACK before that is admitted
+ * because a local socket sent the SYN it answers (cookie_path.bpf.h). */
+static __always_inline int udp_connect_grants(struct bpf_sock_addr *ctx)
+{
+	return ctx->type == 2 /* SOCK_DGRAM */ && udp_client_socket(ctx, 1) && udp_grant_budget();
 }
 
 static __always_inline int feed_connect4(struct bpf_sock_addr *ctx)
 {
-	__u32 reason = connect_grants(ctx);
-
-	if (reason)
-		grant_v4(ctx->user_ip4, reason);
+	if (v4_peer(ctx->user_ip4) && udp_connect_grants(ctx))
+		grant_v4(ctx->user_ip4, SLUICE_BY_UDP);
 	return 1; /* never blocks */
 }
 
 static __always_inline int feed_connect6(struct bpf_sock_addr *ctx)
 {
-	__u32 reason = connect_grants(ctx);
-
-	if (reason)
-		grant_v6(ctx->user_ip6[0], ctx->user_ip6[1], ctx->user_ip6[2], ctx->user_ip6[3], reason);
+	if (udp_connect_grants(ctx))
+		grant_v6(ctx->user_ip6[0], ctx->user_ip6[1], ctx->user_ip6[2], ctx->user_ip6[3], SLUICE_BY_UDP);
 	return 1;
 }
 
@@ -116,14 +164,14 @@ static __always_inline int feed_connect6(struct bpf_sock_addr *ctx)
  * autobinds before this hook runs). */
 static __always_inline int feed_sendmsg4(struct bpf_sock_addr *ctx)
 {
-	if (udp_client_socket(ctx, 0))
+	if (v4_peer(ctx->user_ip4) && udp_client_socket(ctx, 0) && udp_grant_budget())
 		grant_v4(ctx->user_ip4, SLUICE_BY_UDP);
 	return 1;
 }
 
 static __always_inline int feed_sendmsg6(struct bpf_sock_addr *ctx)
 {
-	if (udp_client_socket(ctx, 0))
+	if (udp_client_socket(ctx, 0) && udp_grant_budget())
 		grant_v6(ctx->user_ip6[0], ctx->user_ip6[1], ctx->user_ip6[2], ctx->user_ip6[3], SLUICE_BY_UDP);
 	return 1;
 }

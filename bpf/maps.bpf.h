@@ -97,6 +97,34 @@ struct {
 	__type(value, struct sluice_standing_set);
 } standing SEC(".maps");
 
+/* Revoked standing (sluice_abi.h, struct sluice_penalty_set): written by
+ * the daemon, read by a grant; max_entries is replaced at load (the standing
+ * sets / SLUICE_PENALTY_SETS_DIVISOR). */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, SLUICE_STANDING_SETS_DEFAULT / SLUICE_PENALTY_SETS_DIVISOR);
+	__type(key, __u32);
+	__type(value, struct sluice_penalty_set);
+} standing_penalty SEC(".maps");
+
+/* The UDP feeders' grant budget, one bucket per local user (uid &
+ * (SLUICE_GRANT_QUOTA_SLOTS - 1)), shared by the CPUs (compare-and-swap). */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, SLUICE_GRANT_QUOTA_SLOTS);
+	__type(key, __u32);
+	__type(value, struct sluice_slot);
+} grant_quota SEC(".maps");
+
+/* The host's own addresses (sluice_abi.h, SLUICE_OWN_ADDRS_MAX): a feeder
+ * grants none of them. */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, SLUICE_OWN_ADDRS_MAX);
+	__type(key, struct sluice_addr16);
+	__type(value, __u8);
+} own_addrs SEC(".maps");
+
 /* The newcomer budget while shedding: one bucket per CPU (no atomics; cost
  * and burst in config are per CPU). */
 struct {
@@ -143,6 +171,7 @@ struct cookie_scratch {
 	__u64 hash, now;
 	__u32 l3_off, ip_len, is_v6, ack;
 	__u32 frame_len; /* the SYN's */
+	__u64 kept[2];   /* a proved source as its standing record keeps it */
 };
 
 struct {
@@ -202,7 +231,8 @@ static __always_inline void count_class(__u32 class_id, __u32 outcome, __u64 byt
 static __always_inline int passes(__u32 outcome)
 {
 	return outcome == SLUICE_PASSED || outcome == SLUICE_ALLOWLISTED || outcome == SLUICE_STANDING ||
-	       outcome == SLUICE_NEWCOMER || outcome == SLUICE_EXEMPT || outcome == SLUICE_COOKIE_PROVED;
+	       outcome == SLUICE_NEWCOMER || outcome == SLUICE_EXEMPT || outcome == SLUICE_COOKIE_PROVED ||
+	       outcome == SLUICE_REPLY;
 }
 
 #endif /* SLUICE_MAPS_BPF_H */

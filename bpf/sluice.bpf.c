@@ -154,7 +154,7 @@ static __always_inline __u32 judge(struct xdp_md *ctx, const struct sluice_confi
 			/* (A second SipHash, the plain one, only with observed standing on.) */
 			if (settings.observe_periods && (r & SLUICE_OBSERVE_DEFERRED))
 				sluice_observe(sluice_plain_hash(src->w[0], src->w[1], is_v6),
-					       SLUICE_CLOCK() + SLUICE_TIME_BIAS);
+					       SLUICE_CLOCK() + SLUICE_TIME_BIAS, src->w[0], src->w[1], is_v6);
 			return r & (SLUICE_OBSERVE_DEFERRED - 1);
 		}
 		counted = SLUICE_COUNT_DEFAULT_CLASS;

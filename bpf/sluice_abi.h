@@ -30,8 +30,11 @@
  *    capture_stats maps (struct sluice_capture, sluice_capture_record,
  *    sluice_capture_stats).
  * 9: the drop sample carries the frame's signature (destination, protocol,
- *    destination port, TCP flags, length); the ring is twice as large. */
-#define SLUICE_LAYOUT_VERSION 9
+ *    destination port, TCP flags, length); the ring is twice as large.
+ * 10: earned, bounded trust: the standing set's seen counters and sources,
+ *    the standing_penalty, grant_quota and own_addrs maps, settings.penalty_set_mask,
+ *    config's standing share and grant budget, the "reply" outcome. */
+#define SLUICE_LAYOUT_VERSION 10
 
 /* Table size bounds. The slot table is a BPF_MAP_TYPE_ARRAY whose size is a
  * power of two fixed at load: the index is (hash & (slots - 1)). */
@@ -92,7 +95,8 @@ enum sluice_breaker_state {
 	X(SLUICE_COOKIE_PROVED, 15, "cookie_proved", admitted) /* IP, an ACK carrying a valid SYN cookie: its source earned standing (cookie), passed */ \
 	X(SLUICE_DROP_COOKIE, 16, "drop_cookie", dropped) /* IP, an ACK to a listener from a source without standing, its cookie forged or stale */ \
 	X(SLUICE_DROP_COOKIE_BUDGET, 17, "drop_cookie_budget", dropped) /* IP, a SYN a cookie would answer, the cookie budget spent */ \
-	X(SLUICE_DROP_COOKIE_UNFIT, 18, "drop_cookie_unfit", dropped) /* IP, TCP without standing the cookie path cannot answer (IPv4 options, IPv6 extension headers, fragments, a cut header) */
+	X(SLUICE_DROP_COOKIE_UNFIT, 18, "drop_cookie_unfit", dropped) /* IP, TCP without standing the cookie path cannot answer (IPv4 options, IPv6 extension headers, fragments, a cut header) */ \
+	X(SLUICE_REPLY, 19, "reply", admitted) /* IP, shedding, no standing: a SYN-ACK to a local socket's own SYN (a connection the host is opening) */
 
 #define SLUICE_OUTCOME_ENUMERATOR(sym, value, name, verdict) sym = value,
 #define SLUICE_OUTCOME_ONE(sym, value, name, verdict) +1
@@ -181,6 +185,23 @@ struct sluice_config {
 	__u32 cookie_syncookies_was;  /* net.ipv4.tcp_syncookies before */
 	__u32 cookie_timestamps_was;  /* net.ipv4.tcp_timestamps before */
 	__u32 _pad2;
+	/* Read by the program (docs/architecture.md, "Standing buys a share"):
+	 *   standing_share_cost_ns  the standing sources' fair share, the level
+	 *                           the daemon water-fills each period: every
+	 *                           standing bucket refills at no more than
+	 *                           1e9 / this (0: no contention, each bucket at
+	 *                           its own rate); its burst stays the time its
+	 *                           own rate's burst lasts
+	 *   grant_cost_ns/burst     what one prover (a local user) may grant
+	 *                           through the UDP feeders: a bucket per user
+	 *                           (grant_quota), shared by the CPUs */
+	__u64 standing_share_cost_ns;
+	__u64 grant_cost_ns;    /* 0: UDP grants off */
+	__u64 grant_burst;
+	/* bookkeeping, not read by the program */
+	__u64 standing_share_pps;   /* the level as computed (0: none in force) */
+	__u64 standing_capacity_pps;/* what the standing traffic together may take */
+	__u64 grant_rate_per_s;     /* grant_cost_ns as asked */
 };
 
 /* config.cookie_mode: when a SYN without standing is answered with a
@@ -406,7 +427,7 @@ struct sluice_settings {
 	 * and the observed map has one set. */
 	__u32 observe_periods;
 	__u32 observe_set_mask; /* observed sets - 1 (standing_set_mask when on, 0 when off) */
-	__u32 _pad0;
+	__u32 penalty_set_mask; /* standing_penalty sets - 1 */
 };
 
 /*
@@ -518,6 +539,7 @@ struct sluice_capture_record {
  * occupancy, 8 ways).
  */
 #define SLUICE_STANDING_WAYS 8
+#define SLUICE_STANDING_SOURCE_WORDS 16 /* 2 x SLUICE_STANDING_WAYS: a way's source, 16 bytes */
 #define SLUICE_STANDING_TICK_SHIFT 30
 #define SLUICE_STANDING_SETS_MIN (1u << 4)
 #define SLUICE_STANDING_SETS_MAX (1u << 22)
@@ -557,7 +579,7 @@ enum sluice_standing_reason {
 #undef SLUICE_STANDING_REASON_ENUMERATOR
 
 /*
- * One set of the standing table (one map value, 160 bytes):
+ * One set of the standing table (one map value, 320 bytes):
  *   way[w]       fingerprint | stamp, as above; the only word a lookup reads
  *                until it matches
  *   empty_at[w]  way w's standing bucket, struct sluice_slot's form (0: full),
@@ -565,11 +587,50 @@ enum sluice_standing_reason {
  *   record[w]    bits 31..28 the reason (enum sluice_standing_reason),
  *                bits 27..0 the tick of the first grant, modulo 2^28 (about
  *                9 years): "since when" for `sluicectl standing`
+ *   seen[w]      frames of way w's source that reached its standing bucket
+ *                (admitted or not), wrapping: the daemon's deltas are its
+ *                demand for the fair share and its test of responsiveness
+ *   source[w]    the granted source, masked as it was hashed (IPv4 in the
+ *                first word's low 4 bytes, network order; IPv6 16 bytes):
+ *                how the daemon names a source it revokes or lists
  */
 struct sluice_standing_set {
 	__u64 way[SLUICE_STANDING_WAYS];
 	__u64 empty_at[SLUICE_STANDING_WAYS];
 	__u32 record[SLUICE_STANDING_WAYS];
+	__u32 seen[SLUICE_STANDING_WAYS];
+	__u64 source[SLUICE_STANDING_SOURCE_WORDS]; /* way w: words 2w and 2w + 1 */
+};
+
+/*
+ * Revoked standing (a source that kept sending far over its share, or the
+ * operator's `sluicectl standing revoke`): one set per 8 standing sets
+ * (settings.penalty_set_mask), indexed by the same hash; each entry one u64,
+ * written by the daemon only:
+ *   bits 63..32  fingerprint, as in the standing table (0: empty)
+ *   bits 31..8   the tick its penalty ends, modulo 2^24 (194 days; a penalty
+ *                is at most 7 days, so "ended" is right across the wrap)
+ *   bits 7..0    revocations so far (the penalty doubles with each)
+ * A grant (any feeder, a cookie) of a source whose penalty runs is refused.
+ */
+#define SLUICE_PENALTY_TICK_MASK 0xffffffu
+#define SLUICE_PENALTY_SETS_DIVISOR 8u
+struct sluice_penalty_set {
+	__u64 way[SLUICE_STANDING_WAYS];
+};
+
+/* One grant budget per local user (uid & (slots - 1)): the UDP feeders'
+ * grants are the only ones a user can make at will, so they are the ones
+ * bounded per prover. */
+#define SLUICE_GRANT_QUOTA_SLOTS 4096u
+
+/* The host's own addresses (the daemon's network namespace, every
+ * interface), as the standing table keeps a source (16 bytes, IPv4 as
+ * ::ffff:a.b.c.d), unmasked: a feeder never grants one of them. Written by
+ * the daemon at start and with every listener rescan. */
+#define SLUICE_OWN_ADDRS_MAX 1024u
+struct sluice_addr16 {
+	__u64 w[2];
 };
 
 /*
@@ -609,6 +670,9 @@ struct sluice_observed_set {
 #define SLUICE_PIN_CAPTURE "capture"
 #define SLUICE_PIN_CAPTURE_EVENTS "capture_events"
 #define SLUICE_PIN_CAPTURE_STATS "capture_stats"
+#define SLUICE_PIN_STANDING_PENALTY "standing_penalty"
+#define SLUICE_PIN_GRANT_QUOTA "grant_quota"
+#define SLUICE_PIN_OWN_ADDRS "own_addrs"
 /* The standing feeders' bpf_links on the cgroup v2 root. */
 #define SLUICE_PIN_SOCKOPS_LINK "sockops_link"
 #define SLUICE_PIN_CONNECT4_LINK "connect4_link"

@@ -89,35 +89,71 @@ static inline int sluice_standing_needs_refresh(__u64 entry, __u32 stamp, __u32 
 	return sluice_standing_age(entry, stamp) > (lapse_ticks >> 3);
 }
 
-/*
- * The way a grant of fp writes: the way that holds fp already (live or not),
- * else an empty or lapsed way, else the way stamped longest ago. So a set
- * never holds one fingerprint twice, and a full set gives up its least
- * recently seen source.
- */
-static inline int sluice_standing_victim(const struct sluice_standing_set *set, __u32 fp, __u32 stamp,
-					 __u32 lapse_ticks)
+/* How strong a reason's proof is: a UDP grant is the host's word alone (any
+ * local user can make one), observed standing is traffic over time, every
+ * other reason is a handshake the kernel verified. */
+static inline __u32 sluice_standing_proof(__u32 reason)
 {
-	int same = -1, free_way = -1, oldest = 0;
-	__u32 oldest_age = 0;
+	if (reason == SLUICE_BY_UDP)
+		return 1;
+	if (reason == SLUICE_BY_OBSERVED)
+		return 2;
+	return 3;
+}
 
-	for (int w = 0; w < SLUICE_STANDING_WAYS; w++) {
-		__u64 e = set->way[w];
-		__u32 age = sluice_standing_age(e, stamp);
-		if (sluice_standing_entry_fp(e) == fp && same < 0)
-			same = w;
-		if (!sluice_standing_live(e, stamp, lapse_ticks) && free_way < 0)
-			free_way = w;
-		if (age > oldest_age) {
-			oldest_age = age;
-			oldest = w;
+/*
+ * The way a grant of fp with proof `proof` writes: the way that holds fp
+ * already (live or not), else an empty or lapsed way, else, among the live
+ * ways whose proof is no stronger than this grant's, the weakest, and of
+ * those the one stamped longest ago; -1 if every live way has a stronger
+ * proof (the grant is refused: a UDP grant never evicts a handshake). So a
+ * set never holds one fingerprint twice, and a full set gives up its least
+ * proved, least recently seen source.
+ */
+static inline int sluice_standing_way_of(const struct sluice_standing_set *set, __u32 fp)
+{
+	for (int w = 0; w < SLUICE_STANDING_WAYS; w++)
+		if (sluice_standing_entry_fp(set->way[w]) == fp)
+			return w;
+	return -1;
+}
+
+static inline int sluice_standing_free_way(const struct sluice_standing_set *set, __u32 stamp, __u32 lapse_ticks)
+{
+	for (int w = 0; w < SLUICE_STANDING_WAYS; w++)
+		if (!sluice_standing_live(set->way[w], stamp, lapse_ticks))
+			return w;
+	return -1;
+}
+
+/* (Three loops that each return as soon as they know, and one running
+ * maximum in the last, rather than one loop that tracks every answer: the
+ * verifier walks far fewer states.) */
+static inline int sluice_standing_victim(const struct sluice_standing_set *set, __u32 fp, __u32 stamp,
+					 __u32 lapse_ticks, __u32 proof)
+{
+	int w = sluice_standing_way_of(set, fp);
+
+	if (w >= 0)
+		return w;
+	w = sluice_standing_free_way(set, stamp, lapse_ticks);
+	if (w >= 0)
+		return w;
+	/* every way live: the weakest proof no stronger than this grant's,
+	 * then the oldest stamp, as one key to maximize */
+	__u64 best = 0;
+	int victim = -1;
+
+	for (int v = 0; v < SLUICE_STANDING_WAYS; v++) {
+		__u32 p = sluice_standing_proof(set->record[v] >> 28);
+		__u64 key = ((__u64)(4 - p) << 32) | sluice_standing_age(set->way[v], stamp);
+
+		if (p <= proof && key > best) {
+			best = key;
+			victim = v;
 		}
 	}
-	if (same >= 0)
-		return same;
-	if (free_way >= 0)
-		return free_way;
-	return oldest;
+	return victim;
 }
 
 /* record[w]: why and since when (sluice_abi.h, struct sluice_standing_set). */
@@ -140,25 +176,101 @@ static inline __u32 sluice_standing_record_age(__u32 record, __u32 stamp)
 }
 
 /*
- * Grant (or refresh) the standing of fp in its set, stamped now; the way
- * written. A way given to a new source (another fingerprint, or its own
- * lapsed) starts afresh: its standing bucket full, its record this grant's
- * reason and tick, both written before the way, so a frame that matches the
- * new entry finds them. A refresh of a live entry keeps both: the reason is
- * the first grant's, and a new connection refills nothing.
+ * Grant (or refresh) the standing of fp in its set for `reason`, stamped now;
+ * the way written, or -1 when the set has no way this grant may take
+ * (sluice_standing_victim). A way given to a new source (another fingerprint,
+ * or its own lapsed) starts afresh: its standing bucket full, its seen count
+ * 0, its record this grant's reason and tick, its source (src0, src1: the masked address as 16
+ * bytes, sluice_standing_source), all written before the way, so a frame that
+ * matches the new entry finds them. A refresh of a live entry keeps them: the
+ * reason is the first grant's, and a new connection refills nothing.
  */
-static inline int sluice_standing_grant(struct sluice_standing_set *set, __u32 fp, __u32 stamp,
-					__u32 lapse_ticks, __u32 reason)
+static inline int sluice_standing_grant_from(struct sluice_standing_set *set, __u32 fp, __u32 stamp,
+					     __u32 lapse_ticks, __u32 reason, __u64 src0, __u64 src1)
 {
-	int w = sluice_standing_victim(set, fp, stamp, lapse_ticks) & (SLUICE_STANDING_WAYS - 1);
+	int w = sluice_standing_victim(set, fp, stamp, lapse_ticks, sluice_standing_proof(reason));
+
+	if (w < 0)
+		return -1;
+	w &= SLUICE_STANDING_WAYS - 1;
 	__u64 old = set->way[w];
 
 	if (sluice_standing_entry_fp(old) != fp || !sluice_standing_live(old, stamp, lapse_ticks)) {
 		*(volatile __u64 *)&set->empty_at[w] = 0;
 		*(volatile __u32 *)&set->record[w] = sluice_standing_record(reason, stamp);
+		*(volatile __u32 *)&set->seen[w] = 0;
+		*(volatile __u64 *)&set->source[2 * w] = src0;
+		*(volatile __u64 *)&set->source[2 * w + 1] = src1;
 	}
 	*(volatile __u64 *)&set->way[w] = sluice_standing_entry(fp, stamp);
 	return w;
+}
+
+/* A grant whose source is not known (the math's tests and benches): the
+ * record's source stays 0. */
+static inline int sluice_standing_grant(struct sluice_standing_set *set, __u32 fp, __u32 stamp,
+					__u32 lapse_ticks, __u32 reason)
+{
+	return sluice_standing_grant_from(set, fp, stamp, lapse_ticks, reason, 0, 0);
+}
+
+/* A masked source (struct sluice_source's words) as the standing table keeps
+ * it: 16 bytes of an IPv6 address, an IPv4 one as ::ffff:a.b.c.d, so the
+ * family needs no bit of its own. */
+static inline void sluice_standing_source(__u64 w0, __u64 w1, int is_v6, __u64 out[2])
+{
+	if (is_v6) {
+		out[0] = w0;
+		out[1] = w1;
+		return;
+	}
+	/* bytes 8..11 00 00 ff ff, 12..15 the IPv4 address, as memory holds them */
+	__u8 b[16] = { 0 };
+
+	__builtin_memcpy(&b[12], &w0, 4);
+	b[10] = 0xff;
+	b[11] = 0xff;
+	__builtin_memcpy(out, b, 16);
+}
+
+/*
+ * Revoked standing (struct sluice_penalty_set): the daemon writes, a grant
+ * reads. Stamps modulo 2^24 (SLUICE_PENALTY_TICK_MASK); a penalty runs
+ * while its end is ahead of now by at most half of that (no penalty is
+ * longer than 7 days, about 563,000 ticks), so one that ended reads as ended
+ * until the stamp wraps, 194 days later.
+ */
+static inline __u64 sluice_penalty_entry(__u32 fp, __u32 until_stamp, __u32 revocations)
+{
+	return ((__u64)fp << 32) | ((__u64)(until_stamp & SLUICE_PENALTY_TICK_MASK) << 8) |
+	       (revocations > 0xff ? 0xff : revocations);
+}
+
+static inline __u32 sluice_penalty_until(__u64 entry)
+{
+	return (__u32)(entry >> 8) & SLUICE_PENALTY_TICK_MASK;
+}
+
+static inline __u32 sluice_penalty_revocations(__u64 entry)
+{
+	return (__u32)entry & 0xffu;
+}
+
+static inline int sluice_penalty_runs(__u64 entry, __u32 stamp)
+{
+	__u32 left = (sluice_penalty_until(entry) - stamp) & SLUICE_PENALTY_TICK_MASK;
+	return left != 0 && left <= (SLUICE_PENALTY_TICK_MASK >> 1);
+}
+
+/* Does fp's penalty run now? Then it may not be granted standing. */
+static inline int sluice_penalized(const struct sluice_penalty_set *set, __u32 fp, __u32 stamp)
+{
+	for (int w = 0; w < SLUICE_STANDING_WAYS; w++) {
+		__u64 e = set->way[w];
+		if (sluice_standing_entry_fp(e) == fp && sluice_penalty_runs(e, stamp))
+			return 1;
+	}
+	return 0;
 }
 
 /*

@@ -44,24 +44,36 @@ static __always_inline struct sluice_standing_set *standing_of(__u64 hash, __u64
 	return set;
 }
 
-/* Grant the source of this hash standing for `reason`, stamped now. */
-static __always_inline void grant_hash(__u64 hash, __u64 now, __u32 reason)
+/* A source (as the frame or the socket has it) as a grant records it:
+ * masked to the configured prefix, in sluice_standing_source's 16 bytes. */
+static __always_inline void kept_source(const struct sluice_source *src, int is_v6, __u64 out[2])
 {
-	__u32 idx = sluice_standing_set_of(hash, settings.standing_set_mask);
-	struct sluice_standing_set *set = bpf_map_lookup_elem(&standing, &idx);
+	struct sluice_source m = *src;
 
-	if (!set)
-		return;
-	sluice_standing_grant(set, sluice_standing_fingerprint(hash), sluice_standing_stamp(now),
-			      settings.standing_lapse_ticks, reason);
+	sluice_mask_source(&m, is_v6, &settings);
+	sluice_standing_source(m.w[0], m.w[1], is_v6, out);
 }
 
-/* A grant of observed standing, a global function of its own for the same
- * reason as sluice_observe() below. */
-__noinline int sluice_grant_observed(__u64 hash, __u64 now)
+/*
+ * Grant the source of this hash standing for `reason`, stamped now: unless
+ * its penalty runs (it lost standing for flooding, or an operator revoked
+ * it), and only into a way sluice_standing_victim lets it take. (k0, k1) is
+ * the source as kept_source() records it. A global function, verified once:
+ * the feeders, the cookie path and observed standing all grant through it
+ * (its arguments are scalars: under sluice_xdp and sluice_cookie it has
+ * almost no stack left). Returns 1 when granted (or refreshed).
+ */
+__noinline int sluice_grant(__u64 hash, __u64 now, __u64 k0, __u64 k1, __u32 reason)
 {
-	grant_hash(hash, now, SLUICE_BY_OBSERVED);
-	return 1;
+	__u32 idx = sluice_standing_set_of(hash, settings.standing_set_mask);
+	__u32 pidx = sluice_standing_set_of(hash, settings.penalty_set_mask);
+	struct sluice_standing_set *set = bpf_map_lookup_elem(&standing, &idx);
+	const struct sluice_penalty_set *pen = bpf_map_lookup_elem(&standing_penalty, &pidx);
+	__u32 fp = sluice_standing_fingerprint(hash), stamp = sluice_standing_stamp(now);
+
+	if (!set || !pen || sluice_penalized(pen, fp, stamp))
+		return 0;
+	return sluice_standing_grant_from(set, fp, stamp, settings.standing_lapse_ticks, reason, k0, k1) >= 0;
 }
 
 /* Observed standing: a frame its slot pair passed while serving counts its
@@ -73,7 +85,7 @@ __noinline int sluice_grant_observed(__u64 hash, __u64 now)
  * into judge(), its 8-way loops multiply the states of every path before it
  * past the verifier's limit. The verifier drops the call (and the
  * function's work) when observed standing is off. */
-__noinline int sluice_observe(__u64 hash, __u64 now)
+__noinline int sluice_observe(__u64 hash, __u64 now, __u64 w0, __u64 w1, __u32 is_v6)
 {
 	__u32 idx = sluice_standing_set_of(hash, settings.observe_set_mask);
 	struct sluice_observed_set *o = bpf_map_lookup_elem(&observed, &idx);
@@ -92,7 +104,11 @@ __noinline int sluice_observe(__u64 hash, __u64 now)
 		return 0; /* has standing: nothing to earn */
 	if (!sluice_observed_count(o, fp, stamp, settings.standing_lapse_ticks, settings.observe_periods))
 		return 0;
-	return sluice_grant_observed(hash, now);
+	struct sluice_source src = { .w = { w0, w1 } };
+	__u64 kept[2];
+
+	kept_source(&src, is_v6, kept);
+	return sluice_grant(hash, now, kept[0], kept[1], SLUICE_BY_OBSERVED);
 }
 
 #endif /* SLUICE_STANDING_PATH_BPF_H */

@@ -45,9 +45,10 @@ const Cmd kCommands[] = {
 	 "audit IFACE", nullptr},
 	{"top", do_top, {C::top}, "show the sources dropped the most (sampled) and their buckets' tokens",
 	 "top IFACE [-n N] [--watch] [--interval SEC]", top_options, true},
-	{"standing", do_standing, {C::standing},
-	 "show the standing table (occupancy, valve, budgets), or whether an address has standing and why",
-	 "standing IFACE\nstanding IFACE ADDR", nullptr},
+	{"standing", do_standing, {C::standing, C::standing_revoke},
+	 "show the standing table (occupancy, share, valve, budgets, revocations), whether an address has standing "
+	 "and why, or revoke an address's standing",
+	 "standing IFACE\nstanding IFACE ADDR\nstanding revoke IFACE ADDR", nullptr},
 	{"reload", do_reload, {C::reload}, "read the policy file again and apply it, all or nothing (as SIGHUP)",
 	 "reload [IFACE]", nullptr},
 	{"explain", do_explain, {C::explain},

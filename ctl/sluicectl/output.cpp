@@ -107,7 +107,7 @@ void standing_rows(Table &block, const json &s)
 				       " s" + counted_ago(s.value("counted_s_ago", 0.0))})
 		.row({"valve", valve_text})
 		.row({"standing bucket", text_of(s.at("rate_pps")) + " pps, burst " + text_of(s.at("burst")) +
-						 " (beside the rate: a standing source gets both)"})
+						 " (serving: beside the rate; shedding: alone)"})
 		.row({"newcomers", newcomer.at("pps").get<uint64_t>() == 0
 					   ? std::string("none (shedding admits no source without standing)")
 					   : text_of(newcomer.at("pps")) + " pps, burst " + text_of(newcomer.at("burst")) +
@@ -116,6 +116,15 @@ void standing_rows(Table &block, const json &s)
 					  ? "on, " + text_of(observed.at("periods")) + " periods"
 					  : std::string("off")})
 		.row({"feeders", s.at("feeders").get<bool>() ? "attached" : "not attached (no new standing)"});
+	if (!s.contains("share"))
+		return;
+	const json &share = s.at("share");
+	block.row({"share", share.at("level_pps").is_null()
+				    ? "none in force (the standing sources ask within " +
+					      text_of(share.at("capacity_pps")) + " pps together)"
+				    : text_of(share.at("level_pps")) + " pps each at most (the standing sources ask over " +
+					      text_of(share.at("capacity_pps")) + " pps together)"})
+		.row({"revoked", text_of(share.at("revocations")) + " since sluiced started"});
 }
 
 void cookie_rows(Table &block, const json &c)

@@ -453,6 +453,17 @@ json Daemon::top(ManagedInterface &mi, const Request &req)
 	return reply_of(mi.top(static_cast<size_t>(count), monotonic_seconds()));
 }
 
+json Daemon::standing_revoke(ManagedInterface &mi, const Request &req)
+{
+	auto addr = req.str("addr");
+	if (!addr)
+		return error_reply(addr.error());
+	auto e = mi.revoke_standing(*addr);
+	if (!e)
+		return error_reply(e.error());
+	return reply_of(Result<StandingRevokeReply>(StandingRevokeReply{mi.name(), *e}));
+}
+
 json Daemon::standing(ManagedInterface &mi, const Request &req)
 {
 	auto addr = req.opt_str("addr");
@@ -664,6 +675,7 @@ const Daemon::Handler &Daemon::handler(Command c)
 		{Command::explain, &Daemon::explain, nullptr},
 		{Command::upstream, &Daemon::upstream, nullptr},
 		{Command::capture, nullptr, &Daemon::capture},
+		{Command::standing_revoke, nullptr, &Daemon::standing_revoke},
 	};
 	static_assert(std::size(handlers) == kCommandCount, "every command of the registry needs a handler");
 	static_assert(

@@ -48,6 +48,7 @@ private:
 	json audit(ManagedInterface &mi, const Request &req);
 	json top(ManagedInterface &mi, const Request &req);
 	json standing(ManagedInterface &mi, const Request &req);
+	json standing_revoke(ManagedInterface &mi, const Request &req);
 	json reload(const Request &req);
 	json explain(const Request &req); // refused (exit 1) for an interface not managed
 	json upstream(const Request &req);

@@ -2,6 +2,7 @@
 
 #include "base/fd.h"
 
+#include <ifaddrs.h>
 #include <linux/inet_diag.h>
 #include <linux/netlink.h>
 #include <linux/sock_diag.h>
@@ -115,6 +116,35 @@ Result<std::vector<uint16_t>> listening_tcp_ports()
 	}
 	std::sort(out.begin(), out.end());
 	out.erase(std::unique(out.begin(), out.end()), out.end());
+	return out;
+}
+
+std::vector<Address> interface_addresses(const std::string *only)
+{
+	std::vector<Address> out;
+	ifaddrs *list = nullptr;
+	if (getifaddrs(&list) != 0)
+		return out;
+	for (ifaddrs *a = list; a; a = a->ifa_next) {
+		if (!a->ifa_addr || (only && *only != a->ifa_name))
+			continue;
+		Address addr;
+		if (a->ifa_addr->sa_family == AF_INET) {
+			auto *in = reinterpret_cast<const sockaddr_in *>(a->ifa_addr);
+			addr.family = Family::v4;
+			std::memcpy(addr.bytes.data(), &in->sin_addr, 4);
+		} else if (a->ifa_addr->sa_family == AF_INET6) {
+			auto *in6 = reinterpret_cast<const sockaddr_in6 *>(a->ifa_addr);
+			if (IN6_IS_ADDR_LINKLOCAL(&in6->sin6_addr))
+				continue;
+			addr.family = Family::v6;
+			std::memcpy(addr.bytes.data(), &in6->sin6_addr, 16);
+		} else {
+			continue;
+		}
+		out.push_back(addr);
+	}
+	freeifaddrs(list);
 	return out;
 }
 

@@ -20,6 +20,7 @@
 #include "base/result.h"
 
 #include <cstdint>
+#include <string>
 #include <vector>
 
 namespace sluice {
@@ -29,5 +30,9 @@ Result<std::vector<Address>> established_peers(PortSpan ephemeral);
 
 // Each port once, ascending, IPv4 and IPv6 listeners together.
 Result<std::vector<uint16_t>> listening_tcp_ports();
+
+// The addresses of this network namespace's interfaces (IPv6 link-local
+// ones left out), of `only` alone when given; empty when getifaddrs fails.
+std::vector<Address> interface_addresses(const std::string *only = nullptr);
 
 } // namespace sluice

@@ -23,7 +23,6 @@
 #include <fcntl.h>
 #include <filesystem>
 #include <fstream>
-#include <ifaddrs.h>
 #include <net/if.h>
 #include <netinet/in.h>
 #include <sys/file.h>
@@ -134,6 +133,8 @@ Result<std::unique_ptr<ManagedInterface>> ManagedInterface::start(const DaemonOp
 		ask.standing_burst = opts.standing_burst;
 		ask.newcomer_pps = newcomer_pps_asked(opts, m->cpus_);
 		ask.cookie_pps = opts.cookie_pps;
+		ask.grant_rate_per_s = opts.grant_rate_per_s;
+		ask.grant_burst = opts.grant_burst;
 		auto budgeted = config_with_budgets(*cfg, ask, m->cpus_);
 		if (!budgeted)
 			return std::unexpected(budgeted.error());
@@ -167,7 +168,7 @@ Result<std::unique_ptr<ManagedInterface>> ManagedInterface::start(const DaemonOp
 		auto cfg = config_with_budgets(initial,
 					       BudgetAsk{opts.rate_pps, opts.burst, opts.standing_rate_pps,
 							 opts.standing_burst, newcomer_pps_asked(opts, m->cpus_),
-							 opts.cookie_pps},
+							 opts.cookie_pps, opts.grant_rate_per_s, opts.grant_burst},
 					       m->cpus_);
 		if (!cfg)
 			return std::unexpected(cfg.error());
@@ -223,7 +224,8 @@ Result<std::unique_ptr<ManagedInterface>> ManagedInterface::start(const DaemonOp
 	m->apply_cookies(monotonic_seconds(), m->breaker_.state());
 	m->mark_listeners();
 	m->policy_.emplace(opts.policy);
-	m->valve_.emplace(ValveConfig{.capacity_pps = opts.policy.trip_pps,
+	m->governor_.emplace(GovernorConfig{standing_capacity(opts), opts.revoke}, m->dp_->standing().sets());
+	m->valve_.emplace(ValveConfig{.capacity_pps = standing_capacity(opts),
 				      .clear_pps = opts.policy.clear_pps,
 				      .trip_periods = opts.policy.trip_periods});
 	m->auditor_.emplace(opts.audit_per_period);
@@ -348,6 +350,7 @@ void ManagedInterface::tick(double now_s)
 			log_debug(name_ + ": admission " + std::to_string(d.admission_ppm / 10000.0) + "%");
 	}
 
+	govern_standing(now_s);
 	apply_cookies(now_s, breaker_.state());
 	if (!dp_->feeders_attached() || now_s - listeners_marked_s_ >= kListenerRescanS)
 		mark_listeners();
@@ -418,6 +421,13 @@ void ManagedInterface::mark_listeners()
 		log_error(name_ + ": the listening TCP ports are not marked for the cookie path: " + error +
 			  "; SYNs to a listener older than this program may go to the newcomer budget");
 	listeners_error_ = error;
+	// The host's own addresses, which no feeder grants (the same rescan:
+	// addresses change as rarely as listeners).
+	auto own = dp_->standing().set_own_addresses(interface_addresses());
+	if (!own && !own_error_)
+		log_error(name_ + ": the host's own addresses are not marked: " + own.error().describe() +
+			  "; a connection to one of them may grant it standing");
+	own_error_ = !own;
 }
 
 void ManagedInterface::release_cookies()
@@ -771,29 +781,8 @@ FloodSignals ManagedInterface::flood_signals(double now_s, size_t heaviest, bool
 		for (const auto &it : w.summary->top(heaviest))
 			f.heaviest.push_back({key_cidr(it.key), it.count, it.error});
 	}
-	ifaddrs *list = nullptr;
-	if (addresses && getifaddrs(&list) == 0) {
-		for (ifaddrs *a = list; a; a = a->ifa_next) {
-			if (!a->ifa_addr || name_ != a->ifa_name)
-				continue;
-			Address addr;
-			if (a->ifa_addr->sa_family == AF_INET) {
-				auto *in = reinterpret_cast<const sockaddr_in *>(a->ifa_addr);
-				addr.family = Family::v4;
-				std::memcpy(addr.bytes.data(), &in->sin_addr, 4);
-			} else if (a->ifa_addr->sa_family == AF_INET6) {
-				auto *in6 = reinterpret_cast<const sockaddr_in6 *>(a->ifa_addr);
-				if (IN6_IS_ADDR_LINKLOCAL(&in6->sin6_addr))
-					continue;
-				addr.family = Family::v6;
-				std::memcpy(addr.bytes.data(), &in6->sin6_addr, 16);
-			} else {
-				continue;
-			}
-			f.addresses.push_back(addr);
-		}
-		freeifaddrs(list);
-	}
+	if (addresses)
+		f.addresses = interface_addresses(&name_);
 	return f;
 }
 
@@ -814,11 +803,20 @@ Result<StandingView> ManagedInterface::standing(const std::optional<std::string>
 	if (!table)
 		return std::unexpected(table.error());
 	StandingView view{name_, *table, std::nullopt};
+	if (governor_) {
+		view.share_pps = cfg->standing_share_pps;
+		view.capacity_pps = cfg->standing_capacity_pps;
+		view.revocations = governor_->revocations();
+		view.recent = governor_->recent();
+	}
 	if (addr) {
 		auto record = dp_->standing().lookup(*addr, *cfg);
 		if (!record)
 			return std::unexpected(record.error());
-		view.lookup = StandingLookup{*addr, source_slots(dp_->settings(), *addr).source, *record};
+		auto penalty = dp_->standing().penalty(*addr);
+		if (!penalty)
+			return std::unexpected(penalty.error());
+		view.lookup = StandingLookup{*addr, source_slots(dp_->settings(), *addr).source, *record, *penalty};
 	}
 	return view;
 }

@@ -17,6 +17,7 @@
 #include "logic/source.h"
 #include "logic/valve.h"
 #include "ipc/replies.h"
+#include "sluiced/standing_governor.h"
 #include "sluiced/upstream_announcer.h"
 
 #include <functional>
@@ -68,6 +69,9 @@ public:
 	FloodSignals flood_signals(double now_mono_s, size_t heaviest, bool addresses) const;
 	// The standing table's summary and, with an address, its entry.
 	Result<StandingView> standing(const std::optional<std::string> &addr) const;
+	// `sluicectl standing revoke`: the address loses its standing (if it
+	// has any) and cannot earn it again for its penalty; logged, counted.
+	Result<RevocationEvent> revoke_standing(const std::string &addr_text);
 	// Remove the program and the pins. The object is done afterwards.
 	Status detach();
 	// The daemon is exiting: the cookie sysctls go back as they were (the
@@ -109,6 +113,10 @@ private:
 	// "The port hint"), not worth a sock_diag dump of every socket a period.
 	void mark_listeners();
 	void watch_link();
+	// Standing buys a share (standing_governor.h): once a period, the level
+	// written when it changed (config.standing_share_cost_ns), revocations.
+	// In managed_standing.cpp.
+	void govern_standing(double now_s);
 	Result<BucketView> bucket_reply(const std::string &addr) const;
 	// The tokens of a source's two slots now, and the fuller one's.
 	struct SourceTokens {
@@ -147,6 +155,8 @@ private:
 	Breaker breaker_;
 	std::optional<AutoPolicy> policy_;
 	std::optional<Valve> valve_;
+	std::optional<StandingGovernor> governor_;
+	bool own_error_ = false; // the last own-address sync failed (logged once)
 	uint64_t valve_closes_ = 0; // closes this daemon made (for /metrics)
 	uint32_t cpus_ = 1;         // possible CPUs: the newcomer budget is divided over them
 	sluice_cookie_mode cookie_mode_ = SLUICE_COOKIES_OFF;

@@ -221,6 +221,11 @@ Status parse_upstream_options(const po::variables_map &vm, const std::string &sp
 
 } // namespace
 
+uint64_t standing_capacity(const DaemonOptions &o)
+{
+	return o.standing_capacity_pps ? o.standing_capacity_pps : o.policy.trip_pps;
+}
+
 uint64_t newcomer_pps_asked(const DaemonOptions &o, uint64_t cpus)
 {
 	return o.newcomer_pps ? *o.newcomer_pps : default_newcomer_pps(o.policy.trip_pps, cpus);
@@ -241,6 +246,9 @@ Result<ParsedOptions> parse_daemon_options(int argc, const char *const *argv)
 	int64_t standing_burst = static_cast<int64_t>(o.standing_burst);
 	int64_t newcomer_pps = -1, observe_periods = o.load.observe_periods;
 	int64_t cookie_pps = static_cast<int64_t>(o.cookie_pps);
+	int64_t standing_pps = static_cast<int64_t>(o.standing_capacity_pps);
+	int64_t grant_rate = static_cast<int64_t>(o.grant_rate_per_s), grant_burst = static_cast<int64_t>(o.grant_burst);
+	int64_t revoke_periods = o.revoke.over_periods;
 	std::string cookies(cookie_mode_name(o.cookie_mode));
 	double start_pct = o.policy.start_ppm / 10000.0;
 	bool no_policy = false;
@@ -271,6 +279,13 @@ Result<ParsedOptions> parse_daemon_options(int argc, const char *const *argv)
 		("standing-lapse", po::value(&standing_lapse)->default_value(standing_lapse), "seconds a source keeps standing after the host last saw it")
 		("standing-rate", po::value(&standing_rate)->default_value(standing_rate), "tokens per second of a standing source's second bucket, drawn on when its own is empty: its budget is rate + standing-rate, in every breaker state")
 		("standing-burst", po::value(&standing_burst)->default_value(standing_burst), "capacity of a standing source's second bucket")
+		("standing-pps", po::value(&standing_pps)->default_value(standing_pps), "what the standing sources together may take through their standing buckets before the daemon lowers their share so that the sum fits (water-filling; the light keep all of theirs); 0: --trip-pps")
+		("revoke-factor", po::value(&o.revoke.over_factor)->default_value(o.revoke.over_factor), "a standing source that sends more than this many times its share ...")
+		("revoke-periods", po::value(&revoke_periods)->default_value(revoke_periods), "... for this many periods in a row loses its standing (logged, counted, `sluicectl standing`)")
+		("revoke-penalty", po::value(&o.revoke.penalty_s)->default_value(o.revoke.penalty_s), "seconds a revoked source cannot earn standing again; doubled with each revocation ...")
+		("revoke-penalty-max", po::value(&o.revoke.penalty_max_s)->default_value(o.revoke.penalty_max_s), "... up to this many seconds")
+		("grant-rate", po::value(&grant_rate)->default_value(grant_rate), "standing grants a second one local user's UDP sockets may make (connect/sendto to a peer); 0: UDP grants none")
+		("grant-burst", po::value(&grant_burst)->default_value(grant_burst), "UDP grants one local user may make at once")
 		("newcomer-pps", po::value(&newcomer_pps), "while shedding, the pps the sources without standing share, all CPUs together (default: --trip-pps / 10; 0: none)")
 		("cookies", po::value(&cookies)->default_value(cookies), "answer a TCP SYN from a source without standing to a listening port with a SYN cookie from XDP: shedding (while the breaker sheds), always, off (the newcomer budget alone)")
 		("cookie-pps", po::value(&cookie_pps)->default_value(cookie_pps), "SYN-ACKs a second the program may send, all CPUs together (a ceiling on reflection; 0: none, cookie SYNs are shed)")
@@ -389,6 +404,20 @@ Result<ParsedOptions> parse_daemon_options(int argc, const char *const *argv)
 		return std::unexpected(ok.error());
 	o.standing_rate_pps = static_cast<uint64_t>(standing_rate);
 	o.standing_burst = static_cast<uint64_t>(standing_burst);
+	if (auto ok = named("--standing-pps", check_standing_capacity(standing_pps)); !ok)
+		return std::unexpected(ok.error());
+	o.standing_capacity_pps = static_cast<uint64_t>(standing_pps);
+	if (revoke_periods < 0 || revoke_periods > UINT32_MAX)
+		return std::unexpected(invalid("--revoke-periods: " + std::to_string(revoke_periods) + " is out of range"));
+	o.revoke.over_periods = static_cast<uint32_t>(revoke_periods);
+	if (auto ok = validate_revocation(o.revoke); !ok)
+		return std::unexpected(ok.error());
+	if (auto ok = named("--grant-rate", check_grant_rate(grant_rate)); !ok)
+		return std::unexpected(ok.error());
+	if (auto ok = named("--grant-burst", check_grant_burst(grant_burst)); !ok)
+		return std::unexpected(ok.error());
+	o.grant_rate_per_s = static_cast<uint64_t>(grant_rate);
+	o.grant_burst = static_cast<uint64_t>(grant_burst);
 	if (auto ok = named("--observe-periods", check_observe_periods(observe_periods)); !ok)
 		return std::unexpected(ok.error());
 	o.load.observe_periods = static_cast<uint32_t>(observe_periods);

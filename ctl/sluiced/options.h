@@ -8,6 +8,7 @@
 #include "sluiced/metrics.h"
 #include "sluiced/upstream_announcer.h"
 #include "logic/policy.h"
+#include "logic/standing_share.h"
 #include "base/defaults.h"
 #include "base/log.h"
 #include "base/option_text.h"
@@ -45,6 +46,13 @@ struct DaemonOptions {
 	// at start; the table stays empty, shedding admits the allowlist and the
 	// newcomer budget only.
 	bool no_standing = false;
+	// Standing buys a share (docs/architecture.md): what the standing
+	// sources together may take (0: --trip-pps), when one loses standing
+	// for sending over its share, what UDP grants a local user may make.
+	uint64_t standing_capacity_pps = defaults::kStandingCapacityPps;
+	RevocationConfig revoke;
+	uint64_t grant_rate_per_s = defaults::kGrantRatePerS;
+	uint64_t grant_burst = defaults::kGrantBurst;
 	LoadOptions load;         // table size, prefixes, dry run, key, standing sets/lapse, observed standing
 	std::string socket_path = defaults::kSocketPath;
 	std::string socket_group; // empty: 0600 root only; else 0660 with this group
@@ -70,6 +78,9 @@ struct DaemonOptions {
 	// --upstream and its --upstream-* options (docs/upstream.md).
 	UpstreamOptions upstream;
 };
+
+// What the standing sources together may take: --standing-pps, or --trip-pps.
+uint64_t standing_capacity(const DaemonOptions &o);
 
 // The newcomer budget to ask for over `cpus` CPUs: --newcomer-pps, or its default.
 uint64_t newcomer_pps_asked(const DaemonOptions &o, uint64_t cpus);

@@ -12,18 +12,22 @@
 #include "bpf/maps.h"
 #include "bpf/standing.h"
 #include "bpf/standing_table.h"
+#include "logic/budgets.h"
 #include "logic/source.h"
 
 #include <bpf/bpf.h>
 #include <gtest/gtest.h>
 
 #include <arpa/inet.h>
+#include <sched.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
+#include <cstdlib>
 #include <cstddef>
 #include <cstring>
 #include <string>
@@ -37,7 +41,12 @@ constexpr uint64_t kTickNs = 1ull << SLUICE_STANDING_TICK_SHIFT;
 
 sluice_config initial_config()
 {
-	return test::make_config(1000, 100, 1000, 50);
+	sluice_config c = test::make_config(1000, 100, 1000, 50);
+	// the UDP feeders' budget per user, at sluiced's defaults
+	c.grant_cost_ns = cost_ns_for_rate(defaults::kGrantRatePerS);
+	c.grant_burst = defaults::kGrantBurst;
+	c.grant_rate_per_s = defaults::kGrantRatePerS;
+	return c;
 }
 
 Dataplane load(uint32_t standing_sets = defaults::kStandingSets)
@@ -77,6 +86,22 @@ struct Fd {
 	}
 };
 
+// The feeders refuse loopback peers, so the tests that make connections run
+// in a network namespace of their own (this test process only: gtest runs one
+// test a process here), on a veth holding 198.18.77.1-9/24 (no dummy driver
+// on every kernel): real
+// addresses, none of the machine's.
+void enter_private_net()
+{
+	if (unshare(CLONE_NEWNET) != 0)
+		throw std::runtime_error(std::string("unshare(CLONE_NEWNET): ") + std::strerror(errno));
+	std::string cmd = "ip link set lo up && ip link add sluice-dummy0 type veth peer name sluice-dummy1 && ip link set sluice-dummy0 up && ip link set sluice-dummy1 up";
+	for (int i = 1; i <= 9; i++)
+		cmd += " && ip addr add 198.18.77." + std::to_string(i) + "/24 dev sluice-dummy0";
+	if (std::system(cmd.c_str()) != 0)
+		throw std::runtime_error("setting up the private namespace's addresses failed: " + cmd);
+}
+
 // The record's times are to a tick: within a tick (and the coarse clock's
 // lag) of when the grant happened.
 void expect_about(uint64_t realtime, uint64_t t0, uint64_t t1, const char *what)
@@ -90,21 +115,22 @@ void expect_about(uint64_t realtime, uint64_t t0, uint64_t t1, const char *what)
 TEST(DataplaneStanding, EachFeederRecordsItsReasonAndSince)
 {
 	SLUICE_REQUIRE_ROOT();
+	enter_private_net();
 	Dataplane dp = load();
 	ASSERT_TRUE(dp.attach_feeders()) << "the feeders attach to the cgroup v2 root";
 	uint64_t t0 = realtime_ns();
 
-	// TCP over loopback between two addresses of 127/8: the client's
-	// connect() grants the server (connected), the server's handshake the
+	// TCP between two addresses of the namespace: the client's handshake
+	// grants the server (connected, when it completes), the server's the
 	// client (accepted).
 	Fd listener(socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
-	sockaddr_in server = sin_of("127.0.0.2", 0);
+	sockaddr_in server = sin_of("198.18.77.2", 0);
 	ASSERT_EQ(bind(listener.fd, reinterpret_cast<sockaddr *>(&server), sizeof(server)), 0);
 	socklen_t len = sizeof(server);
 	ASSERT_EQ(getsockname(listener.fd, reinterpret_cast<sockaddr *>(&server), &len), 0);
 	ASSERT_EQ(listen(listener.fd, 4), 0);
 	Fd client(socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
-	sockaddr_in from = sin_of("127.0.0.3", 0);
+	sockaddr_in from = sin_of("198.18.77.3", 0);
 	ASSERT_EQ(bind(client.fd, reinterpret_cast<sockaddr *>(&from), sizeof(from)), 0);
 	ASSERT_EQ(connect(client.fd, reinterpret_cast<sockaddr *>(&server), sizeof(server)), 0);
 	Fd accepted(accept(listener.fd, nullptr, nullptr));
@@ -113,16 +139,16 @@ TEST(DataplaneStanding, EachFeederRecordsItsReasonAndSince)
 	// UDP: connect() on an unbound socket (a client's), and sendto() from
 	// an autobound one (the kernel binds it in the ephemeral range).
 	Fd udp_connected(socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0));
-	sockaddr_in udp_peer = sin_of("127.0.0.4", 9);
+	sockaddr_in udp_peer = sin_of("198.18.77.4", 9);
 	ASSERT_EQ(connect(udp_connected.fd, reinterpret_cast<sockaddr *>(&udp_peer), sizeof(udp_peer)), 0);
 	Fd udp_sender(socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0));
-	sockaddr_in sendto_peer = sin_of("127.0.0.5", 9);
+	sockaddr_in sendto_peer = sin_of("198.18.77.5", 9);
 	ASSERT_EQ(sendto(udp_sender.fd, "x", 1, 0, reinterpret_cast<sockaddr *>(&sendto_peer), sizeof(sendto_peer)), 1);
 	// A UDP server's socket (bound outside the ephemeral range) grants nothing.
 	Fd udp_server(socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0));
-	sockaddr_in server_port = sin_of("127.0.0.1", 53);
+	sockaddr_in server_port = sin_of("198.18.77.1", 53);
 	ASSERT_EQ(bind(udp_server.fd, reinterpret_cast<sockaddr *>(&server_port), sizeof(server_port)), 0);
-	sockaddr_in spoofed = sin_of("127.0.0.6", 9);
+	sockaddr_in spoofed = sin_of("198.18.77.6", 9);
 	ASSERT_EQ(sendto(udp_server.fd, "x", 1, 0, reinterpret_cast<sockaddr *>(&spoofed), sizeof(spoofed)), 1);
 	uint64_t t1 = realtime_ns();
 
@@ -131,8 +157,8 @@ TEST(DataplaneStanding, EachFeederRecordsItsReasonAndSince)
 		const char *addr;
 		sluice_standing_reason reason;
 	};
-	for (Want w : {Want{"127.0.0.2", SLUICE_BY_CONNECTED}, Want{"127.0.0.3", SLUICE_BY_ACCEPTED},
-		       Want{"127.0.0.4", SLUICE_BY_UDP}, Want{"127.0.0.5", SLUICE_BY_UDP}}) {
+	for (Want w : {Want{"198.18.77.2", SLUICE_BY_CONNECTED}, Want{"198.18.77.3", SLUICE_BY_ACCEPTED},
+		       Want{"198.18.77.4", SLUICE_BY_UDP}, Want{"198.18.77.5", SLUICE_BY_UDP}}) {
 		auto r = dp.standing().lookup(v4(w.addr), cfg);
 		ASSERT_TRUE(r) << r.error().describe();
 		EXPECT_TRUE(r->live) << w.addr;
@@ -141,10 +167,112 @@ TEST(DataplaneStanding, EachFeederRecordsItsReasonAndSince)
 		expect_about(r->last_seen_realtime_ns, t0, t1, w.addr);
 		EXPECT_EQ(r->tokens, cfg.standing_burst) << w.addr << ": a new source's standing bucket is full";
 	}
-	auto none = dp.standing().lookup(v4("127.0.0.6"), cfg);
+	auto none = dp.standing().lookup(v4("198.18.77.6"), cfg);
 	ASSERT_TRUE(none);
 	EXPECT_FALSE(none->live) << "a UDP server's reply grants nothing";
 	EXPECT_EQ(standing_reason_name(none->reason), "unknown");
+	// Every live way records the source it was granted for (masked).
+	std::vector<std::string> sources;
+	ASSERT_TRUE(dp.standing().for_each_live([&](const StandingWay &w) { sources.push_back(w.source.str()); }));
+	for (const char *a : {"198.18.77.2", "198.18.77.3", "198.18.77.4", "198.18.77.5"})
+		EXPECT_NE(std::find(sources.begin(), sources.end(), a), sources.end()) << a << " not named by its way";
+}
+
+TEST(DataplaneStanding, NoGrantForLoopbackARefusedConnectOrTheConnectionsOwnAddress)
+{
+	SLUICE_REQUIRE_ROOT();
+	enter_private_net();
+	Dataplane dp = load();
+	ASSERT_TRUE(dp.attach_feeders());
+	// .7 is the host's own address here, as sluiced marks every address of
+	// its namespace (the others stay peers for the other cases)
+	ASSERT_TRUE(dp.standing().set_own_addresses(std::vector<Address>{v4("198.18.77.7")}));
+	const sluice_config cfg = initial_config();
+	// loopback, both ways
+	Fd lo_listener(socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
+	sockaddr_in lo = sin_of("127.0.0.2", 0);
+	ASSERT_EQ(bind(lo_listener.fd, reinterpret_cast<sockaddr *>(&lo), sizeof(lo)), 0);
+	socklen_t len = sizeof(lo);
+	ASSERT_EQ(getsockname(lo_listener.fd, reinterpret_cast<sockaddr *>(&lo), &len), 0);
+	ASSERT_EQ(listen(lo_listener.fd, 4), 0);
+	Fd lo_client(socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
+	ASSERT_EQ(connect(lo_client.fd, reinterpret_cast<sockaddr *>(&lo), sizeof(lo)), 0);
+	Fd lo_accepted(accept(lo_listener.fd, nullptr, nullptr));
+	// a connection to the host's own address, from that address
+	Fd own_listener(socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
+	sockaddr_in own = sin_of("198.18.77.7", 0);
+	ASSERT_EQ(bind(own_listener.fd, reinterpret_cast<sockaddr *>(&own), sizeof(own)), 0);
+	len = sizeof(own);
+	ASSERT_EQ(getsockname(own_listener.fd, reinterpret_cast<sockaddr *>(&own), &len), 0);
+	ASSERT_EQ(listen(own_listener.fd, 4), 0);
+	Fd own_client(socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
+	ASSERT_EQ(connect(own_client.fd, reinterpret_cast<sockaddr *>(&own), sizeof(own)), 0);
+	Fd own_accepted(accept(own_listener.fd, nullptr, nullptr));
+	// a refused connect(): nothing listens on 198.18.77.8
+	Fd refused(socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
+	sockaddr_in closed = sin_of("198.18.77.8", 9);
+	EXPECT_NE(connect(refused.fd, reinterpret_cast<sockaddr *>(&closed), sizeof(closed)), 0);
+	// UDP to multicast and to loopback
+	Fd mc(socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0));
+	sockaddr_in group = sin_of("239.1.2.3", 9);
+	connect(mc.fd, reinterpret_cast<sockaddr *>(&group), sizeof(group));
+	Fd lo_udp(socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0));
+	sockaddr_in lo_peer = sin_of("127.0.0.9", 9);
+	ASSERT_EQ(connect(lo_udp.fd, reinterpret_cast<sockaddr *>(&lo_peer), sizeof(lo_peer)), 0);
+	for (const char *a : {"127.0.0.1", "127.0.0.2", "127.0.0.9", "198.18.77.7", "198.18.77.8", "239.1.2.3"}) {
+		auto r = dp.standing().lookup(v4(a), cfg);
+		ASSERT_TRUE(r);
+		EXPECT_FALSE(r->live) << a << " was granted standing";
+	}
+}
+
+TEST(DataplaneStanding, AUsersUdpGrantsStopAtItsBudgetAndEvictNoHandshake)
+{
+	SLUICE_REQUIRE_ROOT();
+	enter_private_net();
+	// 16 sets of 8: 128 ways, so the budget's 100 UDP grants fill the sets
+	// the handshakes hold too
+	Dataplane dp = load(16);
+	ASSERT_TRUE(dp.attach_feeders());
+	const sluice_config cfg = initial_config();
+	// five handshakes: a server and clients bound to addresses of the dummy
+	Fd listener(socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
+	sockaddr_in server = sin_of("198.18.77.1", 0);
+	ASSERT_EQ(bind(listener.fd, reinterpret_cast<sockaddr *>(&server), sizeof(server)), 0);
+	socklen_t len = sizeof(server);
+	ASSERT_EQ(getsockname(listener.fd, reinterpret_cast<sockaddr *>(&server), &len), 0);
+	ASSERT_EQ(listen(listener.fd, 64), 0);
+	std::vector<std::string> proved;
+	for (int i = 2; i <= 6; i++) {
+		Fd c(socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
+		std::string a = "198.18.77." + std::to_string(i);
+		sockaddr_in from = sin_of(a.c_str(), 0);
+		ASSERT_EQ(bind(c.fd, reinterpret_cast<sockaddr *>(&from), sizeof(from)), 0);
+		ASSERT_EQ(connect(c.fd, reinterpret_cast<sockaddr *>(&server), sizeof(server)), 0);
+		Fd acc(accept(listener.fd, nullptr, nullptr));
+		proved.push_back(a);
+	}
+	auto before = dp.standing().occupancy();
+	ASSERT_TRUE(before);
+	// 5,000 UDP connect()s to addresses of the caller's choosing
+	for (uint32_t i = 0; i < 5000; i++) {
+		Fd u(socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0));
+		sockaddr_in peer{};
+		peer.sin_family = AF_INET;
+		peer.sin_port = htons(53);
+		peer.sin_addr.s_addr = htonl((198u << 24) | (19u << 16) | i);
+		connect(u.fd, reinterpret_cast<sockaddr *>(&peer), sizeof(peer));
+	}
+	auto after = dp.standing().occupancy();
+	ASSERT_TRUE(after);
+	EXPECT_LE(after->live - before->live, defaults::kGrantBurst + 5 * defaults::kGrantRatePerS)
+		<< "at most the user's budget of UDP grants";
+	EXPECT_GT(after->live - before->live, 10u) << "the budget's grants were made";
+	for (const auto &a : proved) {
+		auto r = dp.standing().lookup(v4(a.c_str()), cfg);
+		ASSERT_TRUE(r);
+		EXPECT_TRUE(r->live) << a << " (a handshake) was evicted by UDP grants";
+	}
 }
 
 TEST(DataplaneStanding, GrantsFromTheHostRecordTheirReasonAndARefreshKeepsIt)
@@ -276,19 +404,20 @@ TEST(DataplaneStanding, AdoptingPinsOfLayout3IsRefusedWithThePathAndTheFix)
 TEST(DataplaneStanding, AdoptingPinsOfLayout4IsRefusedWithThePathAndTheFix)
 {
 	SLUICE_REQUIRE_ROOT();
-	// Layout 4's settings are layout 9's (the policy classes, the SYN
-	// cookies, the port hint, capture and the drop sample's signature
-	// changed maps, not settings): the version
+	// Layout 4's settings are layout 10's (the policy classes, the SYN
+	// cookies, the port hint, capture, the drop sample's signature and
+	// the trust maps changed maps, not settings; penalty_set_mask took
+	// the padding): the version
 	// alone tells them apart, before any map (the lists' keys grew a set
 	// byte) is compared.
-	static_assert(SLUICE_LAYOUT_VERSION == 9);
+	static_assert(SLUICE_LAYOUT_VERSION == 10);
 	expect_old_layout_refused(4, sizeof(sluice_settings));
 }
 
 TEST(DataplaneStanding, AdoptingPinsOfLayout5IsRefusedWithThePathAndTheFix)
 {
 	SLUICE_REQUIRE_ROOT();
-	// Layout 5's settings are layout 9's; its config is 48 bytes shorter
+	// Layout 5's settings are layout 10's; its config is 48 bytes shorter
 	// (no cookie fields): the version tells them apart first.
 	expect_old_layout_refused(5, sizeof(sluice_settings));
 }
@@ -296,7 +425,7 @@ TEST(DataplaneStanding, AdoptingPinsOfLayout5IsRefusedWithThePathAndTheFix)
 TEST(DataplaneStanding, AdoptingPinsOfLayout6IsRefusedWithThePathAndTheFix)
 {
 	SLUICE_REQUIRE_ROOT();
-	// Layout 6's settings are layout 9's; it has no listen_ports map: the
+	// Layout 6's settings are layout 10's; it has no listen_ports map: the
 	// version tells them apart first.
 	expect_old_layout_refused(6, sizeof(sluice_settings));
 }
@@ -304,7 +433,7 @@ TEST(DataplaneStanding, AdoptingPinsOfLayout6IsRefusedWithThePathAndTheFix)
 TEST(DataplaneStanding, AdoptingPinsOfLayout7IsRefusedWithThePathAndTheFix)
 {
 	SLUICE_REQUIRE_ROOT();
-	// Layout 7's settings are layout 9's; it has no capture maps: the
+	// Layout 7's settings are layout 10's; it has no capture maps: the
 	// version tells them apart first.
 	expect_old_layout_refused(7, sizeof(sluice_settings));
 }
@@ -312,10 +441,20 @@ TEST(DataplaneStanding, AdoptingPinsOfLayout7IsRefusedWithThePathAndTheFix)
 TEST(DataplaneStanding, AdoptingPinsOfLayout8IsRefusedWithThePathAndTheFix)
 {
 	SLUICE_REQUIRE_ROOT();
-	// Layout 8's settings are layout 9's; its drop samples are 16 bytes
+	// Layout 8's settings are layout 10's; its drop samples are 16 bytes
 	// shorter (no signature) in a ring half the size: the version tells
 	// them apart first.
 	expect_old_layout_refused(8, sizeof(sluice_settings));
+}
+
+TEST(DataplaneStanding, AdoptingPinsOfLayout9IsRefusedWithThePathAndTheFix)
+{
+	SLUICE_REQUIRE_ROOT();
+	// Layout 9's settings are layout 10's (penalty_set_mask was padding);
+	// its standing sets are 160 bytes shorter (no seen counters, no
+	// sources) and it has no standing_penalty or grant_quota map: the
+	// version tells them apart first.
+	expect_old_layout_refused(9, sizeof(sluice_settings));
 }
 
 // The cookie path's port hint (sluice_abi.h, listen_ports): the sockops

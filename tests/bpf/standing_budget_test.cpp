@@ -224,7 +224,7 @@ TEST(StandingBudget, RecoveringRampsTheOthersWhileAStandingSourceKeepsItsBudget)
 			       "RECOVERING: the ramp applies to the rest");
 }
 
-TEST(StandingBudget, SheddingWithStandingSlotPairThenStandingBucket)
+TEST(StandingBudget, SheddingWithStandingTheStandingBucketAlone)
 {
 	SLUICE_REQUIRE_ROOT();
 	Options o = with(kSlow, 3, SLUICE_SHEDDING);
@@ -236,14 +236,50 @@ TEST(StandingBudget, SheddingWithStandingSlotPairThenStandingBucket)
 	st.grant(hash_of(s, a), stamp_now());
 
 	auto da = run_counted(s, udp4({}, {.src = a}), 10);
-	EXPECT_EQ(da[SLUICE_STANDING], 7u) << "slot pair (3) then standing bucket (4)";
-	EXPECT_EQ(da[SLUICE_DROP_RATE], 3u);
+	EXPECT_EQ(da[SLUICE_STANDING], 4u) << "its standing bucket (4), not its slot pair too";
+	EXPECT_EQ(da[SLUICE_DROP_RATE], 6u);
+	const int w = st.way_of(hash_of(s, a));
+	ASSERT_GE(w, 0);
+	EXPECT_EQ(st.read(st.set_of(hash_of(s, a))).seen[w], 10u) << "every frame that reached the bucket is seen";
+	sluice_slot_pair pa0 = s.slots_of(a);
+	EXPECT_EQ(s.slot(pa0.a), 0u) << "its slot pair is not asked while shedding";
 	auto db = run_counted(s, udp4({}, {.src = b}), 10);
 	EXPECT_EQ(db[SLUICE_DROP_SHED], 10u) << "without standing and without a newcomer budget: shed";
 	sluice_slot_pair pb = s.slots_of(b);
 	sluice_slot_pair pa = s.slots_of(a);
 	if (pb.a != pa.a && pb.a != pa.b)
 		EXPECT_EQ(s.slot(pb.a), 0u) << "a shed frame touches no slot";
+}
+
+// The fair share (config.standing_share_cost_ns, the daemon's water-filled
+// level): every standing bucket refills at its own rate or the share,
+// whichever is lower, and holds the time its own burst lasts, so at half
+// the rate half the tokens.
+TEST(StandingBudget, TheShareCapsTheStandingBucket)
+{
+	SLUICE_REQUIRE_ROOT();
+	Options o = with(kSlow, 3, SLUICE_SHEDDING);
+	set_standing_budget(o.config, kSlow, 8);
+	set_newcomer_budget(o.config, 0, 0);
+	o.config.standing_share_cost_ns = 2 * o.config.standing_cost_ns; // half the standing rate
+	SLUICE_LOAD_OR_FAIL(s, o);
+	Standing st{s};
+	Ip4 a = ip4("10.41.0.16");
+	st.grant(hash_of(s, a), stamp_now());
+	auto da = run_counted(s, udp4({}, {.src = a}), 10);
+	EXPECT_EQ(da[SLUICE_STANDING], 4u) << "8 tokens' time at twice the cost: 4";
+	EXPECT_EQ(da[SLUICE_DROP_RATE], 6u);
+
+	// A share above the bucket's own rate changes nothing.
+	Options o2 = with(kSlow, 3, SLUICE_SHEDDING);
+	set_standing_budget(o2.config, kSlow, 8);
+	set_newcomer_budget(o2.config, 0, 0);
+	o2.config.standing_share_cost_ns = o2.config.standing_cost_ns / 2;
+	SLUICE_LOAD_OR_FAIL(s2, o2);
+	Standing st2{s2};
+	st2.grant(hash_of(s2, a), stamp_now());
+	auto d2 = run_counted(s2, udp4({}, {.src = a}), 10);
+	EXPECT_EQ(d2[SLUICE_STANDING], 8u);
 }
 
 TEST(StandingBudget, TheNewcomerBudgetAdmitsItsBurstThenSheds)

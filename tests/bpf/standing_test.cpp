@@ -15,8 +15,10 @@ namespace {
 
 Options shedding(std::uint64_t rate, std::uint64_t burst)
 {
+	// (the standing bucket alike: while shedding it alone admits a
+	// source with standing)
 	Options o;
-	o.config = make_config(rate, burst);
+	o.config = make_config(rate, burst, rate, burst);
 	o.config.breaker_state = SLUICE_SHEDDING;
 	return o;
 }

@@ -51,7 +51,45 @@ TEST(Encode, StandingStatus)
 TEST(Encode, StandingSummaryHasNoEntryFields)
 {
 	json j = encode(StandingView{"eth0", table(), std::nullopt});
-	EXPECT_EQ(j, (json{{"iface", "eth0"}, {"standing", encode(table())}}));
+	json want = encode(table());
+	want["share"] = {{"level_pps", nullptr}, {"capacity_pps", 0}, {"revocations", 0}, {"recent", json::array()}};
+	EXPECT_EQ(j, (json{{"iface", "eth0"}, {"standing", want}}));
+}
+
+TEST(Encode, StandingShareAndRevocations)
+{
+	StandingView v{"eth0", table(), std::nullopt};
+	v.share_pps = 196;
+	v.capacity_pps = 10000;
+	v.revocations = 51;
+	RevocationEvent e;
+	e.at_realtime_ns = 1764568533000000000ull;
+	e.source = *parse_address("198.18.3.10");
+	e.reason = SLUICE_BY_ACCEPTED;
+	e.offered_pps = 1200.4;
+	e.share_pps = 196;
+	e.revocations = 1;
+	e.until_realtime_ns = 1764568593000000000ull;
+	e.why = "offered 1200 pps > 4 x share 196 pps for 3 periods; penalty 60 s";
+	v.recent.push_back(e);
+	json s = encode(v)["standing"]["share"];
+	EXPECT_EQ(s["level_pps"], 196);
+	EXPECT_EQ(s["capacity_pps"], 10000);
+	EXPECT_EQ(s["revocations"], 51);
+	ASSERT_EQ(s["recent"].size(), 1u);
+	EXPECT_EQ(s["recent"][0], (json{{"at", "2025-12-01T05:55:33Z"},
+					{"source", "198.18.3.10"},
+					{"reason", "accepted"},
+					{"offered_pps", 1200},
+					{"share_pps", 196},
+					{"revocations", 1},
+					{"until", "2025-12-01T05:56:33Z"},
+					{"by", "share"},
+					{"why", e.why}}));
+	e.by_operator = true, e.reason = 0;
+	json r = encode(StandingRevokeReply{"eth0", e});
+	EXPECT_EQ(r["revoked"]["by"], "operator");
+	EXPECT_EQ(r["revoked"]["reason"], nullptr);
 }
 
 TEST(Encode, StandingEntryLiveLapsedAndAbsent)
@@ -68,7 +106,8 @@ TEST(Encode, StandingEntryLiveLapsedAndAbsent)
 	EXPECT_EQ(j["since"], "2025-12-01T05:55:33Z");
 	EXPECT_EQ(j["last_seen"], "2025-12-01T05:56:40Z");
 	EXPECT_EQ(j["tokens"], 99999);
-	EXPECT_EQ(j["standing"], encode(table()));
+	EXPECT_EQ(j["standing"]["entries"], encode(table())["entries"]);
+	EXPECT_EQ(j["penalty"], nullptr);
 
 	// Lapsed: why and since when it had standing, no tokens.
 	StandingRecord lapsed = live;

@@ -46,7 +46,7 @@ TEST(Period, IncomingIsEveryIpFrame)
 					  (1ull << SLUICE_STANDING) + (1ull << SLUICE_NEWCOMER) +
 					  (1ull << SLUICE_DROP_VALVE) + (1ull << SLUICE_EXEMPT) +
 					  (1ull << SLUICE_DROP_CLASS) + (1ull << SLUICE_DROP_BYTES) +
-					  (1ull << SLUICE_COOKIE_SENT) + (1ull << SLUICE_COOKIE_PROVED) +
+					  (1ull << SLUICE_COOKIE_SENT) + (1ull << SLUICE_COOKIE_PROVED) + (1ull << SLUICE_REPLY) +
 					  (1ull << SLUICE_DROP_COOKIE) + (1ull << SLUICE_DROP_COOKIE_BUDGET) +
 					  (1ull << SLUICE_DROP_COOKIE_UNFIT));
 }

@@ -973,15 +973,21 @@ std::string hex(const std::uint8_t *p, std::size_t n)
 // A cookie_proved run: the source's standing set (in.standing[set_idx] as
 // the harness wrote it before the run) now holds exactly what
 // sluice_standing_grant writes for its fingerprint at the run's clock
-// (between c0 and c1), reason cookie. in.standing takes it, so that the sweep
-// that follows finds nothing else changed.
+// (between c0 and c1), reason cookie, and the source the grant recorded (its
+// masked address: not modelled here, taken from the run). in.standing takes
+// it, so that the sweep that follows finds nothing else changed.
 void expect_cookie_grant(Instance &in, const std::vector<sluice_standing_set> &sets, std::uint32_t set_idx,
 			 std::uint32_t fpr, std::uint64_t c0, std::uint64_t c1, const std::string &what)
 {
 	for (std::uint64_t t : {c0, c1}) {
 		sluice_standing_set exp = in.standing[set_idx];
-		sluice_standing_grant(&exp, fpr, sluice_standing_stamp(t + SLUICE_TIME_BIAS), kStandingLapse,
-				      SLUICE_BY_COOKIE);
+		int w = sluice_standing_grant(&exp, fpr, sluice_standing_stamp(t + SLUICE_TIME_BIAS), kStandingLapse,
+					      SLUICE_BY_COOKIE);
+		if (w >= 0 && std::memcmp(&exp.source[2 * w], &in.standing[set_idx].source[2 * w], 16) != 0) {
+			// (a refresh keeps the recorded source; a new way records the frame's)
+		} else if (w >= 0 && sluice_standing_entry_fp(in.standing[set_idx].way[w]) != fpr) {
+			std::memcpy(&exp.source[2 * w], &sets[set_idx].source[2 * w], 16);
+		}
 		if (std::memcmp(&exp, &sets[set_idx], sizeof(exp)) == 0) {
 			in.standing[set_idx] = sets[set_idx];
 			return;
@@ -1803,10 +1809,9 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t *data, std::size_t size
 			check_admitted("standing bucket", dp[SLUICE_STANDING], repeat - dp[SLUICE_PASSED], st_held(c0),
 				       st_held(c1), st_cost);
 		} else if (has_standing) {
-			// Both buckets count as standing: their sum.
-			check_admitted("slot pair + standing bucket", dp[SLUICE_STANDING], repeat,
-				       std::min<std::uint64_t>(repeat, pair_held(c0)) + st_held(c0),
-				       pair_held(c1) + st_held(c1) + (c1 - c0 + cost - 1) / cost, st_cost);
+			// Shedding: the standing bucket alone (its slot pair is not
+			// asked: the share bounds the standing sources together).
+			check_admitted("standing bucket", dp[SLUICE_STANDING], repeat, st_held(c0), st_held(c1), st_cost);
 		} else {
 			// A newcomer: no more than its slot pair or the budget held.
 			std::uint64_t nc_hi = 0;
@@ -1830,6 +1835,18 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t *data, std::size_t size
 			bool mine = ip && has_standing && i == set_idx && std::uint32_t(w) == way;
 			if (a.record[w] != b.record[w])
 				die("standing record %u/%d changed: %s", i, w, what.c_str());
+			// seen: every frame of the way's source that reached its
+			// standing bucket, and no other
+			std::uint64_t reached = !mine || !bucket_path || (shedding && cfg.valve_closed) ? 0
+						: shedding        ? repeat
+								  : repeat - dp[SLUICE_PASSED];
+			if (bucket_path && mine && bytes_budget)
+				reached = b.seen[w] - a.seen[w]; // split by the byte pair's outcomes: not counted here
+			if (std::uint32_t(b.seen[w] - a.seen[w]) != reached)
+				die("standing seen %u/%d moved by %u, want %llu: %s", i, w, b.seen[w] - a.seen[w],
+				    (unsigned long long)reached, what.c_str());
+			if (std::memcmp(&a.source[2 * w], &b.source[2 * w], 16) != 0)
+				die("standing source %u/%d changed: %s", i, w, what.c_str());
 			if (a.way[w] != b.way[w] && !(mine && sluice_standing_entry_fp(b.way[w]) == fpr))
 				die("standing way %u/%d changed (%llx -> %llx): %s", i, w, (unsigned long long)a.way[w],
 				    (unsigned long long)b.way[w], what.c_str());

@@ -34,6 +34,17 @@ inline constexpr uint32_t kStandingLapseS = SLUICE_STANDING_LAPSE_DEFAULT_S; // 
 // 812,744 full-size frames a second), a flood of them is the valve's business.
 inline constexpr uint64_t kStandingRatePps = 1000000;
 inline constexpr uint64_t kStandingBurst = 100000; // 0.1 s of the standing rate
+// What the standing sources together may take (pps) before the daemon lowers
+// their share (water-filling); 0: --trip-pps, what the host takes before it
+// sheds at all.
+inline constexpr uint64_t kStandingCapacityPps = 0;
+// The UDP feeders' grants per local user: a UDP connect()/sendto() is the
+// host's word alone, which any user can give, so each user grants at most
+// kGrantBurst entries at once and kGrantRatePerS a second after that (a
+// resolver or an NTP client talks to a handful of servers; a user who asks
+// for 100,000 gets these).
+inline constexpr uint64_t kGrantRatePerS = 10;
+inline constexpr uint64_t kGrantBurst = 100;
 // While shedding, the sources without standing share this budget: a tenth of
 // trip-pps (--newcomer-pps 0 sheds them all, as before standing).
 inline constexpr uint64_t kNewcomerShareDivisor = 10;

@@ -201,6 +201,25 @@ Status check_standing_burst(Given burst, Voice voice)
 	return within(burst, SLUICE_BURST_MIN, SLUICE_BURST_MAX, "standing_burst", voice);
 }
 
+Status check_standing_capacity(Given pps)
+{
+	if (pps.within(0, 0))
+		return {};
+	return within(pps, SLUICE_RATE_MIN, SLUICE_RATE_MAX, "standing capacity", Voice::input);
+}
+
+Status check_grant_rate(Given rate, Voice voice)
+{
+	if (rate.within(0, 0))
+		return {};
+	return within(rate, SLUICE_RATE_MIN, SLUICE_RATE_MAX, "grant rate", voice);
+}
+
+Status check_grant_burst(Given burst, Voice voice)
+{
+	return within(burst, SLUICE_BURST_MIN, SLUICE_BURST_MAX, "grant burst", voice);
+}
+
 Status check_observe_periods(Given periods)
 {
 	if (periods.within(0, SLUICE_OBSERVE_PERIODS_MAX))

@@ -91,6 +91,12 @@ Status check_standing_lapse_s(Given seconds);
 // (SLUICE_RATE_MIN..SLUICE_RATE_MAX, SLUICE_BURST_MIN..SLUICE_BURST_MAX)
 Status check_standing_rate(Given rate, Voice voice = Voice::input);
 Status check_standing_burst(Given burst, Voice voice = Voice::input);
+// the standing sources' capacity, pps: 0 (--trip-pps) or SLUICE_RATE_MIN..SLUICE_RATE_MAX
+Status check_standing_capacity(Given pps);
+// the UDP feeders' grants per user: a rate of 0 (no UDP grants) or
+// SLUICE_RATE_MIN..SLUICE_RATE_MAX a second, a burst of SLUICE_BURST_MIN..SLUICE_BURST_MAX
+Status check_grant_rate(Given rate, Voice voice = Voice::input);
+Status check_grant_burst(Given burst, Voice voice = Voice::input);
 // observed standing, distinct ticks: 0 (off)..SLUICE_OBSERVE_PERIODS_MAX
 Status check_observe_periods(Given periods);
 // The newcomer budget, all CPUs together: 0 (none), or what `cpus` per-CPU

@@ -98,6 +98,10 @@ Result<Dataplane> Dataplane::adopt(const std::string &dir)
 			return refused("pins under " + dir + " were made for " + std::to_string(max_entries[i]) +
 				       " CPUs (" + maps[i].pin + "), this host has " +
 				       std::to_string(libbpf_num_possible_cpus()) + fix);
+		else if (maps[i].entries == Entries::penalty_sets && max_entries[i] != dp.settings_.penalty_set_mask + 1)
+			return refused("pins under " + dir + " disagree with themselves (penalty map of " +
+				       std::to_string(max_entries[i]) + " sets, settings say " +
+				       std::to_string(dp.settings_.penalty_set_mask + 1) + ")" + fix);
 		else if (maps[i].entries == Entries::observed_sets && max_entries[i] != dp.settings_.observe_set_mask + 1)
 			return refused("pins under " + dir + " disagree with themselves (observed map of " +
 				       std::to_string(max_entries[i]) + " sets, settings say " +

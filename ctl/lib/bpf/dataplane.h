@@ -114,7 +114,11 @@ public:
 	// The ring buffer of sampled drops (struct sluice_drop_sample).
 	int drop_samples_fd() const { return maps_.drop_samples.get(); }
 	ListenPorts listen_ports() const { return ListenPorts(maps_.listen_ports.get()); }
-	StandingTable standing() const { return StandingTable(maps_.standing.get(), settings_); }
+	StandingTable standing() const
+	{
+		return StandingTable(maps_.standing.get(), settings_, maps_.standing_penalty.get(),
+				     maps_.own_addrs.get());
+	}
 	// The capture's maps (bpf/capture.h, bpf/capture_maps.h).
 	CaptureMapFds capture_maps() const
 	{

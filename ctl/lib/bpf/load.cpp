@@ -94,6 +94,7 @@ Result<Dataplane> Dataplane::load(const LoadOptions &opts, const sluice_config &
 	const uint32_t observed_sets = opts.observe_periods ? opts.standing_sets : 1;
 	s.observe_periods = opts.observe_periods;
 	s.observe_set_mask = observed_sets - 1;
+	s.penalty_set_mask = penalty_sets(opts.standing_sets) - 1;
 	auto [lo, hi] = ephemeral_ports();
 	s.ephemeral_lo = lo;
 	s.ephemeral_hi = hi;
@@ -104,6 +105,10 @@ Result<Dataplane> Dataplane::load(const LoadOptions &opts, const sluice_config &
 		if (m.entries == Entries::standing_sets)
 			if (int err = bpf_map__set_max_entries(m.of(skel.get()), opts.standing_sets); err)
 				return fail_bpf(err, "sizing the standing table to " + std::to_string(opts.standing_sets) +
+							     " sets");
+		if (m.entries == Entries::penalty_sets)
+			if (int err = bpf_map__set_max_entries(m.of(skel.get()), s.penalty_set_mask + 1); err)
+				return fail_bpf(err, "sizing the penalty map to " + std::to_string(s.penalty_set_mask + 1) +
 							     " sets");
 		if (m.entries == Entries::observed_sets)
 			if (int err = bpf_map__set_max_entries(m.of(skel.get()), observed_sets); err)

@@ -56,6 +56,15 @@ Status validate_config(const sluice_config &c)
 			       " violated: rejected cookie_mode " + std::to_string(c.cookie_mode));
 	if (auto ok = check_newcomer_bucket(c.newcomer_cost_ns, c.newcomer_burst); !ok)
 		return ok;
+	if (c.standing_share_cost_ns)
+		if (auto ok = check_cost_ns(c.standing_share_cost_ns, "standing_share_cost_ns"); !ok)
+			return ok;
+	if (c.grant_cost_ns) {
+		if (auto ok = check_cost_ns(c.grant_cost_ns, "grant_cost_ns"); !ok)
+			return ok;
+		if (auto ok = check_grant_burst(c.grant_burst, Voice::invariant); !ok)
+			return ok;
+	}
 	if (c.valve_closed > 1 || (c.valve_closed && c.breaker_state != SLUICE_SHEDDING))
 		return refused("invariant valve_closed in {0, 1}, 1 only while shedding violated: rejected valve_closed " +
 			       std::to_string(c.valve_closed) + " in breaker_state " + std::to_string(c.breaker_state));

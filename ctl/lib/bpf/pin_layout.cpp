@@ -5,6 +5,7 @@
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 
+#include <algorithm>
 #include <array>
 #include <cerrno>
 #include <fcntl.h>
@@ -18,7 +19,7 @@ namespace {
 // Every LPM trie (lists, class prefixes) holds both policy sets.
 constexpr uint32_t kLpmEntries = SLUICE_POLICY_SETS * SLUICE_LIST_MAX_ENTRIES;
 
-const std::array<MapPin, 22> kMapPins{{
+const std::array<MapPin, 25> kMapPins{{
 	{SLUICE_PIN_SLOTS, &MapFds::slots, [](sluice_bpf *s) { return s->maps.slots; }, BPF_MAP_TYPE_ARRAY, 4,
 	 sizeof(sluice_slot), Entries::table_slots, 0},
 	{SLUICE_PIN_CONFIG, &MapFds::config, [](sluice_bpf *s) { return s->maps.config; }, BPF_MAP_TYPE_ARRAY, 4,
@@ -72,6 +73,13 @@ const std::array<MapPin, 22> kMapPins{{
 	 BPF_MAP_TYPE_PERF_EVENT_ARRAY, 4, 4, Entries::possible_cpus, 0},
 	{SLUICE_PIN_CAPTURE_STATS, &MapFds::capture_stats, [](sluice_bpf *s) { return s->maps.capture_stats; },
 	 BPF_MAP_TYPE_PERCPU_ARRAY, 4, sizeof(sluice_capture_stats), Entries::exact, 1},
+	// Earned, bounded trust: revoked standing, the UDP feeders' budget per user.
+	{SLUICE_PIN_STANDING_PENALTY, &MapFds::standing_penalty, [](sluice_bpf *s) { return s->maps.standing_penalty; },
+	 BPF_MAP_TYPE_ARRAY, 4, sizeof(sluice_penalty_set), Entries::penalty_sets, 0},
+	{SLUICE_PIN_GRANT_QUOTA, &MapFds::grant_quota, [](sluice_bpf *s) { return s->maps.grant_quota; },
+	 BPF_MAP_TYPE_ARRAY, 4, sizeof(sluice_slot), Entries::exact, SLUICE_GRANT_QUOTA_SLOTS},
+	{SLUICE_PIN_OWN_ADDRS, &MapFds::own_addrs, [](sluice_bpf *s) { return s->maps.own_addrs; }, BPF_MAP_TYPE_HASH,
+	 sizeof(sluice_addr16), 1, Entries::exact, SLUICE_OWN_ADDRS_MAX},
 }};
 
 const std::array<FeederPin, 5> kFeederPins{{
@@ -93,6 +101,11 @@ int dup_fd(int fd)
 }
 
 } // namespace
+
+uint32_t penalty_sets(uint32_t standing_sets)
+{
+	return std::max<uint32_t>(1, standing_sets / SLUICE_PENALTY_SETS_DIVISOR);
+}
 
 std::span<const MapPin> map_pins()
 {

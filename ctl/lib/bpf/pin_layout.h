@@ -28,7 +28,7 @@ namespace sluice {
 struct MapFds {
 	UniqueFd slots, config, counters, settings, allow_v4, allow_v6, deny_v4, deny_v6, drop_samples, standing,
 		newcomers, observed, classes, class_v4, class_v6, port_classes, class_counters, cookie_budget,
-		listen_ports, capture, capture_events, capture_stats;
+		listen_ports, capture, capture_events, capture_stats, standing_penalty, grant_quota, own_addrs;
 };
 
 // The standing table's feeders (bpf/feeders.bpf.h), attached with one bpf_link
@@ -43,6 +43,7 @@ enum class Entries {
 	table_slots, // the table size the program is loaded with (LoadOptions::slots, settings.slot_mask + 1)
 	standing_sets, // the standing sets it is loaded with (LoadOptions::standing_sets, settings.standing_set_mask + 1)
 	observed_sets, // observed standing's sets: the standing sets when on, else 1 (settings.observe_set_mask + 1)
+	penalty_sets,  // revoked standing's sets: penalty_sets(standing sets) (settings.penalty_set_mask + 1)
 	possible_cpus, // one per possible CPU (a perf event array: libbpf sizes it at load)
 };
 
@@ -56,6 +57,9 @@ struct MapPin {
 	Entries entries;
 	uint32_t max_entries; // Entries::exact only
 };
+
+// The sets of the standing_penalty map for a standing table of `standing_sets`.
+uint32_t penalty_sets(uint32_t standing_sets);
 
 // Every map, in the order they are pinned.
 std::span<const MapPin> map_pins();

@@ -2,12 +2,17 @@
 
 #include "base/clock.h"
 #include "bpf/bucket.h"
+#include "bpf/source_key.h"
 #include "bpf/standing.h"
 #include "logic/source.h"
 
 #include <bpf/bpf.h>
 
 #include <algorithm>
+#include <cerrno>
+#include <array>
+#include <cmath>
+#include <cstring>
 #include <string>
 #include <vector>
 
@@ -24,7 +29,34 @@ uint64_t realtime_ticks_ago(uint32_t age)
 	return back < now ? now - back : 0;
 }
 
+// The address a grant records for `addr`: masked as the program masks it,
+// in sluice_standing_source's 16 bytes.
+void kept_source_of(const sluice_settings &s, const Address &addr, __u64 out[2])
+{
+	const SourceSlots ss = source_slots(s, addr);
+	sluice_source src{};
+	const bool v6 = addr.family == Family::v6;
+	std::memcpy(src.w, ss.source.addr.bytes.data(), v6 ? 16 : 4);
+	sluice_standing_source(src.w[0], src.w[1], v6, out);
+}
+
 } // namespace
+
+Address standing_source_address(const __u64 kept[2])
+{
+	std::array<uint8_t, 16> b{};
+	std::memcpy(b.data(), kept, 16);
+	Address a;
+	static constexpr std::array<uint8_t, 12> kMapped{0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff};
+	if (std::equal(kMapped.begin(), kMapped.end(), b.begin())) {
+		a.family = Family::v4;
+		std::copy(b.begin() + 12, b.end(), a.bytes.begin());
+	} else {
+		a.family = Family::v6;
+		a.bytes = b;
+	}
+	return a;
+}
 
 Status StandingTable::grant(std::span<const Address> peers, sluice_standing_reason reason) const
 {
@@ -39,7 +71,31 @@ Status StandingTable::grant(std::span<const Address> peers, sluice_standing_reas
 		if (int err = bpf_map_lookup_elem(fd_, &idx, &set); err)
 			return fail_errno("reading standing set " + std::to_string(idx));
 		uint32_t stamp = sluice_standing_stamp(dataplane_now());
-		sluice_standing_grant(&set, sluice_standing_fingerprint(hash), stamp, lapse, reason);
+		__u64 kept[2];
+		kept_source_of(settings_, p, kept);
+		if (own_fd_ >= 0) {
+			// as the feeders: never one of the host's own addresses
+			sluice_source raw{};
+			const bool v6 = p.family == Family::v6;
+			std::memcpy(raw.w, p.bytes.data(), v6 ? 16 : 4);
+			sluice_addr16 k{};
+			uint8_t v = 0;
+			sluice_standing_source(raw.w[0], raw.w[1], v6, k.w);
+			if (bpf_map_lookup_elem(own_fd_, &k, &v) == 0)
+				continue;
+		}
+		if (penalty_fd_ >= 0) {
+			// as the program's sluice_grant: never while its penalty runs
+			uint32_t pidx = sluice_standing_set_of(hash, settings_.penalty_set_mask);
+			sluice_penalty_set pen{};
+			if (int err = bpf_map_lookup_elem(penalty_fd_, &pidx, &pen); err)
+				return fail_errno("reading penalty set " + std::to_string(pidx));
+			if (sluice_penalized(&pen, sluice_standing_fingerprint(hash), stamp))
+				continue;
+		}
+		if (sluice_standing_grant_from(&set, sluice_standing_fingerprint(hash), stamp, lapse, reason, kept[0],
+					       kept[1]) < 0)
+			continue; // every way holds a stronger proof
 		// The whole set is written back: a feeder's grant into the same set
 		// between the read and this write is lost, as when two CPUs grant
 		// at once (standing.h), and the set's standing buckets lose what
@@ -98,26 +154,17 @@ Result<StandingOccupancy> StandingTable::occupancy() const
 	return occupancy(0, sets());
 }
 
-Result<StandingOccupancy> StandingTable::occupancy(uint32_t first_set, uint32_t count) const
+Status StandingTable::for_each_set(uint32_t first_set, uint32_t count,
+				   const std::function<void(uint32_t, const sluice_standing_set &)> &fn) const
 {
 	const uint32_t end = first_set < sets() ? first_set + std::min(count, sets() - first_set) : first_set;
-	const uint32_t stamp = sluice_standing_stamp(dataplane_now());
-	StandingOccupancy o{0, uint64_t(end - first_set) * SLUICE_STANDING_WAYS, 0};
-	auto tally = [&](const sluice_standing_set &set) {
-		uint32_t live = 0;
-		for (uint64_t e : set.way)
-			live += sluice_standing_live(e, stamp, settings_.standing_lapse_ticks);
-		o.live += live;
-		o.full_sets += live == SLUICE_STANDING_WAYS;
-	};
 	// Batched reads, a chunk of sets per syscall: one lookup per set took
-	// 50 ms a status call at the default 65,536 sets. 512 sets (80 KiB) is
-	// under malloc's mmap threshold: a chunk of 4,096 (640 KiB) was mapped
-	// and unmapped the first time, which raises the threshold, so the next
-	// count took it from the heap and the daemon's resident memory grew by
-	// as much once, in the middle of a flood (tests/netns/test_e2e.py's
-	// bound on that growth caught it).
-	constexpr uint32_t kChunk = 512;
+	// 50 ms a status call at the default 65,536 sets. 256 sets (80 KiB) is
+	// under malloc's mmap threshold: a chunk mapped and unmapped the first
+	// time raises the threshold, so the next count took it from the heap
+	// and the daemon's resident memory grew by as much once, in the middle
+	// of a flood (tests/netns/test_e2e.py's bound on that growth caught it).
+	constexpr uint32_t kChunk = 256;
 	std::vector<uint32_t> keys(kChunk);
 	std::vector<sluice_standing_set> chunk(kChunk);
 	for (uint32_t first = first_set; first < end; first += kChunk) {
@@ -134,14 +181,176 @@ Result<StandingOccupancy> StandingTable::occupancy(uint32_t first_set, uint32_t 
 				sluice_standing_set set{};
 				if (int e = bpf_map_lookup_elem(fd_, &i, &set); e)
 					return fail_errno("reading standing set " + std::to_string(i));
-				tally(set);
+				fn(i, set);
 			}
 			continue;
 		}
 		for (uint32_t i = 0; i < n; i++)
-			tally(chunk[i]);
+			fn(first + i, chunk[i]);
 	}
+	return {};
+}
+
+Result<StandingOccupancy> StandingTable::occupancy(uint32_t first_set, uint32_t count) const
+{
+	const uint32_t end = first_set < sets() ? first_set + std::min(count, sets() - first_set) : first_set;
+	const uint32_t stamp = sluice_standing_stamp(dataplane_now());
+	StandingOccupancy o{0, uint64_t(end - first_set) * SLUICE_STANDING_WAYS, 0};
+	auto ok = for_each_set(first_set, count, [&](uint32_t, const sluice_standing_set &set) {
+		uint32_t live = 0;
+		for (uint64_t e : set.way)
+			live += sluice_standing_live(e, stamp, settings_.standing_lapse_ticks);
+		o.live += live;
+		o.full_sets += live == SLUICE_STANDING_WAYS;
+	});
+	if (!ok)
+		return std::unexpected(ok.error());
 	return o;
+}
+
+Status StandingTable::for_each_live(const std::function<void(const StandingWay &)> &fn) const
+{
+	const uint32_t stamp = sluice_standing_stamp(dataplane_now());
+	return for_each_set(0, sets(), [&](uint32_t idx, const sluice_standing_set &set) {
+		for (uint32_t w = 0; w < SLUICE_STANDING_WAYS; w++) {
+			if (!sluice_standing_live(set.way[w], stamp, settings_.standing_lapse_ticks))
+				continue;
+			fn(StandingWay{idx * SLUICE_STANDING_WAYS + w, sluice_standing_entry_fp(set.way[w]), set.seen[w],
+				       sluice_standing_record_reason(set.record[w]), standing_source_address(&set.source[2 * w])});
+		}
+	});
+}
+
+Result<Revoked> StandingTable::revoke_at(uint32_t set_idx, uint32_t fp, const Address *asked,
+					 const std::function<double(uint32_t)> &penalty_s) const
+{
+	if (penalty_fd_ < 0)
+		return refused("standing: these pins have no standing_penalty map (made by an older build)");
+	if (set_idx >= sets())
+		return invalid("standing: set " + std::to_string(set_idx) + " is outside the table's " +
+			       std::to_string(sets()));
+	const uint32_t stamp = sluice_standing_stamp(dataplane_now());
+	Revoked r{false, asked ? *asked : Address{}, sluice_standing_reason(0), 0, 0};
+	sluice_standing_set set{};
+	if (int err = bpf_map_lookup_elem(fd_, &set_idx, &set); err)
+		return fail_errno("reading standing set " + std::to_string(set_idx));
+	int w = sluice_standing_find(&set, fp, stamp, settings_.standing_lapse_ticks);
+	if (w >= 0) {
+		r.had_standing = true;
+		r.reason = sluice_standing_reason(sluice_standing_record_reason(set.record[w]));
+		if (!asked)
+			r.source = standing_source_address(&set.source[2 * w]);
+		// (A frame's refresh of this way between the read and the write is
+		// lost with it: the entry is meant to go.)
+		set.way[w] = 0;
+		if (int err = bpf_map_update_elem(fd_, &set_idx, &set, BPF_EXIST); err)
+			return fail_errno("writing standing set " + std::to_string(set_idx));
+	}
+	// The penalty: this fingerprint's way, else an empty one or one whose
+	// penalty ended, else the one that ends soonest.
+	const uint32_t pidx = set_idx & settings_.penalty_set_mask;
+	sluice_penalty_set pen{};
+	if (int err = bpf_map_lookup_elem(penalty_fd_, &pidx, &pen); err)
+		return fail_errno("reading penalty set " + std::to_string(pidx));
+	int pw = -1, soonest = 0;
+	uint32_t soonest_left = UINT32_MAX;
+	for (int i = 0; i < SLUICE_STANDING_WAYS && pw < 0; i++)
+		if (sluice_standing_entry_fp(pen.way[i]) == fp)
+			pw = i;
+	const uint32_t before = pw >= 0 ? sluice_penalty_revocations(pen.way[pw]) : 0;
+	for (int i = 0; i < SLUICE_STANDING_WAYS && pw < 0; i++)
+		if (sluice_standing_entry_fp(pen.way[i]) == 0 || !sluice_penalty_runs(pen.way[i], stamp))
+			pw = i;
+	for (int i = 0; i < SLUICE_STANDING_WAYS && pw < 0; i++) {
+		uint32_t left = (sluice_penalty_until(pen.way[i]) - stamp) & SLUICE_PENALTY_TICK_MASK;
+		if (left < soonest_left) {
+			soonest_left = left;
+			soonest = i;
+		}
+	}
+	if (pw < 0)
+		pw = soonest;
+	const double seconds = penalty_s(before);
+	const uint32_t ticks = static_cast<uint32_t>(
+		std::ceil(seconds * double(SLUICE_NSEC_PER_SEC) / double(1ull << SLUICE_STANDING_TICK_SHIFT)));
+	pen.way[pw] = sluice_penalty_entry(fp, stamp + std::max<uint32_t>(ticks, 1), before + 1);
+	if (int err = bpf_map_update_elem(penalty_fd_, &pidx, &pen, BPF_EXIST); err)
+		return fail_errno("writing penalty set " + std::to_string(pidx));
+	r.revocations = sluice_penalty_revocations(pen.way[pw]);
+	r.until_realtime_ns = realtime_ns() + (uint64_t(std::max<uint32_t>(ticks, 1)) << SLUICE_STANDING_TICK_SHIFT);
+	return r;
+}
+
+Result<Revoked> StandingTable::revoke_way(uint32_t index, uint32_t fp,
+					  const std::function<double(uint32_t)> &penalty_s) const
+{
+	return revoke_at(index / SLUICE_STANDING_WAYS, fp, nullptr, penalty_s);
+}
+
+Result<Revoked> StandingTable::revoke(const Address &addr, const std::function<double(uint32_t)> &penalty_s) const
+{
+	if (addr.family != Family::v4 && addr.family != Family::v6)
+		return invalid("standing: address of unknown family " + std::to_string(static_cast<int>(addr.family)));
+	const uint64_t hash = source_hash(settings_, addr);
+	Address masked = source_slots(settings_, addr).source.addr;
+	return revoke_at(sluice_standing_set_of(hash, settings_.standing_set_mask), sluice_standing_fingerprint(hash),
+			 &masked, penalty_s);
+}
+
+Status StandingTable::set_own_addresses(std::span<const Address> own) const
+{
+	if (own_fd_ < 0)
+		return refused("standing: these pins have no own_addrs map (made by an older build)");
+	if (own.size() > SLUICE_OWN_ADDRS_MAX)
+		return invalid("standing: " + std::to_string(own.size()) + " own addresses, the map holds " +
+			       std::to_string(SLUICE_OWN_ADDRS_MAX));
+	std::vector<sluice_addr16> want;
+	for (const auto &a : own) {
+		sluice_source src{};
+		const bool v6 = a.family == Family::v6;
+		std::memcpy(src.w, a.bytes.data(), v6 ? 16 : 4);
+		sluice_addr16 k{};
+		sluice_standing_source(src.w[0], src.w[1], v6, k.w);
+		want.push_back(k);
+	}
+	auto same = [](const sluice_addr16 &a, const sluice_addr16 &b) { return a.w[0] == b.w[0] && a.w[1] == b.w[1]; };
+	// What is there and no longer wanted goes first (the map is no bigger
+	// than the addresses), then every wanted one is written.
+	std::vector<sluice_addr16> stale;
+	sluice_addr16 key{}, next{};
+	for (void *at = nullptr; bpf_map_get_next_key(own_fd_, at, &next) == 0; at = &key) {
+		key = next;
+		if (std::none_of(want.begin(), want.end(), [&](const sluice_addr16 &w) { return same(w, key); }))
+			stale.push_back(key);
+	}
+	for (const auto &k : stale)
+		if (bpf_map_delete_elem(own_fd_, &k) != 0 && errno != ENOENT)
+			return fail_errno("removing an old own address");
+	const uint8_t one = 1;
+	for (const auto &k : want)
+		if (bpf_map_update_elem(own_fd_, &k, &one, BPF_ANY) != 0)
+			return fail_errno("writing an own address");
+	return {};
+}
+
+Result<std::optional<StandingPenalty>> StandingTable::penalty(const Address &addr) const
+{
+	if (penalty_fd_ < 0)
+		return std::optional<StandingPenalty>{};
+	const uint64_t hash = source_hash(settings_, addr);
+	const uint32_t pidx = sluice_standing_set_of(hash, settings_.penalty_set_mask);
+	const uint32_t fp = sluice_standing_fingerprint(hash);
+	const uint32_t stamp = sluice_standing_stamp(dataplane_now());
+	sluice_penalty_set pen{};
+	if (int err = bpf_map_lookup_elem(penalty_fd_, &pidx, &pen); err)
+		return fail_errno("reading penalty set " + std::to_string(pidx));
+	for (uint64_t e : pen.way)
+		if (sluice_standing_entry_fp(e) == fp && sluice_penalty_runs(e, stamp)) {
+			uint32_t left = (sluice_penalty_until(e) - stamp) & SLUICE_PENALTY_TICK_MASK;
+			return std::optional<StandingPenalty>{StandingPenalty{
+				realtime_ns() + (uint64_t(left) << SLUICE_STANDING_TICK_SHIFT), sluice_penalty_revocations(e)}};
+		}
+	return std::optional<StandingPenalty>{};
 }
 
 Result<uint64_t> StandingTable::live_entries() const

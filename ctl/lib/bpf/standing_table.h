@@ -9,6 +9,8 @@
 #include "bpf/sluice_abi.h"
 
 #include <cstdint>
+#include <functional>
+#include <optional>
 #include <span>
 
 namespace sluice {
@@ -22,6 +24,33 @@ struct StandingRecord {
 	uint64_t tokens;                // the standing bucket's whole tokens now, under the config
 };
 
+// A revoked source's penalty (struct sluice_penalty_set).
+struct StandingPenalty {
+	uint64_t until_realtime_ns; // when it may earn standing again (to a tick)
+	uint32_t revocations;       // so far: its penalty doubled with each
+};
+
+// What revoke() did.
+struct Revoked {
+	bool had_standing;           // a live entry was emptied (false: only the penalty was written)
+	Address source;              // as its record kept it (masked), or the address asked
+	sluice_standing_reason reason; // the emptied entry's first grant, 0 without one
+	uint32_t revocations;        // counting this one
+	uint64_t until_realtime_ns;
+};
+
+// A standing source's entry as a scan of the table sees it.
+struct StandingWay {
+	uint32_t index;   // set x SLUICE_STANDING_WAYS + way: its place, fixed while it lives
+	uint32_t fp;      // its fingerprint
+	uint32_t seen;    // frames that reached its standing bucket, wrapping (sluice_abi.h)
+	uint32_t reason;  // enum sluice_standing_reason of its first grant
+	Address source;   // as the grant recorded it (masked)
+};
+
+// The source a standing record keeps (sluice_standing_source's 16 bytes).
+Address standing_source_address(const __u64 kept[2]);
+
 struct StandingOccupancy {
 	uint64_t live;      // entries live now
 	uint64_t capacity;  // sets x ways
@@ -30,7 +59,12 @@ struct StandingOccupancy {
 
 class StandingTable {
 public:
-	StandingTable(int fd, const sluice_settings &settings) : fd_(fd), settings_(settings) {}
+	// penalty_fd: the standing_penalty map (-1: none; revoke and penalty
+	// are then refused, as on pins of a build without it).
+	StandingTable(int fd, const sluice_settings &settings, int penalty_fd = -1, int own_fd = -1)
+		: fd_(fd), penalty_fd_(penalty_fd), own_fd_(own_fd), settings_(settings)
+	{
+	}
 	uint32_t sets() const { return settings_.standing_set_mask + 1; }
 
 	// Grant every peer standing for `reason`, stamped now, as the feeders
@@ -45,6 +79,23 @@ public:
 	// The entry of this address (masked as the program masks it); live
 	// false and reason 0 when it has none.
 	Result<StandingRecord> lookup(const Address &addr, const sluice_config &cfg) const;
+	// Every live entry, a set at a time, in set order (batched reads): the
+	// daemon's measure of what each standing source asks, once a period.
+	Status for_each_live(const std::function<void(const StandingWay &)> &fn) const;
+	// Take the standing of the source in way `index` if it still holds
+	// fingerprint `fp` (a checked write: the set is read, that way emptied,
+	// written back), and write its penalty: penalty_s(revocations so far)
+	// seconds in which no grant can give it standing again.
+	Result<Revoked> revoke_way(uint32_t index, uint32_t fp, const std::function<double(uint32_t)> &penalty_s) const;
+	// The same for an address (the operator's `sluicectl standing revoke`):
+	// the penalty is written whether it has standing now or not.
+	Result<Revoked> revoke(const Address &addr, const std::function<double(uint32_t)> &penalty_s) const;
+	// The host's own addresses, which no feeder grants (own_addrs): the map
+	// made to hold exactly these (at most SLUICE_OWN_ADDRS_MAX; more is an
+	// input error, the map unchanged).
+	Status set_own_addresses(std::span<const Address> own) const;
+	// Its penalty, if one runs now.
+	Result<std::optional<StandingPenalty>> penalty(const Address &addr) const;
 	// Entries live now, over the whole table.
 	Result<uint64_t> live_entries() const;
 	Result<StandingOccupancy> occupancy() const;
@@ -53,7 +104,13 @@ public:
 	Result<StandingOccupancy> occupancy(uint32_t first, uint32_t count) const;
 
 private:
+	Status for_each_set(uint32_t first, uint32_t count,
+			    const std::function<void(uint32_t, const sluice_standing_set &)> &fn) const;
+	Result<Revoked> revoke_at(uint32_t set_idx, uint32_t fp, const Address *asked,
+				  const std::function<double(uint32_t)> &penalty_s) const;
 	int fd_;
+	int penalty_fd_;
+	int own_fd_;
 	sluice_settings settings_;
 };
 

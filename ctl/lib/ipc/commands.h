@@ -40,8 +40,9 @@ enum class Command : uint8_t {
 	explain,
 	upstream,
 	capture,
+	standing_revoke,
 };
-inline constexpr size_t kCommandCount = static_cast<size_t>(Command::capture) + 1;
+inline constexpr size_t kCommandCount = static_cast<size_t>(Command::standing_revoke) + 1;
 
 enum class ArgType : uint8_t {
 	string,      // Request::str
@@ -90,6 +91,7 @@ inline constexpr ArgSpec list_show[] = {{"iface", T::string, true}, {"list", T::
 inline constexpr ArgSpec attach[] = {{"iface", T::string, true}, {"mode", T::string, false}};
 inline constexpr ArgSpec top[] = {{"iface", T::string, true}, {"n", T::integer, false}};
 inline constexpr ArgSpec standing[] = {{"iface", T::string, true}, {"addr", T::string, false}};
+inline constexpr ArgSpec standing_revoke[] = {{"iface", T::string, true}, {"addr", T::string, true}};
 // proto: "tcp", "tcp-syn/443", "udp/53", "icmp", ...; none: any protocol.
 inline constexpr ArgSpec explain[] = {{"iface", T::string, true}, {"src", T::string, true},
 				      {"proto", T::string, false}};
@@ -124,7 +126,7 @@ inline constexpr std::array<CommandSpec, kCommandCount> kCommandSpecs = {{
 	{Command::top, "top", Access::read, command_args::top,
 	 "the sources dropped the most in the last sampling window"},
 	{Command::standing, "standing", Access::read, command_args::standing,
-	 "the standing table's occupancy, valve and budgets; with addr, whether it has standing and why"},
+	 "the standing table's occupancy, share, valve, budgets and last revocations; with addr, whether it has standing and why"},
 	{Command::reload, "reload", Access::write, command_args::optional_iface,
 	 "read the policy file again and apply it (all or nothing), to one interface or all"},
 	{Command::explain, "explain", Access::read, command_args::explain,
@@ -133,6 +135,8 @@ inline constexpr std::array<CommandSpec, kCommandCount> kCommandSpecs = {{
 	 "what is announced upstream over BGP (FlowSpec through gobgpd), why and since when; the speaker's state"},
 	{Command::capture, "capture", Access::read, command_args::capture,
 	 "copy the frames of the outcomes asked for to the pipe passed with the request, until it closes"},
+	{Command::standing_revoke, "standing_revoke", Access::write, command_args::standing_revoke,
+	 "take an address's standing, and bar it from earning standing for its penalty (doubled on each revocation)"},
 }};
 
 constexpr bool registry_in_order()

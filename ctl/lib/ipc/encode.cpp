@@ -81,9 +81,35 @@ json encode(const CookieStatus &c)
 		  {"net.ipv4.tcp_timestamps", sysctl(c.timestamps_now, c.timestamps_was, c.armed)}}}};
 }
 
+json encode(const RevocationEvent &e)
+{
+	return {{"at", iso_time(e.at_realtime_ns)},
+		{"source", e.source.str()},
+		{"reason", e.reason ? json(std::string(standing_reason_name(sluice_standing_reason(e.reason))))
+				    : json(nullptr)},
+		{"offered_pps", std::llround(e.offered_pps)},
+		{"share_pps", std::llround(e.share_pps)},
+		{"revocations", e.revocations},
+		{"until", iso_time(e.until_realtime_ns)},
+		{"by", e.by_operator ? "operator" : "share"},
+		{"why", e.why}};
+}
+
+json encode(const StandingRevokeReply &r)
+{
+	return {{"iface", r.iface}, {"revoked", encode(r.revoked)}};
+}
+
 json encode(const StandingView &v)
 {
 	json j = {{"iface", v.iface}, {"standing", encode(v.table)}};
+	json recent = json::array();
+	for (const auto &e : v.recent)
+		recent.push_back(encode(e));
+	j["standing"]["share"] = {{"level_pps", v.share_pps ? json(v.share_pps) : json(nullptr)},
+				  {"capacity_pps", v.capacity_pps},
+				  {"revocations", v.revocations},
+				  {"recent", recent}};
 	if (v.lookup) {
 		const StandingRecord &r = v.lookup->record;
 		j["addr"] = v.lookup->addr.str();
@@ -94,6 +120,9 @@ json encode(const StandingView &v)
 		j["since"] = r.reason ? json(iso_time(r.since_realtime_ns)) : json(nullptr);
 		j["last_seen"] = r.reason ? json(iso_time(r.last_seen_realtime_ns)) : json(nullptr);
 		j["tokens"] = r.live ? json(r.tokens) : json(nullptr);
+		j["penalty"] = v.lookup->penalty ? json{{"until", iso_time(v.lookup->penalty->until_realtime_ns)},
+							{"revocations", v.lookup->penalty->revocations}}
+						 : json(nullptr);
 	}
 	return j;
 }

@@ -24,6 +24,8 @@ json encode(const BucketView &b);
 json encode(const StandingStatus &s);
 json encode(const CookieStatus &c);
 json encode(const StandingView &v);
+json encode(const RevocationEvent &e);
+json encode(const StandingRevokeReply &r);
 json encode(const ListChange &c);
 json encode(const ListShow &s);
 json encode(const UpstreamView &v);

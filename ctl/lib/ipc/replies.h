@@ -10,6 +10,7 @@
 #include "logic/breaker.h"
 #include "logic/classes.h"
 #include "logic/policy.h"
+#include "logic/standing_share.h"
 
 #include <array>
 #include <cstdint>
@@ -157,12 +158,24 @@ struct StandingLookup {
 	Address addr;
 	Cidr source;           // the prefix it was looked up as (the configured one)
 	StandingRecord record; // live false: no standing
+	std::optional<StandingPenalty> penalty; // revoked: no standing until then
 };
 
 struct StandingView {
 	std::string iface;
 	StandingStatus table;
 	std::optional<StandingLookup> lookup; // none: the summary alone was asked
+	// The fair share (docs/architecture.md, "Standing buys a share").
+	uint64_t share_pps = 0;    // the level in force; 0: none (each bucket at its own rate)
+	uint64_t capacity_pps = 0; // what the standing sources together may take
+	uint64_t revocations = 0;  // since sluiced started
+	std::vector<RevocationEvent> recent; // the last ones, oldest first
+};
+
+// standing_revoke IFACE ADDR
+struct StandingRevokeReply {
+	std::string iface;
+	RevocationEvent revoked; // reason 0: it had no standing, only the penalty was written
 };
 
 struct ListChange {

@@ -8,8 +8,8 @@ namespace sluice {
 
 BudgetAsk budgets_of(const sluice_config &cfg)
 {
-	return BudgetAsk{cfg.rate_pps, cfg.burst, cfg.standing_rate_pps, cfg.standing_burst, cfg.newcomer_pps,
-			 cfg.cookie_pps};
+	return BudgetAsk{cfg.rate_pps,       cfg.burst,      cfg.standing_rate_pps, cfg.standing_burst,
+			 cfg.newcomer_pps,   cfg.cookie_pps, cfg.grant_rate_per_s,  cfg.grant_burst};
 }
 
 uint64_t cost_ns_for_rate(uint64_t rate_pps)
@@ -58,6 +58,11 @@ Result<sluice_config> config_with_budgets(sluice_config cfg, const BudgetAsk &as
 		return std::unexpected(ok.error());
 	if (auto ok = named("cookie budget", check_per_cpu_pps(ask.cookie_pps, cpus, "cookie")); !ok)
 		return std::unexpected(ok.error());
+	if (auto ok = check_grant_rate(ask.grant_rate_per_s, Voice::invariant); !ok)
+		return std::unexpected(ok.error());
+	if (ask.grant_rate_per_s)
+		if (auto ok = check_grant_burst(ask.grant_burst, Voice::invariant); !ok)
+			return std::unexpected(ok.error());
 	PerCpuBucket nb = per_cpu_bucket(ask.newcomer_pps, cpus);
 	PerCpuBucket cb = per_cpu_bucket(ask.cookie_pps, cpus);
 	// (hold for every pps checked above)
@@ -79,6 +84,9 @@ Result<sluice_config> config_with_budgets(sluice_config cfg, const BudgetAsk &as
 	cfg.cookie_burst = cb.burst;
 	cfg.cookie_pps = ask.cookie_pps;
 	cfg.cookie_burst_total = cb.burst_total;
+	cfg.grant_cost_ns = ask.grant_rate_per_s ? cost_ns_for_rate(ask.grant_rate_per_s) : 0;
+	cfg.grant_burst = ask.grant_burst;
+	cfg.grant_rate_per_s = ask.grant_rate_per_s;
 	return cfg;
 }
 

@@ -23,6 +23,8 @@ struct BudgetAsk {
 	uint64_t standing_burst = defaults::kStandingBurst;
 	uint64_t newcomer_pps = defaults::kTripPps / defaults::kNewcomerShareDivisor; // 0: no newcomer budget
 	uint64_t cookie_pps = defaults::kCookiePps; // SYN-ACKs a second; 0: none (every cookie SYN is shed)
+	uint64_t grant_rate_per_s = defaults::kGrantRatePerS; // UDP grants per user a second; 0: none
+	uint64_t grant_burst = defaults::kGrantBurst;
 };
 
 // What a config asks for now (its bookkeeping fields), to change one part of.

@@ -19,6 +19,7 @@
 // nothing whatever the sources do.
 #pragma once
 
+#include "base/address.h"
 #include "base/defaults.h"
 #include "base/result.h"
 
@@ -107,5 +108,19 @@ private:
 	std::vector<Way> ways_;
 	uint32_t period_ = 1; // kNever is never a period
 };
+
+// One revocation, for the log, `sluicectl standing` and /metrics.
+struct RevocationEvent {
+	uint64_t at_realtime_ns = 0;
+	Address source;                  // as its standing record kept it (masked)
+	uint32_t reason = 0;             // enum sluice_standing_reason of the grant it loses (0: had none)
+	double offered_pps = 0;          // what it sent to its standing bucket (0: by hand)
+	double share_pps = 0;            // the share it had
+	uint32_t revocations = 0;        // so far, this one included
+	uint64_t until_realtime_ns = 0;  // its penalty's end
+	bool by_operator = false;
+	std::string why;                 // the figures, or the operator's word
+};
+
 
 } // namespace sluice

@@ -1,0 +1,256 @@
+"""Earned, bounded trust (docs/security.md, "The trust model"): standing buys a
+fair share, not a blank check, and no one grants it at will.
+
+- 50 real addresses on the attacker's side (each its own address, routed, not
+  spoofed) each complete an HTTP request, so each earns standing; then they
+  flood together at several times trip-pps. The regular client keeps >= 99%
+  of its requests; the daemon holds the standing sources to a share and
+  revokes the floods' standing within seconds, naming them in its log and in
+  `sluicectl standing`.
+- One real address floods under trip-pps but over --rate: it is held to its
+  bound (--rate + its standing share), the breaker keeps serving, the
+  regular client is untouched.
+- An unprivileged user's 100,000 UDP connect()s grant at most its quota
+  (--grant-burst + --grant-rate x seconds) and evict no source with a
+  handshake behind it; a refused TCP connect() grants nothing; the host's
+  connection to one of its own addresses grants nothing.
+- `sluicectl standing revoke`: the address loses its standing and cannot
+  earn it again during its penalty, even with a completed handshake.
+
+Each test prints one line "TRUST <name>: ..." with what it measured.
+"""
+
+import json
+import re
+import sys
+import time
+import unittest
+
+from sluice_netns import Daemon, Testbed, Traffic, counters, ctl, ctl_json, main, require_root, settle, wait_until
+from test_standing import (HTTP_CLIENT, HTTP_PORT, StandingView, breaker_state, http_requests, iface_status,
+                           start_http, standing_of)
+
+SETS = 1024
+ARGS = ("--period", "0.5", "--rate", "5000", "--burst", "10000", "--trip-pps", "10000", "--trip-periods", "2",
+        "--hold", "120", "--standing-sets", str(SETS))
+BOTS = 50
+BOT_BASE = 10  # 198.18.3.10 .. : on the attacker's link, beside its own .2
+
+
+def report(name, **kv):
+    print(f"TRUST {name}: " + ", ".join(f"{k}={v}" for k, v in kv.items()), file=sys.stderr, flush=True)
+
+
+def bot_addrs(n=BOTS):
+    return [f"198.18.3.{BOT_BASE + i}" for i in range(n)]
+
+
+# One HTTP request from each address given (bound to it): a real handshake each.
+VISIT = r"""
+import json, socket, sys
+host, port = sys.argv[1], int(sys.argv[2])
+ok = 0
+for a in sys.argv[3:]:
+    try:
+        c = socket.create_connection((host, port), timeout=3, source_address=(a, 0))
+        c.sendall(b"GET / HTTP/1.0\r\nHost: x\r\n\r\n")
+        ok += c.recv(12).startswith(b"HTTP/1.")
+        c.close()
+    except OSError:
+        pass
+print(json.dumps({"ok": ok}))
+"""
+
+
+def add_addresses(tb, addrs):
+    for a in addrs:
+        tb.exec("attacker", ["ip", "addr", "add", f"{a}/24", "dev", tb.attacker_if], check=True)
+
+
+def visit(tb, addrs):
+    p = tb.exec("attacker", ["python3", "-c", VISIT, tb.host_ip4, str(HTTP_PORT)] + addrs, timeout=120)
+    return json.loads(p.stdout.strip().splitlines()[-1])["ok"]
+
+
+def routed_flood(tb, *args):
+    """UDP from the attacker, routed by the router to the host (as a real
+    attack arrives), paced, in a process of its own."""
+    return Traffic(tb.ns_attacker, "flood", "--iface", tb.attacker_if, "--dst-mac", tb.attacker_gw_mac,
+                   "--dst", tb.host_ip4, *args, realtime=True)
+
+
+class Trust(unittest.TestCase):
+    def setUp(self):
+        require_root(self)
+
+    def test_real_sources_with_standing_flood_together(self):
+        with Testbed("trust1") as tb, Daemon(tb, *ARGS) as d:
+            settle(tb)
+            tb.xdp_tx_peer()  # the SYN cookies' SYN-ACKs leave through the router's veth
+            view = StandingView(tb)
+            http = start_http(tb)
+            try:
+                warm = http_requests(tb, 3)
+                self.assertEqual(warm["ok"], 3, warm)
+                bots = bot_addrs()
+                add_addresses(tb, bots)
+                self.assertEqual(visit(tb, bots), BOTS, "every bot completed its request")
+                wait_until(lambda: all(view.has_standing(a) for a in bots[:5] + bots[-5:]), 5,
+                           what="the bots' handshakes to grant them standing")
+                wait_until(lambda: view.has_standing(tb.client_ip4), 5, what="the regular client's standing")
+                c0 = counters(tb)
+                # 50 x 1,200 pps: each under --rate, together 6x trip-pps
+                with routed_flood(tb, "--sources", BOTS, "--src-base", bots[0], "--pps", 60000,
+                                  "--duration", 25) as flood:
+                    t0 = time.monotonic()
+                    wait_until(lambda: breaker_state(tb) == "shedding", 10, interval=0.1,
+                               what="the breaker to shed")
+                    t_shed = time.monotonic() - t0
+                    try:
+                        wait_until(lambda: not any(view.has_standing(a) for a in bots), 15, interval=0.25,
+                                   what="every bot to lose its standing")
+                    except AssertionError:
+                        print(d.output()[-6000:], file=sys.stderr)
+                        print(ctl(tb, "standing", tb.host_if).stdout, ctl(tb, "stats", tb.host_if).stdout,
+                              file=sys.stderr)
+                        raise
+                    t_revoked = time.monotonic() - t0
+                    reg = http_requests(tb, 100, timeout=2.0)
+                    state = breaker_state(tb)
+                    c1 = counters(tb)
+                    view_reply = ctl_json(tb, "standing", tb.host_if)
+                    fr = flood.result(timeout=60)
+                log = d.output()
+                revoked_lines = [l for l in log.splitlines() if "revoked" in l]
+                named = {m.group(1) for m in (re.search(r"standing of (\S+) ", l) for l in revoked_lines) if m}
+                share = view_reply["standing"]["share"]
+                report("1 real sources", flood_pps=fr["pps"], shed_after_s=round(t_shed, 2),
+                       all_revoked_after_s=round(t_revoked, 2), regular_ok=reg["ok"], regular_fail=reg["fail"],
+                       state=state, revocations=share["revocations"], named=len(named & set(bots)),
+                       standing=c1["standing"] - c0["standing"], drop_valve=c1["drop_valve"] - c0["drop_valve"],
+                       first=revoked_lines[:1])
+                self.assertGreaterEqual(reg["ok"], 99, f"the regular client keeps >= 99% of its requests: {reg}")
+                self.assertEqual(state, "shedding", "the flood is still shed")
+                self.assertLess(t_revoked, 12, "the flooding addresses lose standing within seconds")
+                self.assertEqual(named & set(bots), set(bots), f"the log names every bot: {revoked_lines[:3]}")
+                self.assertGreaterEqual(share["revocations"], BOTS, share)
+                listed = {e["source"] for e in share["recent"]}
+                self.assertTrue(listed and listed <= set(bots), f"`sluicectl standing` lists them: {listed}")
+                self.assertTrue(all("share" in e["why"] for e in share["recent"]), share["recent"][:2])
+                self.assertTrue(view.has_standing(tb.client_ip4), "the regular client keeps its standing")
+                self.assertEqual(c1["drop_valve"] - c0["drop_valve"], 0, "the valve never closed")
+                # a revoked bot's new handshake (a SYN cookie's, while shedding)
+                # does not buy it back during its penalty
+                c2 = counters(tb)
+                visit(tb, bots[:1])
+                time.sleep(0.5)
+                c3 = counters(tb)
+                report("1 after", cookie_proved=c3["cookie_proved"] - c2["cookie_proved"],
+                       has_standing=view.has_standing(bots[0]))
+                self.assertFalse(view.has_standing(bots[0]), "no standing during the penalty")
+            finally:
+                http.stop()
+
+    def test_one_real_source_over_rate_under_trip(self):
+        with Testbed("trust2") as tb, Daemon(tb, *ARGS, "--standing-rate", "1000", "--standing-burst", "1000") as d:
+            settle(tb)
+            view = StandingView(tb)
+            http = start_http(tb)
+            try:
+                self.assertEqual(http_requests(tb, 2)["ok"], 2)
+                p = tb.exec("attacker", ["python3", HTTP_CLIENT, tb.host_ip4, str(HTTP_PORT), "--count", "1"])
+                self.assertEqual(json.loads(p.stdout)["ok"], 1, p.stdout)
+                wait_until(lambda: view.has_standing(tb.attacker_ip4), 5, what="the attacker's standing")
+                c0 = counters(tb)
+                with routed_flood(tb, "--src", tb.attacker_ip4, "--pps", 8000, "--duration", 10) as flood:
+                    reg = http_requests(tb, 50, timeout=2.0)
+                    fr = flood.result(timeout=60)
+                c1 = counters(tb)
+                secs = flood.ended - flood.started
+                admitted = (c1["passed"] - c0["passed"]) + (c1["standing"] - c0["standing"])
+                # its bound: --rate + --standing-rate, plus both bursts once
+                bound = (5000 + 1000) * secs + 10000 + 1000 + 2000
+                report("2 one source", flood_pps=fr["pps"], seconds=round(secs, 2), admitted=admitted,
+                       bound=int(bound), drop_rate=c1["drop_rate"] - c0["drop_rate"], regular_ok=reg["ok"],
+                       state=breaker_state(tb))
+                self.assertLess(admitted, bound, "held to --rate + its standing share")
+                self.assertGreaterEqual(c1["drop_rate"] - c0["drop_rate"], fr["sent"] - bound, "the rest was dropped")
+                self.assertEqual(reg["ok"], 50, f"the host's other clients are untouched: {reg}")
+                self.assertEqual(breaker_state(tb), "serving")
+            finally:
+                http.stop()
+
+    def test_grants_are_proved_and_bounded(self):
+        with Testbed("trust3") as tb, Daemon(tb, *ARGS, "--grant-rate", "10", "--grant-burst", "100") as d:
+            settle(tb)
+            view = StandingView(tb)
+            http = start_http(tb)
+            try:
+                self.assertEqual(http_requests(tb, 1)["ok"], 1)
+                wait_until(lambda: view.has_standing(tb.client_ip4), 5, what="the regular client's standing")
+                before = view.live_entries()
+                # 100,000 UDP connect()s as nobody, to addresses of its choosing
+                # (the 512 of the two prefixes the host routes, round and round)
+                script = ("import socket, ipaddress, time\n"
+                          "t = time.monotonic()\n"
+                          "base = int(ipaddress.ip_address('198.18.2.0'))\n"
+                          "for i in range(100000):\n"
+                          "    s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)\n"
+                          "    s.connect((str(ipaddress.ip_address(base + i % 512)), 53))\n"
+                          "    s.close()\n"
+                          "print(time.monotonic() - t)\n")
+                p = tb.exec("host", ["setpriv", "--reuid=nobody", "--regid=nogroup", "--clear-groups",
+                                     "/usr/bin/python3", "-c", script], timeout=300)
+                secs = float(p.stdout.strip())
+                after = view.live_entries()
+                quota = 100 + 10 * secs
+                # a refused TCP connect() grants nothing
+                refused = tb.exec("host", ["python3", "-c",
+                                           "import socket,sys\ntry:\n socket.create_connection((sys.argv[1], 8799), timeout=2)\n"
+                                           "except OSError as e:\n print(type(e).__name__)\n", tb.attacker_ip4])
+                # the host's own address: a connection to itself
+                own = tb.exec("host", ["python3", "-c",
+                                       "import socket,sys\nc = socket.create_connection((sys.argv[1], int(sys.argv[2])), timeout=2)\n"
+                                       "c.sendall(b'GET / HTTP/1.0\\r\\n\\r\\n'); print(c.recv(12))\n",
+                                       tb.host_ip4, str(HTTP_PORT)])
+                time.sleep(0.3)
+                report("3 grants", udp_connects=100000, seconds=round(secs, 2), entries_before=before,
+                       entries_after=after, quota=int(quota), refused=refused.stdout.strip(),
+                       own=own.stdout.strip(), client=view.entry(tb.client_ip4))
+                self.assertLessEqual(after - before, quota, "at most the user's quota of grants")
+                self.assertGreater(after - before, 50, "its quota was granted (the feeders work)")
+                self.assertTrue(view.has_standing(tb.client_ip4), "no handshake's source was evicted")
+                self.assertIn("ConnectionRefused", refused.stdout)
+                self.assertFalse(view.has_standing(tb.attacker_ip4), "the refused connect() granted nothing")
+                self.assertIsNone(view.entry(tb.host_ip4), "the host's own address has no standing")
+                self.assertIn("HTTP", own.stdout)
+            finally:
+                http.stop()
+
+    def test_operator_revokes(self):
+        with Testbed("trust4") as tb, Daemon(tb, *ARGS, "--revoke-penalty", "30") as d:
+            settle(tb)
+            view = StandingView(tb)
+            http = start_http(tb)
+            try:
+                self.assertEqual(http_requests(tb, 1)["ok"], 1)
+                wait_until(lambda: view.has_standing(tb.client_ip4), 5, what="the client's standing")
+                p = ctl(tb, "standing", "revoke", tb.host_if, tb.client_ip4)
+                self.assertEqual(p.returncode, 0, p.stderr)
+                self.assertIn("lost its standing", p.stdout)
+                self.assertFalse(view.has_standing(tb.client_ip4))
+                self.assertEqual(http_requests(tb, 2)["ok"], 2, "serving: it is a newcomer, not shut out")
+                time.sleep(0.3)
+                entry = standing_of(tb, tb.client_ip4)
+                report("4 revoke", out=p.stdout.strip(), entry=entry)
+                self.assertFalse(entry["has_standing"], "a handshake during the penalty grants nothing")
+                self.assertEqual(entry["penalty"]["revocations"], 1, entry)
+                self.assertIn("by the operator", d.output())
+                bad = ctl(tb, "standing", "revoke", tb.host_if, "not-an-address")
+                self.assertEqual(bad.returncode, 2, bad.stderr)
+            finally:
+                http.stop()
+
+
+if __name__ == "__main__":
+    main()
