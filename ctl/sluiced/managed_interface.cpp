@@ -301,18 +301,21 @@ void ManagedInterface::tick(double now_s)
 		log_error(name_ + ": " + counters.error().describe());
 		return;
 	}
-	double dt = now_s - last_tick_s_;
+	// The time of this reading, not of the tick: what ran before it this
+	// tick (the sampler, another interface) does not count in the rates.
+	const double read_s = monotonic_seconds();
+	double dt = read_s - last_tick_s_;
 	if (dt > 0)
 		rates_ = rates_between(last_counters_, *counters, dt);
 	last_counters_ = *counters;
-	last_tick_s_ = now_s;
+	last_tick_s_ = read_s;
 
 	auto cfg = dp_->config().read();
 	if (!cfg) {
 		log_error(name_ + ": " + cfg.error().describe());
 		return;
 	}
-	PolicyDecision d = policy_->step(policy_sample(now_s, *counters, breaker_.state(), since_mono_s_, *cfg));
+	PolicyDecision d = policy_->step(policy_sample(read_s, *counters, breaker_.state(), since_mono_s_, *cfg));
 	// The valve sees every period; a breaker move this period writes the
 	// config itself (leaving shedding opens the valve in that write).
 	ValveDecision v = valve_->step(valve_sample(now_s, *counters, breaker_.state(), *cfg));
@@ -458,7 +461,7 @@ Status ManagedInterface::transition(BreakerState to, bool manual, const std::str
 	transitions_[static_cast<uint32_t>(from)][static_cast<uint32_t>(to)]++;
 	if (cfg->valve_closed && to != BreakerState::shedding)
 		log_info(name_ + ": standing valve opened (the breaker left shedding)");
-	policy_->reset_streaks();
+	policy_->reset_window();
 	auto msg = name_ + ": breaker " + std::string(to_string(from)) + " -> " + std::string(to_string(to)) + " (" +
 		   (manual ? "operator" : why) + ")";
 	if (to == BreakerState::shedding)

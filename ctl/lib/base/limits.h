@@ -113,7 +113,7 @@ Status check_per_cpu_bucket(std::string_view what, Given cost_ns, Given burst); 
 
 // --- The daemon's tunables ---
 inline constexpr double kPeriodMinS = 0.01, kPeriodMaxS = 60;  // control period
-inline constexpr uint64_t kTripPeriodsMax = 3600;              // periods a breaker condition must hold
+inline constexpr uint64_t kTripPeriodsMax = 3600;              // periods in the breaker's window (its ring's entries)
 inline constexpr double kHoldMaxS = 86400, kRecoveryMaxS = 86400;
 inline constexpr uint64_t kAuditSlotsMax = 1u << 24;           // slots audited per period
 inline constexpr uint64_t kMaxClientsMax = 1024;               // concurrent control clients
