@@ -316,6 +316,7 @@ void ManagedInterface::tick(double now_s)
 		return;
 	}
 	PolicyDecision d = policy_->step(policy_sample(read_s, *counters, breaker_.state(), since_mono_s_, *cfg));
+	log_rule(d.rule, d.move.has_value());
 	// The valve sees every period; a breaker move this period writes the
 	// config itself (leaving shedding opens the valve in that write).
 	ValveDecision v = valve_->step(valve_sample(now_s, *counters, breaker_.state(), *cfg));
@@ -360,6 +361,18 @@ void ManagedInterface::tick(double now_s)
 	else if (auditor_->report().violations > before)
 		log_warn(name_ + ": audit found " + std::to_string(auditor_->report().violations - before) +
 			 " slots outside 0 <= tokens <= burst");
+}
+
+void ManagedInterface::log_rule(const RuleView &r, bool moving)
+{
+	// Every period at debug; at info only when the verdict changes within
+	// a state (a move is logged by transition()).
+	log_debug(name_ + ": breaker " + std::string(to_string(r.state)) + ", " + r.verdict() + ": " + r.text());
+	if (!moving && rule_ && rule_->state == r.state && rule_->verdict() != r.verdict() &&
+	    r.verdict() != "filling" && !r.manual)
+		log_info(name_ + ": breaker " + std::string(to_string(r.state)) + ", window " + r.verdict() + ": " +
+			 r.text());
+	rule_ = r;
 }
 
 namespace {
@@ -462,6 +475,9 @@ Status ManagedInterface::transition(BreakerState to, bool manual, const std::str
 	if (cfg->valve_closed && to != BreakerState::shedding)
 		log_info(name_ + ": standing valve opened (the breaker left shedding)");
 	policy_->reset_window();
+	path_.push_back(BreakerStep{realtime_ns(), from, to, manual, manual ? "operator" : why});
+	while (path_.size() > kBreakerPathKept)
+		path_.pop_front();
 	auto msg = name_ + ": breaker " + std::string(to_string(from)) + " -> " + std::string(to_string(to)) + " (" +
 		   (manual ? "operator" : why) + ")";
 	if (to == BreakerState::shedding)
@@ -534,6 +550,8 @@ ManagedStatus ManagedInterface::status() const
 		ps.last_refused = last_refused_;
 		st.policy = std::move(ps);
 	}
+	st.rule = rule_;
+	st.path.assign(path_.begin(), path_.end());
 	return st;
 }
 

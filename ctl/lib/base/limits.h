@@ -114,6 +114,8 @@ Status check_per_cpu_bucket(std::string_view what, Given cost_ns, Given burst); 
 // --- The daemon's tunables ---
 inline constexpr double kPeriodMinS = 0.01, kPeriodMaxS = 60;  // control period
 inline constexpr uint64_t kTripPeriodsMax = 3600;              // periods in the breaker's window (its ring's entries)
+// The breaker moves status keeps (the path `sluicectl status` shows).
+inline constexpr size_t kBreakerPathKept = 8;
 inline constexpr double kHoldMaxS = 86400, kRecoveryMaxS = 86400;
 inline constexpr uint64_t kAuditSlotsMax = 1u << 24;           // slots audited per period
 inline constexpr uint64_t kMaxClientsMax = 1024;               // concurrent control clients

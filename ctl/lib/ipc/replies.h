@@ -40,6 +40,16 @@ struct PolicyStatus {
 	std::string last_refused;      // the last refused reload's error ("" none)
 };
 
+// One move of the breaker as status shows it: when, the edge, and what the
+// rule saw (RuleView::text) or "operator".
+struct BreakerStep {
+	uint64_t realtime_ns = 0;
+	BreakerState from = BreakerState::serving;
+	BreakerState to = BreakerState::serving;
+	bool manual = false;
+	std::string why;
+};
+
 // status.interfaces[]: what the maps say, plus what only the daemon knows.
 struct ManagedStatus {
 	std::string iface;
@@ -50,6 +60,8 @@ struct ManagedStatus {
 	std::string oper_state;       // "up", "down", "gone", ...
 	std::string pin_dir;
 	std::optional<PolicyStatus> policy; // none: no policy file
+	std::optional<RuleView> rule;       // the breaker's rule at the last period; none before it
+	std::vector<BreakerStep> path;      // the breaker's last moves, oldest first (kBreakerPathKept)
 };
 
 // status.daemon
