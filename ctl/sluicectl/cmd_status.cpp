@@ -132,6 +132,27 @@ void print_daemon(std::ostream &out, const json &daemon)
 		out << " (pid " << text_of(daemon["pid"]) << ", up " << text_of(daemon.value("uptime_s", json()))
 		    << " s)";
 	out << '\n';
+	// The loop's period as measured, how late its last tick started, and
+	// the scheduling it runs under (--rt-priority).
+	if (const json l = daemon.value("loop", json()); l.is_object()) {
+		auto ms = [](const json &v) { return fixed(v.get<double>() * 1000, 1) + " ms"; };
+		out << "loop: period " << fixed(l.at("period_s").get<double>(), 3) << " s, measured "
+		    << fixed(l.at("last_period_s").get<double>(), 3) << " s (max "
+		    << fixed(l.at("max_period_s").get<double>(), 3) << " s); last tick " << ms(l.at("last_late_s"))
+		    << " late (max " << ms(l.at("max_late_s")) << ", " << text_of(l.at("late_ticks")) << " of "
+		    << text_of(l.at("ticks")) << " ticks late)\n";
+	}
+	if (const json sc = daemon.value("scheduling", json()); sc.is_object()) {
+		out << "scheduling: " << text_of(sc.at("policy"));
+		if (sc.at("policy") != "other")
+			out << " " << text_of(sc.at("priority"));
+		out << ", nice " << text_of(sc.at("nice"));
+		if (sc.at("rt_priority_asked").get<int>() > 0)
+			out << " (--rt-priority " << text_of(sc.at("rt_priority_asked")) << ", RLIMIT_RTTIME "
+			    << fixed(sc.at("rttime_limit_s").get<double>(), 2) << " s"
+			    << (sc.at("demoted").get<bool>() ? "; DEMOTED: the loop hit it" : "") << ")";
+		out << '\n';
+	}
 	// --upstream: one line; `sluicectl upstream` has the rules.
 	if (daemon.contains("upstream") && !daemon["upstream"].is_null()) {
 		const json &u = daemon["upstream"];

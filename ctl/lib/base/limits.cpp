@@ -290,6 +290,13 @@ Status check_trip_periods(Given periods)
 	return count_within(periods, 1, kTripPeriodsMax);
 }
 
+Status check_rt_priority(Given priority)
+{
+	if (priority.within(0, kRtPriorityMax))
+		return {};
+	return invalid("must be 0 (off).." + text_of(kRtPriorityMax) + ", got " + priority.str());
+}
+
 Status check_hold_s(double seconds)
 {
 	if (seconds >= 0 && seconds <= kHoldMaxS)

@@ -246,7 +246,22 @@ json encode(const DaemonInfo &d)
 		  {"hold_s", d.policy.hold_s},
 		  {"recovery_s", d.policy.recovery_s},
 		  {"recovery_start_ppm", d.policy.start_ppm}}},
-		{"upstream", d.upstream ? encode(*d.upstream) : json(nullptr)}};
+		{"upstream", d.upstream ? encode(*d.upstream) : json(nullptr)},
+		{"loop",
+		 {{"ticks", d.loop.ticks},
+		  {"period_s", d.period_s},
+		  {"last_period_s", d.loop.last_period_s},
+		  {"max_period_s", d.loop.max_period_s},
+		  {"last_late_s", d.loop.last_late_s},
+		  {"max_late_s", d.loop.max_late_s},
+		  {"late_ticks", d.loop.late_ticks}}},
+		{"scheduling",
+		 {{"policy", d.scheduling.policy},
+		  {"priority", d.scheduling.priority},
+		  {"nice", d.scheduling.nice},
+		  {"rt_priority_asked", d.scheduling.asked},
+		  {"rttime_limit_s", d.scheduling.rttime_limit_s},
+		  {"demoted", d.scheduling.demoted}}}};
 }
 
 json encode(const StatusReply &r)

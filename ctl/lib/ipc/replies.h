@@ -107,6 +107,25 @@ struct UpstreamView {
 	uint64_t announcements = 0, withdrawals = 0, refusals = 0; // by this daemon
 };
 
+// The control loop as measured: a period is the time between two ticks'
+// starts, lateness how long after its due time a tick started.
+struct LoopTiming {
+	uint64_t ticks = 0;
+	double last_period_s = 0, max_period_s = 0; // 0 before the second tick
+	double last_late_s = 0, max_late_s = 0;
+	uint64_t late_ticks = 0;                    // started over a tenth of a period late
+};
+
+// The scheduling the loop runs under (--rt-priority, the unit's Nice=).
+struct SchedulingView {
+	std::string policy;       // "fifo" or "other"
+	int priority = 0;         // SCHED_FIFO's priority; 0 for "other"
+	int nice = 0;
+	int asked = 0;            // --rt-priority (0: not asked)
+	double rttime_limit_s = 0; // RLIMIT_RTTIME's soft limit as set (0: none)
+	bool demoted = false;     // the limit was hit: the loop went back to "other"
+};
+
 struct DaemonInfo {
 	int pid = 0;
 	double uptime_s = 0;
@@ -115,6 +134,8 @@ struct DaemonInfo {
 	double period_s = 0;
 	PolicyConfig policy;
 	std::optional<UpstreamView> upstream; // --upstream; none when off
+	LoopTiming loop;
+	SchedulingView scheduling;
 };
 
 struct StatusReply {
