@@ -159,8 +159,8 @@ Result<std::unique_ptr<Daemon>> Daemon::start(DaemonOptions opts)
 		return std::unexpected(ok.error());
 	if (d->opts_.rt_priority)
 		log_info("control loop at SCHED_FIFO priority " + std::to_string(d->opts_.rt_priority) +
-			 " (--rt-priority), back to normal after " + std::to_string(kRtTimeSoftS) +
-			 " s of CPU without blocking (RLIMIT_RTTIME)");
+			 " (--rt-priority), back to normal after " + std::to_string(int(kRtTimeSoftS * 1000)) +
+			 " ms of CPU without blocking (RLIMIT_RTTIME)");
 	d->publish_metrics(monotonic_seconds());
 	log_info("sluiced " + std::to_string(getpid()) + ": control socket " + d->opts_.socket_path + ", " +
 		 std::to_string(d->ifaces_.size()) + " interface(s), period " + std::to_string(d->opts_.period_s) + " s");
@@ -170,8 +170,8 @@ Result<std::unique_ptr<Daemon>> Daemon::start(DaemonOptions opts)
 void Daemon::time_tick(double now, double due)
 {
 	if (take_demotion())
-		log_warn("the control loop ran " + std::to_string(kRtTimeSoftS) +
-			 " s at real-time priority without blocking (RLIMIT_RTTIME): back to SCHED_OTHER");
+		log_warn("the control loop ran " + std::to_string(int(kRtTimeSoftS * 1000)) +
+			 " ms at real-time priority without blocking (RLIMIT_RTTIME): back to SCHED_OTHER");
 	loop_.ticks++;
 	loop_.last_late_s = std::max(0.0, now - due);
 	loop_.max_late_s = std::max(loop_.max_late_s, loop_.last_late_s);

@@ -368,8 +368,9 @@ void ManagedInterface::log_rule(const RuleView &r, bool moving)
 	// Every period at debug; at info only when the verdict changes within
 	// a state (a move is logged by transition()).
 	log_debug(name_ + ": breaker " + std::string(to_string(r.state)) + ", " + r.verdict() + ": " + r.text());
+	// A window filling up after a transition says nothing new.
 	if (!moving && rule_ && rule_->state == r.state && rule_->verdict() != r.verdict() &&
-	    r.verdict() != "filling" && !r.manual)
+	    rule_->verdict() != "filling" && r.verdict() != "filling" && !r.manual)
 		log_info(name_ + ": breaker " + std::string(to_string(r.state)) + ", window " + r.verdict() + ": " +
 			 r.text());
 	rule_ = r;
