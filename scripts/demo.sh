@@ -712,7 +712,8 @@ phase3_spoofed() {
 
 phase4_recovery() {
 	phase_title 4 "the flood stops; admission ramps back and the breaker closes"
-	say "  Shedding lasts at least $HOLD s; after $TRIP_PERIODS quiet periods the breaker recovers, admitting from"
+	say "  Shedding ends once the incoming rate over each $TRIP_PERIODS-period window has stayed under the clear rate"
+	say "  for a whole $HOLD s hold; the breaker then recovers, admitting from"
 	say "  $RECOVERY_START% of the refill rate up to 100% over $RECOVERY s, then serves again."
 	local a b deadline state='' ppm=-1 printed=0 now since=0 saw_recovering=0 left span result line
 	if ((!TRIPPED)); then
@@ -726,7 +727,7 @@ phase4_recovery() {
 	sample; a=$(snap) # first, to catch the breaker still shedding
 	flood_figures
 	say "  The flood stops (the generator sent $F_SENT frames at $F_PPS pps)."
-	# The longest it can take: the rest of the hold, the quiet periods, the ramp.
+	# The longest it can take: the window to pass, the hold, the ramp.
 	deadline=$((T_FLOOD_STOPPED + (HOLD + RECOVERY + 10) * 1000000))
 	while :; do
 		now=$S_T
@@ -745,7 +746,7 @@ phase4_recovery() {
 		[ "$S_STATE" != serving ] || break
 		((now < deadline)) || break
 		case $S_STATE in
-		shedding) progress "phase 4/5 shedding until the hold ends and $TRIP_PERIODS periods are quiet ..." ;;
+		shedding) progress "phase 4/5 shedding until its windows have been quiet for the $HOLD s hold ..." ;;
 		recovering)
 			# (the rest of the ramp, rounded up)
 			span=$(((100 - RECOVERY_START) * 10000))
@@ -1100,7 +1101,7 @@ main() {
 	say "the protected host ($TB_HOST_IP4) through a router. sluiced protects $IFACE ($mode XDP):"
 	say "  $rate pps per source, burst $burst, $slots slots; control period $period s; a source with"
 	say "  standing has a second bucket of its own ($st_rate pps, burst $st_burst);"
-	say "  breaker: trips above $trip admitted pps for $periods periods, sheds at least $hold s, then"
+	say "  breaker: trips above $trip admitted pps over $periods periods, sheds at least $hold s, then"
 	say "  ramps admission from $(fmt_ppm "$start_ppm") to 100% over $recovery s. While it sheds, the"
 	say "  sources without standing share a newcomer budget of $NEWCOMER_ASKED pps (burst $NEWCOMER_BURST); SYN cookies"
 	say "  (--cookies $cookies, at most $cookie_pps SYN-ACKs/s): a TCP SYN from one of them to a listening port"

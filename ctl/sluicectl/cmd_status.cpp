@@ -38,6 +38,22 @@ std::string breaker(const json &b)
 	return text;
 }
 
+// What the daemon's rule saw at the last period: the windowed rate it
+// judged, its threshold, and its verdict ("over", "under", "filling":
+// the window is not full yet, "manual").
+std::string breaker_rule(const json &r)
+{
+	std::string text = text_of(r.at("text"));
+	return text + ": " + text_of(r.at("verdict"));
+}
+
+// "2026-12-03T08:01:02Z serving -> shedding (admitted ...)"
+std::string breaker_step(const json &b)
+{
+	return text_of(b.at("at")) + " " + text_of(b.at("from")) + " -> " + text_of(b.at("to")) + " (" +
+	       text_of(b.at("why")) + ")";
+}
+
 // The daemon audits a slice of the table every period; from pins there is no
 // "audit" at all.
 std::string last_audit(const json &s)
@@ -61,8 +77,14 @@ void print_interface(std::ostream &out, const json &s)
 	}
 	Table block;
 	block.row({"attached", attachment(s)})
-		.row({"breaker", breaker(s.at("breaker"))})
-		.row({"admission", fixed(s.at("admission_ppm").get<double>() / 1e4, 1) + "%"})
+		.row({"breaker", breaker(s.at("breaker"))});
+	// The daemon's rule and path (from pins there is neither).
+	if (const json r = s.at("breaker").value("rule", json()); r.is_object())
+		block.row({"breaker rule", breaker_rule(r)});
+	if (const json p = s.at("breaker").value("path", json()); p.is_array())
+		for (const auto &b : p)
+			block.row({"breaker path", breaker_step(b)});
+	block.row({"admission", fixed(s.at("admission_ppm").get<double>() / 1e4, 1) + "%"})
 		.row({"rate", text_of(s.at("rate_pps")) + " pps"})
 		.row({"burst", text_of(s.at("burst")) + " tokens"})
 		.row({"table", text_of(s.at("table_slots")) + " slots"})
@@ -110,6 +132,27 @@ void print_daemon(std::ostream &out, const json &daemon)
 		out << " (pid " << text_of(daemon["pid"]) << ", up " << text_of(daemon.value("uptime_s", json()))
 		    << " s)";
 	out << '\n';
+	// The loop's period as measured, how late its last tick started, and
+	// the scheduling it runs under (--rt-priority).
+	if (const json l = daemon.value("loop", json()); l.is_object()) {
+		auto ms = [](const json &v) { return fixed(v.get<double>() * 1000, 1) + " ms"; };
+		out << "loop: period " << fixed(l.at("period_s").get<double>(), 3) << " s, measured "
+		    << fixed(l.at("last_period_s").get<double>(), 3) << " s (max "
+		    << fixed(l.at("max_period_s").get<double>(), 3) << " s); last tick " << ms(l.at("last_late_s"))
+		    << " late (max " << ms(l.at("max_late_s")) << ", " << text_of(l.at("late_ticks")) << " of "
+		    << text_of(l.at("ticks")) << " ticks late)\n";
+	}
+	if (const json sc = daemon.value("scheduling", json()); sc.is_object()) {
+		out << "scheduling: " << text_of(sc.at("policy"));
+		if (sc.at("policy") != "other")
+			out << " " << text_of(sc.at("priority"));
+		out << ", nice " << text_of(sc.at("nice"));
+		if (sc.at("rt_priority_asked").get<int>() > 0)
+			out << " (--rt-priority " << text_of(sc.at("rt_priority_asked")) << ", RLIMIT_RTTIME "
+			    << fixed(sc.at("rttime_limit_s").get<double>(), 2) << " s"
+			    << (sc.at("demoted").get<bool>() ? "; DEMOTED: the loop hit it" : "") << ")";
+		out << '\n';
+	}
 	// --upstream: one line; `sluicectl upstream` has the rules.
 	if (daemon.contains("upstream") && !daemon["upstream"].is_null()) {
 		const json &u = daemon["upstream"];

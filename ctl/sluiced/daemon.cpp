@@ -1,4 +1,5 @@
 #include "sluiced/daemon.h"
+#include "sluiced/scheduling.h"
 
 #include "base/clock.h"
 #include "base/defaults.h"
@@ -119,6 +120,9 @@ Result<std::unique_ptr<Daemon>> Daemon::start(DaemonOptions opts)
 	if (!server)
 		return std::unexpected(server.error());
 	d->server_.emplace(std::move(*server));
+	// --rt-priority: refused here, before any interface is touched.
+	if (auto ok = probe_loop_priority(d->opts_.rt_priority); !ok)
+		return std::unexpected(ok.error());
 	// Metrics next: a taken port also stops the start before any interface.
 	if (d->opts_.metrics_listen) {
 		auto metrics = MetricsServer::start(*d->opts_.metrics_listen, health_stale_after_s(d->opts_.period_s));
@@ -149,10 +153,37 @@ Result<std::unique_ptr<Daemon>> Daemon::start(DaemonOptions opts)
 		log_warn("policy " + d->opts_.policy_file + ": " + std::to_string(d->file_policy_->deny_upstream.size()) +
 			 " deny entries say upstream: true, and sluiced runs without --upstream: dropped here only");
 	}
+	// Now that the programs are loaded (the verifier is not run at
+	// real-time priority): the loop's own.
+	if (auto ok = raise_loop_priority(d->opts_.rt_priority); !ok)
+		return std::unexpected(ok.error());
+	if (d->opts_.rt_priority)
+		log_info("control loop at SCHED_FIFO priority " + std::to_string(d->opts_.rt_priority) +
+			 " (--rt-priority), back to normal after " + std::to_string(int(kRtTimeSoftS * 1000)) +
+			 " ms of CPU without blocking (RLIMIT_RTTIME)");
 	d->publish_metrics(monotonic_seconds());
 	log_info("sluiced " + std::to_string(getpid()) + ": control socket " + d->opts_.socket_path + ", " +
 		 std::to_string(d->ifaces_.size()) + " interface(s), period " + std::to_string(d->opts_.period_s) + " s");
 	return d;
+}
+
+void Daemon::time_tick(double now, double due)
+{
+	if (take_demotion())
+		log_warn("the control loop ran " + std::to_string(int(kRtTimeSoftS * 1000)) +
+			 " ms at real-time priority without blocking (RLIMIT_RTTIME): back to SCHED_OTHER");
+	loop_.ticks++;
+	loop_.last_late_s = std::max(0.0, now - due);
+	loop_.max_late_s = std::max(loop_.max_late_s, loop_.last_late_s);
+	if (loop_.last_late_s > kLateTickShare * opts_.period_s) {
+		loop_.late_ticks++;
+		log_debug("tick " + std::to_string(loop_.last_late_s * 1000) + " ms late");
+	}
+	if (last_tick_at_s_ > 0) {
+		loop_.last_period_s = now - last_tick_at_s_;
+		loop_.max_period_s = std::max(loop_.max_period_s, loop_.last_period_s);
+	}
+	last_tick_at_s_ = now;
 }
 
 void Daemon::policy_upstream(const std::string &iface)
@@ -213,7 +244,8 @@ json Daemon::status(const Request &req)
 	r.daemon = {getpid(),	   std::round(monotonic_seconds() - started_s_),
 		    opts_.socket_path, opts_.pin_dir,
 		    opts_.period_s,    opts_.policy,
-		    upstream_ ? std::optional(upstream_->view(*only)) : std::nullopt};
+		    upstream_ ? std::optional(upstream_->view(*only)) : std::nullopt,
+		    loop_,	   loop_scheduling(opts_.rt_priority)};
 	for (const auto &[name, m] : ifaces_)
 		if (wanted(name))
 			r.interfaces.push_back(m->status());
@@ -768,6 +800,7 @@ int Daemon::run()
 			server_->serve(fds, [this](const Request &r) { return handle(r); });
 		double now = monotonic_seconds();
 		if (now >= next_tick) {
+			time_tick(now, next_tick);
 			for (auto &[name, m] : ifaces_) {
 				m->tick(now);
 				if (upstream_ && upstream_->automatic())

@@ -84,6 +84,10 @@ private:
 	std::map<std::string, std::unique_ptr<ManagedInterface>> ifaces_;
 	std::optional<ControlServer> server_;
 	double started_s_ = 0;
+	LoopTiming loop_;          // the loop as measured (status: daemon.loop)
+	double last_tick_at_s_ = 0; // when the last tick started (0: none yet)
+	// One tick started at `now`, due at `due`: the loop's measured period.
+	void time_tick(double now, double due);
 	std::unique_ptr<MetricsServer> metrics_; // --metrics-listen; null when off
 	std::optional<Policy> file_policy_;      // the policy file as last read and applied
 	struct WatchedFile {

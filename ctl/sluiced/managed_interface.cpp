@@ -305,18 +305,22 @@ void ManagedInterface::tick(double now_s)
 		log_error(name_ + ": " + counters.error().describe());
 		return;
 	}
-	double dt = now_s - last_tick_s_;
+	// The time of this reading, not of the tick: what ran before it this
+	// tick (the sampler, another interface) does not count in the rates.
+	const double read_s = monotonic_seconds();
+	double dt = read_s - last_tick_s_;
 	if (dt > 0)
 		rates_ = rates_between(last_counters_, *counters, dt);
 	last_counters_ = *counters;
-	last_tick_s_ = now_s;
+	last_tick_s_ = read_s;
 
 	auto cfg = dp_->config().read();
 	if (!cfg) {
 		log_error(name_ + ": " + cfg.error().describe());
 		return;
 	}
-	PolicyDecision d = policy_->step(policy_sample(now_s, *counters, breaker_.state(), since_mono_s_, *cfg));
+	PolicyDecision d = policy_->step(policy_sample(read_s, *counters, breaker_.state(), since_mono_s_, *cfg));
+	log_rule(d.rule, d.move.has_value());
 	// The valve sees every period; a breaker move this period writes the
 	// config itself (leaving shedding opens the valve in that write).
 	ValveDecision v = valve_->step(valve_sample(now_s, *counters, breaker_.state(), *cfg));
@@ -362,6 +366,19 @@ void ManagedInterface::tick(double now_s)
 	else if (auditor_->report().violations > before)
 		log_warn(name_ + ": audit found " + std::to_string(auditor_->report().violations - before) +
 			 " slots outside 0 <= tokens <= burst");
+}
+
+void ManagedInterface::log_rule(const RuleView &r, bool moving)
+{
+	// Every period at debug; at info only when the verdict changes within
+	// a state (a move is logged by transition()).
+	log_debug(name_ + ": breaker " + std::string(to_string(r.state)) + ", " + r.verdict() + ": " + r.text());
+	// A window filling up after a transition says nothing new.
+	if (!moving && rule_ && rule_->state == r.state && rule_->verdict() != r.verdict() &&
+	    rule_->verdict() != "filling" && r.verdict() != "filling" && !r.manual)
+		log_info(name_ + ": breaker " + std::string(to_string(r.state)) + ", window " + r.verdict() + ": " +
+			 r.text());
+	rule_ = r;
 }
 
 namespace {
@@ -470,7 +487,10 @@ Status ManagedInterface::transition(BreakerState to, bool manual, const std::str
 	transitions_[static_cast<uint32_t>(from)][static_cast<uint32_t>(to)]++;
 	if (cfg->valve_closed && to != BreakerState::shedding)
 		log_info(name_ + ": standing valve opened (the breaker left shedding)");
-	policy_->reset_streaks();
+	policy_->reset_window();
+	path_.push_back(BreakerStep{realtime_ns(), from, to, manual, manual ? "operator" : why});
+	while (path_.size() > kBreakerPathKept)
+		path_.pop_front();
 	auto msg = name_ + ": breaker " + std::string(to_string(from)) + " -> " + std::string(to_string(to)) + " (" +
 		   (manual ? "operator" : why) + ")";
 	if (to == BreakerState::shedding)
@@ -543,6 +563,8 @@ ManagedStatus ManagedInterface::status() const
 		ps.last_refused = last_refused_;
 		st.policy = std::move(ps);
 	}
+	st.rule = rule_;
+	st.path.assign(path_.begin(), path_.end());
 	return st;
 }
 

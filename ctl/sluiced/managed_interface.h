@@ -20,6 +20,7 @@
 #include "sluiced/standing_governor.h"
 #include "sluiced/upstream_announcer.h"
 
+#include <deque>
 #include <functional>
 #include <memory>
 #include <optional>
@@ -197,6 +198,14 @@ private:
 	std::string last_error_;
 	// Breaker transitions made by this daemon, [from][to] (for /metrics).
 	std::array<std::array<uint64_t, SLUICE_BREAKER_STATES>, SLUICE_BREAKER_STATES> transitions_{};
+	// The breaker's rule at the last period, and its last moves (at most
+	// kBreakerPathKept, oldest first): status shows both.
+	std::optional<RuleView> rule_;
+	std::deque<BreakerStep> path_;
+	// Log the rule's verdict when it changes (a window going over its
+	// threshold, or back), so the log shows the path between moves too;
+	// not when it moves the breaker (transition() logs that).
+	void log_rule(const RuleView &r, bool moving);
 };
 
 } // namespace sluice

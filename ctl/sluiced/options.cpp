@@ -240,6 +240,7 @@ Result<ParsedOptions> parse_daemon_options(int argc, const char *const *argv)
 	int64_t slots = o.load.slots, v4 = o.load.v4_prefix, v6 = o.load.v6_prefix;
 	int64_t trip = static_cast<int64_t>(o.policy.trip_pps), clear = -1, periods = o.policy.trip_periods;
 	int64_t audit = o.audit_per_period, clients = o.max_clients;
+	int64_t rt_priority = o.rt_priority;
 	int64_t sample_every = o.load.sample_every, top_capacity = static_cast<int64_t>(o.top_capacity);
 	int64_t standing_sets = o.load.standing_sets, standing_lapse = o.load.standing_lapse_s;
 	int64_t standing_rate = static_cast<int64_t>(o.standing_rate_pps);
@@ -298,9 +299,10 @@ Result<ParsedOptions> parse_daemon_options(int argc, const char *const *argv)
 		("socket-group", po::value(&o.socket_group), "group allowed on the control socket (mode 0660)")
 		("pin-dir", po::value(&o.pin_dir)->default_value(o.pin_dir), "bpffs directory for pins (one subdirectory per interface)")
 		("period", po::value(&o.period_s)->default_value(o.period_s), "control period in seconds")
+		("rt-priority", po::value(&rt_priority)->default_value(rt_priority), "once attached, run the control loop at SCHED_FIFO with this priority (1..49; 0: off), bounded by RLIMIT_RTTIME (0.5 s without blocking: back to normal scheduling); needs CAP_SYS_NICE or RLIMIT_RTPRIO (the unit's LimitRTPRIO=)")
 		("trip-pps", po::value(&trip)->default_value(trip), "admitted pps that trips the breaker")
 		("clear-pps", po::value(&clear), "incoming pps under which shedding may end (default: --trip-pps)")
-		("trip-periods", po::value(&periods)->default_value(periods), "consecutive periods a breaker condition must hold")
+		("trip-periods", po::value(&periods)->default_value(periods), "periods in the breaker's window: the rate it judges is their frames over their real elapsed time")
 		("hold", po::value(&o.policy.hold_s)->default_value(o.policy.hold_s), "least seconds in shedding")
 		("recovery", po::value(&o.policy.recovery_s)->default_value(o.policy.recovery_s), "seconds the recovery ramp takes")
 		("recovery-start", po::value(&start_pct)->default_value(start_pct), "admission percent the ramp starts at")
@@ -433,6 +435,9 @@ Result<ParsedOptions> parse_daemon_options(int argc, const char *const *argv)
 		return invalid("--pin-dir must be an absolute path");
 	if (auto ok = named("--period", check_period_s(o.period_s)); !ok)
 		return std::unexpected(ok.error());
+	if (auto ok = named("--rt-priority", check_rt_priority(rt_priority)); !ok)
+		return std::unexpected(ok.error());
+	o.rt_priority = static_cast<uint32_t>(rt_priority);
 	if (auto ok = named("--trip-pps", check_trip_pps(trip)); !ok)
 		return std::unexpected(ok.error());
 	o.policy.trip_pps = static_cast<uint64_t>(trip);

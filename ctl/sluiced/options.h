@@ -58,6 +58,10 @@ struct DaemonOptions {
 	std::string socket_group; // empty: 0600 root only; else 0660 with this group
 	std::string pin_dir = defaults::kPinDir;
 	double period_s = defaults::kPeriodS;
+	// --rt-priority: once the interfaces are attached, the control loop asks
+	// for SCHED_FIFO at this priority, bounded by RLIMIT_RTTIME (0: off, the
+	// scheduling it was started with).
+	uint32_t rt_priority = defaults::kRtPriority;
 	PolicyConfig policy;
 	uint32_t audit_per_period = defaults::kAuditSlotsPerPeriod;
 	uint32_t max_clients = defaults::kMaxClients;

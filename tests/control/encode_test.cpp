@@ -196,5 +196,60 @@ TEST(Encode, PolicyStatusReloadAndExplain)
 	EXPECT_EQ(encode(e)["port"], nullptr);
 }
 
+TEST(Encode, BreakerRulePathLoopAndScheduling)
+{
+	// What the rule saw: the windowed rate, its threshold, the window.
+	RuleView r;
+	r.state = BreakerState::shedding;
+	r.signal = "incoming";
+	r.over_moves = false;
+	r.threshold_pps = 3000;
+	r.rate_pps = 5996.6;
+	r.periods = 2;
+	r.full_periods = 2;
+	r.window_s = 1.0;
+	r.incoming_pps = 5996.6;
+	r.quiet_needed_s = 2;
+	ManagedStatus st;
+	st.iface = "eth0";
+	st.error = "unreadable";
+	st.rule = r;
+	st.path.push_back(BreakerStep{1764568533000000000ull, BreakerState::serving, BreakerState::shedding, false,
+				      "admitted 6000 pps over 2 periods (1.00 s) > trip 3000 pps"});
+	json j = encode(st);
+	EXPECT_EQ(j["breaker"]["rule"]["signal"], "incoming");
+	EXPECT_EQ(j["breaker"]["rule"]["threshold_pps"], 3000);
+	EXPECT_EQ(j["breaker"]["rule"]["rate_pps"], 5997);
+	EXPECT_EQ(j["breaker"]["rule"]["moves_when"], "under");
+	EXPECT_EQ(j["breaker"]["rule"]["verdict"], "over");
+	EXPECT_EQ(j["breaker"]["rule"]["window"], (json{{"periods", 2}, {"full_periods", 2}, {"seconds", 1.0}}));
+	EXPECT_EQ(j["breaker"]["rule"]["text"], "incoming 5996 pps over 2 periods (1.00 s) > clear 3000 pps");
+	ASSERT_EQ(j["breaker"]["path"].size(), 1u);
+	EXPECT_EQ(j["breaker"]["path"][0]["from"], "serving");
+	EXPECT_EQ(j["breaker"]["path"][0]["to"], "shedding");
+	EXPECT_EQ(j["breaker"]["path"][0]["at"], "2025-12-01T05:55:33Z");
+	// Under the threshold: the quiet run shows.
+	r.rate_pps = 10;
+	EXPECT_EQ(encode(r)["verdict"], "under");
+	r.quiet_s = 1.5;
+	EXPECT_EQ(encode(r)["text"], "incoming 10 pps over 2 periods (1.00 s) < clear 3000 pps, under it for 1.50 s "
+				     "of a 2.00 s hold");
+	// No period yet: null, and no path.
+	st.rule.reset();
+	st.path.clear();
+	EXPECT_EQ(encode(st)["breaker"]["rule"], nullptr);
+	EXPECT_EQ(encode(st)["breaker"]["path"], json::array());
+
+	DaemonInfo d;
+	d.period_s = 0.5;
+	d.loop = LoopTiming{12, 0.51, 0.75, 0.01, 0.25, 1};
+	d.scheduling = SchedulingView{"fifo", 1, -10, 1, 0.5, false};
+	j = encode(d);
+	EXPECT_EQ(j["loop"], (json{{"ticks", 12}, {"period_s", 0.5}, {"last_period_s", 0.51}, {"max_period_s", 0.75},
+				   {"last_late_s", 0.01}, {"max_late_s", 0.25}, {"late_ticks", 1}}));
+	EXPECT_EQ(j["scheduling"], (json{{"policy", "fifo"}, {"priority", 1}, {"nice", -10}, {"rt_priority_asked", 1},
+					 {"rttime_limit_s", 0.5}, {"demoted", false}}));
+}
+
 } // namespace
 } // namespace sluice

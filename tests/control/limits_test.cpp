@@ -232,6 +232,11 @@ TEST(Limits, DaemonTunables)
 	expect_invalid(check_trip_periods(0), "must be 1..3600, got 0");
 	expect_invalid(check_trip_periods(3601), "must be 1..3600, got 3601");
 
+	expect_ok(check_rt_priority(0), "rt priority off");
+	expect_ok(check_rt_priority(49), "rt priority under the threaded IRQs");
+	expect_invalid(check_rt_priority(50), "must be 0 (off)..49, got 50");
+	expect_invalid(check_rt_priority(-1), "must be 0 (off)..49, got -1");
+
 	expect_ok(check_hold_s(0), "hold 0");
 	expect_ok(check_hold_s(86400), "hold a day");
 	expect_invalid(check_hold_s(-1), "must be 0..86400 seconds, got -1");

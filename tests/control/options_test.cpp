@@ -97,6 +97,7 @@ TEST(Options, Defaults)
 	EXPECT_EQ(o.policy.trip_pps, 1000000u);
 	EXPECT_EQ(o.policy.clear_pps, o.policy.trip_pps); // --clear-pps defaults to --trip-pps
 	EXPECT_EQ(o.policy.trip_periods, 3u);
+	EXPECT_EQ(o.rt_priority, 0u); // off unless asked: the packaged unit asks
 	EXPECT_DOUBLE_EQ(o.policy.hold_s, 10);
 	EXPECT_DOUBLE_EQ(o.policy.recovery_s, 60);
 	EXPECT_EQ(o.policy.start_ppm, 100000u);
@@ -257,6 +258,8 @@ TEST(Options, RefusesBadPolicyValues)
 	expect_bad_value("--clear-pps", "0");
 	expect_bad_value("--trip-periods", "0", {"1..3600"});
 	expect_bad_value("--trip-periods", "3601");
+	expect_bad_value("--rt-priority", "50", {"0 (off)..49"});
+	expect_bad_value("--rt-priority", "-1");
 	expect_bad_value("--hold", "-1");
 	expect_bad_value("--hold", "86401");
 	expect_bad_value("--recovery", "0");

@@ -214,7 +214,7 @@ TEST(Period, FloodTripsThenRecoveryRampsAndCloses)
 			map = breaker_config(map, *d.move, false, pc.start_ppm, uint64_t(now * 1e9));
 			state = *d.move;
 			since = now;
-			policy.reset_streaks();
+			policy.reset_window();
 			moves.push_back(state);
 		} else if (auto next = admission_config(map, state, d)) {
 			map = *next;
@@ -235,9 +235,13 @@ TEST(Period, FloodTripsThenRecoveryRampsAndCloses)
 	tick(0, 5000);
 	EXPECT_DOUBLE_EQ(dropped_pps(rates), 5000);
 	for (int i = 0; i < 3; i++)
-		tick(10, 0); // under clear for long enough, but within the hold
+		tick(10, 0); // the window under clear, but within the hold
 	EXPECT_EQ(moves.size(), 1u);
-	tick(10, 0); // 5 s after the trip
+	// 5 s after the trip, but the flood was still there in the hold's first
+	// period: the window has been under clear for 4 s of the 5 s hold.
+	tick(10, 0);
+	EXPECT_EQ(moves.size(), 1u);
+	tick(10, 0); // 5 s of windows under clear
 	ASSERT_EQ(moves.size(), 2u);
 	EXPECT_EQ(state, BreakerState::recovering);
 	EXPECT_EQ(map.admission_ppm, 200000u);

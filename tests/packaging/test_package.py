@@ -107,7 +107,7 @@ class Install(unittest.TestCase):
                 self.assertEqual(run([path, "--help"]).returncode, 0)
             with open(os.path.join(dest, "usr/lib/systemd/system/sluiced.service")) as f:
                 unit = f.read()
-            self.assertEqual(unit_value(unit, "ExecStart"), ["/usr/bin/sluiced --config /etc/sluice/sluice.conf"])
+            self.assertEqual(unit_value(unit, "ExecStart"), ["/usr/bin/sluiced --config /etc/sluice/sluice.conf --rt-priority 1"])
             self.assertNotIn("@", unit)
             for installed, source in (("etc/sluice/sluice.conf", "packaging/sluice.conf"),
                                       ("etc/sluice/policy.yaml", "packaging/policy.default.yaml"),
@@ -123,7 +123,7 @@ class Install(unittest.TestCase):
             with open(os.path.join(dest, "opt/sluice/lib/systemd/system/sluiced.service")) as f:
                 unit = f.read()
             self.assertEqual(unit_value(unit, "ExecStart"),
-                             ["/opt/sluice/bin/sluiced --config /etc/sluice/sluice.conf"])
+                             ["/opt/sluice/bin/sluiced --config /etc/sluice/sluice.conf --rt-priority 1"])
             self.assertTrue(os.path.exists(os.path.join(dest, "etc/sluice/sluice.conf")))
         # and back to /usr, so the build tree's generated unit is the usual one
         with tempfile.TemporaryDirectory(prefix="sluice-install-") as dest:
@@ -167,7 +167,7 @@ class Deb(unittest.TestCase):
             run(["dpkg-deb", "-x", deb, root])
             with open(os.path.join(root, "usr/lib/systemd/system/sluiced.service")) as f:
                 self.assertEqual(unit_value(f.read(), "ExecStart"),
-                                 ["/usr/bin/sluiced --config /etc/sluice/sluice.conf"])
+                                 ["/usr/bin/sluiced --config /etc/sluice/sluice.conf --rt-priority 1"])
             p = run([os.path.join(root, "usr/bin/sluiced"), "--help"])
             self.assertIn("--metrics-listen", p.stdout)
             # stripped: no debug sections left in the packaged binaries

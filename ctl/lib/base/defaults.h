@@ -92,6 +92,11 @@ inline constexpr uint32_t kObservePeriods = 0;
 inline constexpr double kPeriodS = 1.0;
 inline constexpr uint32_t kAuditSlotsPerPeriod = 65536;
 inline constexpr uint32_t kMaxClients = 64;
+// --rt-priority: off. A real-time loop outranks every ordinary process on
+// the host, which is the operator's call to make, not a binary's; the
+// packaged unit makes it (packaging/systemd/sluiced.service.in: 1, with
+// LimitRTPRIO=1 and Nice=-10).
+inline constexpr uint32_t kRtPriority = 0;
 
 // The breaker's policy.
 inline constexpr uint64_t kTripPps = 1000000; // admitted pps that trips; clear_pps defaults to it

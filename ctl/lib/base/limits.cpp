@@ -334,6 +334,13 @@ Status check_revoke_penalty_max_s(double seconds, double penalty_s)
 		       " seconds, got " + text_of(seconds));
 }
 
+Status check_rt_priority(Given priority)
+{
+	if (priority.within(0, kRtPriorityMax))
+		return {};
+	return invalid("must be 0 (off).." + text_of(kRtPriorityMax) + ", got " + priority.str());
+}
+
 Status check_hold_s(double seconds)
 {
 	if (seconds >= 0 && seconds <= kHoldMaxS)

@@ -119,7 +119,21 @@ Status check_per_cpu_bucket(std::string_view what, Given cost_ns, Given burst); 
 
 // --- The daemon's tunables ---
 inline constexpr double kPeriodMinS = 0.01, kPeriodMaxS = 60;  // control period
-inline constexpr uint64_t kTripPeriodsMax = 3600;              // periods a breaker condition must hold
+inline constexpr uint64_t kTripPeriodsMax = 3600;              // periods in the breaker's window (its ring's entries)
+// The breaker moves status keeps (the path `sluicectl status` shows).
+inline constexpr size_t kBreakerPathKept = 8;
+// --rt-priority: SCHED_FIFO 1..49, under the kernel's threaded interrupt
+// handlers (FIFO 50) so the loop never outranks a device's interrupts.
+inline constexpr uint64_t kRtPriorityMax = 49;
+// What sluiced may run at real-time priority without blocking before the
+// kernel tells it (RLIMIT_RTTIME's soft limit: SIGXCPU, and sluiced goes
+// back to SCHED_OTHER), and kills it (the hard limit, if demotion failed).
+// A tick is milliseconds; the longest stretch without a blocking call is a
+// policy reload of 65,536 prefixes a family, 0.16-0.26 s on the test VM.
+inline constexpr double kRtTimeSoftS = 0.5, kRtTimeHardS = 1.0;
+// A tick that starts more than this share of a period after its due time
+// is counted late (status: loop.late_ticks).
+inline constexpr double kLateTickShare = 0.1;
 inline constexpr double kHoldMaxS = 86400, kRecoveryMaxS = 86400;
 inline constexpr uint64_t kAuditSlotsMax = 1u << 24;           // slots audited per period
 inline constexpr uint64_t kMaxClientsMax = 1024;               // concurrent control clients
@@ -134,6 +148,7 @@ Status check_period_s(double seconds);          // kPeriodMinS..kPeriodMaxS
 Status check_trip_pps(Given pps);                // at least 1
 Status check_clear_pps(Given pps, Given trip_pps); // 1..trip_pps
 Status check_trip_periods(Given periods);        // 1..kTripPeriodsMax
+Status check_rt_priority(Given priority);        // 0 (off)..kRtPriorityMax
 Status check_hold_s(double seconds);             // 0..kHoldMaxS
 Status check_recovery_s(double seconds);         // (0, kRecoveryMaxS]
 Status check_audit_slots(Given slots);           // 1..kAuditSlotsMax

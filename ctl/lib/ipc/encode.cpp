@@ -154,9 +154,41 @@ json encode(const InterfaceStatus &s)
 	};
 }
 
+json encode(const RuleView &r)
+{
+	return {{"state", std::string(to_string(r.state))},
+		{"signal", r.signal},
+		{"moves_when", r.over_moves ? "over" : "under"},
+		{"threshold_pps", r.threshold_pps},
+		{"rate_pps", std::round(r.rate_pps)},
+		{"verdict", r.verdict()},
+		{"window", {{"periods", r.periods}, {"full_periods", r.full_periods}, {"seconds", r.window_s}}},
+		{"incoming_pps", std::round(r.incoming_pps)},
+		{"admitted_pps", std::round(r.admitted_pps)},
+		{"quiet_s", r.quiet_s},
+		{"quiet_needed_s", r.quiet_needed_s},
+		{"text", r.text()}};
+}
+
+json encode(const BreakerStep &b)
+{
+	return {{"at", iso_time(b.realtime_ns)},
+		{"from", std::string(to_string(b.from))},
+		{"to", std::string(to_string(b.to))},
+		{"manual", b.manual},
+		{"why", b.why}};
+}
+
 json encode(const ManagedStatus &s)
 {
 	json j = s.maps ? encode(*s.maps) : json{{"iface", s.iface}, {"error", s.error}};
+	// The daemon's part of the breaker: what its rule saw at the last
+	// period (null before the first) and its last moves.
+	j["breaker"]["rule"] = s.rule ? encode(*s.rule) : json(nullptr);
+	json path = json::array();
+	for (const auto &b : s.path)
+		path.push_back(encode(b));
+	j["breaker"]["path"] = path;
 	j["audit"] = audit_json(s.audit);
 	j["rates"] = encode(s.rates);
 	j["oper_state"] = s.oper_state;
@@ -243,7 +275,22 @@ json encode(const DaemonInfo &d)
 		  {"hold_s", d.policy.hold_s},
 		  {"recovery_s", d.policy.recovery_s},
 		  {"recovery_start_ppm", d.policy.start_ppm}}},
-		{"upstream", d.upstream ? encode(*d.upstream) : json(nullptr)}};
+		{"upstream", d.upstream ? encode(*d.upstream) : json(nullptr)},
+		{"loop",
+		 {{"ticks", d.loop.ticks},
+		  {"period_s", d.period_s},
+		  {"last_period_s", d.loop.last_period_s},
+		  {"max_period_s", d.loop.max_period_s},
+		  {"last_late_s", d.loop.last_late_s},
+		  {"max_late_s", d.loop.max_late_s},
+		  {"late_ticks", d.loop.late_ticks}}},
+		{"scheduling",
+		 {{"policy", d.scheduling.policy},
+		  {"priority", d.scheduling.priority},
+		  {"nice", d.scheduling.nice},
+		  {"rt_priority_asked", d.scheduling.asked},
+		  {"rttime_limit_s", d.scheduling.rttime_limit_s},
+		  {"demoted", d.scheduling.demoted}}}};
 }
 
 json encode(const StatusReply &r)

@@ -19,6 +19,8 @@ json encode(const PinsStatusReply &r);
 json encode(const InterfaceStats &s);
 json encode(const StatsReply &r);
 json encode(const BreakerMove &m);
+json encode(const RuleView &r);
+json encode(const BreakerStep &b);
 json encode(const PolicySet &p);
 json encode(const BucketView &b);
 json encode(const StandingStatus &s);

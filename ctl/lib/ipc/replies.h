@@ -41,6 +41,16 @@ struct PolicyStatus {
 	std::string last_refused;      // the last refused reload's error ("" none)
 };
 
+// One move of the breaker as status shows it: when, the edge, and what the
+// rule saw (RuleView::text) or "operator".
+struct BreakerStep {
+	uint64_t realtime_ns = 0;
+	BreakerState from = BreakerState::serving;
+	BreakerState to = BreakerState::serving;
+	bool manual = false;
+	std::string why;
+};
+
 // status.interfaces[]: what the maps say, plus what only the daemon knows.
 struct ManagedStatus {
 	std::string iface;
@@ -51,6 +61,8 @@ struct ManagedStatus {
 	std::string oper_state;       // "up", "down", "gone", ...
 	std::string pin_dir;
 	std::optional<PolicyStatus> policy; // none: no policy file
+	std::optional<RuleView> rule;       // the breaker's rule at the last period; none before it
+	std::vector<BreakerStep> path;      // the breaker's last moves, oldest first (kBreakerPathKept)
 };
 
 // status.daemon
@@ -96,6 +108,25 @@ struct UpstreamView {
 	uint64_t announcements = 0, withdrawals = 0, refusals = 0; // by this daemon
 };
 
+// The control loop as measured: a period is the time between two ticks'
+// starts, lateness how long after its due time a tick started.
+struct LoopTiming {
+	uint64_t ticks = 0;
+	double last_period_s = 0, max_period_s = 0; // 0 before the second tick
+	double last_late_s = 0, max_late_s = 0;
+	uint64_t late_ticks = 0;                    // started over a tenth of a period late
+};
+
+// The scheduling the loop runs under (--rt-priority, the unit's Nice=).
+struct SchedulingView {
+	std::string policy;       // "fifo" or "other"
+	int priority = 0;         // SCHED_FIFO's priority; 0 for "other"
+	int nice = 0;
+	int asked = 0;            // --rt-priority (0: not asked)
+	double rttime_limit_s = 0; // RLIMIT_RTTIME's soft limit as set (0: none)
+	bool demoted = false;     // the limit was hit: the loop went back to "other"
+};
+
 struct DaemonInfo {
 	int pid = 0;
 	double uptime_s = 0;
@@ -104,6 +135,8 @@ struct DaemonInfo {
 	double period_s = 0;
 	PolicyConfig policy;
 	std::optional<UpstreamView> upstream; // --upstream; none when off
+	LoopTiming loop;
+	SchedulingView scheduling;
 };
 
 struct StatusReply {

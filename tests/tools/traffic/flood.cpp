@@ -62,6 +62,7 @@ const char *const kFloodUsage =
 	"         (--src IP | --sources N --src-base IP [--v6-same64] | --random-src [--v6] [--v6-same64] [--src-base IP])\n"
 	"         (--duration S | --count C) [--pps R] [--size BYTES] [--port P] [--src-port P]\n"
 	"         [--src-mac MAC] [--threads T] [--batch B] [--seed N] [--syn]\n"
+	"         [--pulse-on S --pulse-every S]\n"
 	"  Raw UDP frames through AF_PACKET (PACKET_QDISC_BYPASS, sendmmsg batches);\n"
 	"  with --syn, TCP SYNs (24-byte TCP header with MSS; --port the destination port).\n"
 	"  --dst, --src, --src-base: inside 198.18.0.0/15 or 2001:2::/48 (the testbed).\n"
@@ -74,6 +75,8 @@ const char *const kFloodUsage =
 	"  --size: frame bytes without the FCS (default 64; at least the headers:\n"
 	"      42 for IPv4, 62 for IPv6; at most 1514). --pps: 0 or absent = as fast as\n"
 	"      possible. --port: UDP destination port (default 9), --src-port (default 40000).\n"
+	"  --pulse-on S --pulse-every S (with --pps): a pulse wave, --pps for the first S\n"
+	"      of every S seconds from the start and nothing between (its mean: pps x on / every).\n"
 	"  Prints {\"sent\":N,\"seconds\":S,\"pps\":R,...} on one line.\n";
 
 namespace {
@@ -93,6 +96,8 @@ struct FloodConfig {
 	double pps = 0;   // total over all threads; 0 = unlimited
 	uint64_t count = 0; // total; 0 = no count limit
 	uint64_t dur_ns = 0; // 0 = no time limit
+	// A pulse wave: on for pulse_on_ns of every pulse_every_ns (0: steady).
+	uint64_t pulse_on_ns = 0, pulse_every_ns = 0;
 	size_t frame_len = 64;
 	uint16_t dport = 9, sport = 40000;
 	unsigned threads = 1;
@@ -256,6 +261,20 @@ void flood_thread(const FloodConfig &c, unsigned t, uint64_t t0, ThreadResult &r
 	}
 	tmpl.write(buf.data(), spec.src);
 
+	// The time the flood has been on since t0: all of it, or with a pulse
+	// wave the on-phases only; and its inverse, when it will have been on
+	// for `on` ns.
+	auto on_since_t0 = [&c](uint64_t elapsed) -> uint64_t {
+		if (!c.pulse_every_ns)
+			return elapsed;
+		return elapsed / c.pulse_every_ns * c.pulse_on_ns + std::min(elapsed % c.pulse_every_ns, c.pulse_on_ns);
+	};
+	auto when_on_for = [&c](uint64_t on) -> uint64_t {
+		if (!c.pulse_every_ns)
+			return on;
+		return on / c.pulse_on_ns * c.pulse_every_ns + on % c.pulse_on_ns;
+	};
+
 	uint64_t sent = 0;
 	bool first = true;
 	while (!g_stop) {
@@ -270,9 +289,9 @@ void flood_thread(const FloodConfig &c, unsigned t, uint64_t t0, ThreadResult &r
 		}
 		if (pps > 0) {
 			// Frames due by now at the steady rate, less those sent.
-			auto due = static_cast<uint64_t>(pps * double(now - t0) / 1e9) + 1;
+			auto due = static_cast<uint64_t>(pps * double(on_since_t0(now - t0)) / 1e9) + 1;
 			if (due <= sent) {
-				auto next = t0 + static_cast<uint64_t>(std::ceil(double(sent) * 1e9 / pps));
+				auto next = t0 + when_on_for(static_cast<uint64_t>(std::ceil(double(sent) * 1e9 / pps)));
 				if (deadline)
 					next = std::min(next, deadline);
 				sleep_until_ns(next);
@@ -326,7 +345,8 @@ FloodConfig parse_flood(int argc, char **argv)
 	       {{"iface", true}, {"dst-mac", true}, {"dst", true}, {"src", true}, {"sources", true},
 		{"src-base", true}, {"random-src", false}, {"v6", false}, {"v6-same64", false}, {"pps", true},
 		{"duration", true}, {"count", true}, {"size", true}, {"port", true}, {"src-port", true},
-		{"src-mac", true}, {"threads", true}, {"batch", true}, {"seed", true}, {"syn", false}});
+		{"src-mac", true}, {"threads", true}, {"batch", true}, {"seed", true}, {"syn", false},
+		{"pulse-on", true}, {"pulse-every", true}});
 	FloodConfig c;
 	c.iface = a.required("iface");
 	c.ifindex = static_cast<int>(if_nametoindex(c.iface.c_str()));
@@ -383,6 +403,16 @@ FloodConfig parse_flood(int argc, char **argv)
 	c.count = a.u64("count", 0, 1, 1000000000000ull);
 	if (!c.dur_ns && !c.count)
 		throw UsageError("--duration S or --count C is required (every mode stops by itself)");
+	if (a.has("pulse-on") != a.has("pulse-every"))
+		throw UsageError("--pulse-on and --pulse-every go together");
+	if (a.has("pulse-on")) {
+		if (c.pps <= 0)
+			throw UsageError("--pulse-on needs --pps (a pulse wave is paced)");
+		double every = a.real("pulse-every", 1, 0.001, 3600);
+		double on = a.real("pulse-on", 0.1, 0.001, every);
+		c.pulse_on_ns = static_cast<uint64_t>(on * 1e9);
+		c.pulse_every_ns = static_cast<uint64_t>(every * 1e9);
+	}
 	c.syn = a.has("syn");
 	size_t minlen = std::max<size_t>(FloodFrame::header_len(c.dst.v6, c.syn), 42);
 	c.frame_len = a.u64("size", 64, minlen, 1514);
@@ -462,6 +492,10 @@ int run_flood(int argc, char **argv)
 	j["family"] = c.dst.v6 ? "ipv6" : "ipv4";
 	j["sources"] = mode_name(c.mode);
 	j["threads"] = c.threads;
+	if (c.pulse_every_ns) {
+		j["pulse_on"] = double(c.pulse_on_ns) / 1e9;
+		j["pulse_every"] = double(c.pulse_every_ns) / 1e9;
+	}
 	if (!error.empty())
 		j["error"] = error;
 	print_json(j);
