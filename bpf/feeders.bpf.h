@@ -32,9 +32,7 @@ static __always_inline void grant(const struct sluice_source *src, int is_v6, __
  * 240/4 (reserved, with the broadcast address). */
 static __always_inline int v4_peer(__u32 addr)
 {
-	__u32 first = bpf_ntohl(addr) >> 24;
-
-	return first != 0 && first != 127 && first < 224;
+	return sluice_v4_peer(bpf_ntohl(addr) >> 24);
 }
 
 static __always_inline void grant_v4(__u32 addr, __u32 reason)
@@ -54,9 +52,7 @@ static __always_inline void grant_v6(__u32 a0, __u32 a1, __u32 a2, __u32 a3, __u
 		grant_v4(a3, reason);
 		return;
 	}
-	if ((a0 | a1 | a2) == 0 && (a3 == 0 || a3 == bpf_htonl(1)))
-		return;
-	if ((bpf_ntohl(a0) >> 24) == 0xff)
+	if (!sluice_v6_peer(bpf_ntohl(a0), (a1 | a2) == 0, bpf_ntohl(a3)))
 		return;
 	__u32 a[4] = { a0, a1, a2, a3 };
 	struct sluice_source src;

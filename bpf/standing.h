@@ -206,6 +206,24 @@ static inline int sluice_standing_grant_from(struct sluice_standing_set *set, __
 	return w;
 }
 
+/* Can an address be a remote peer, one standing may be granted to? Not 0/8
+ * (unspecified, "this network"), 127/8 (loopback), 224/4 (multicast) or
+ * 240/4 (reserved, with the broadcast address); not ::, ::1 or ff00::/8
+ * (multicast). IPv4 as its first octet, IPv6 as its first and last 32-bit
+ * words (host order) and whether the two words between are zero: the
+ * feeders and the host's grants both ask here. */
+static inline int sluice_v4_peer(__u32 first_octet)
+{
+	return first_octet != 0 && first_octet != 127 && first_octet < 224;
+}
+
+static inline int sluice_v6_peer(__u32 first_word, int middle_zero, __u32 last_word)
+{
+	if (first_word == 0 && middle_zero && (last_word == 0 || last_word == 1))
+		return 0;
+	return (first_word >> 24) != 0xff;
+}
+
 /* A grant whose source is not known (the math's tests and benches): the
  * record's source stays 0. */
 static inline int sluice_standing_grant(struct sluice_standing_set *set, __u32 fp, __u32 stamp,

@@ -204,14 +204,14 @@ Result<std::unique_ptr<ManagedInterface>> ManagedInterface::start(const DaemonOp
 	// while none ran): their peers are granted standing now.
 	// (None with --no-standing: the table stays empty.)
 	if (!opts.no_standing) {
-		const auto &settings = m->dp_->settings();
-		auto peers = established_peers(PortSpan{uint16_t(settings.ephemeral_lo), uint16_t(settings.ephemeral_hi)});
+		auto peers = m->grant_established_peers(monotonic_seconds());
 		if (!peers)
 			return std::unexpected(peers.error());
-		if (auto ok = m->dp_->standing().grant(*peers, SLUICE_BY_EXISTING); !ok)
-			return std::unexpected(ok.error());
-		log_info(name + ": standing granted to the " + std::to_string(peers->size()) +
+		log_info(name + ": standing granted to the " + std::to_string(*peers) +
 			 " peers of established connections");
+		m->peer_refresh_s_ =
+			std::min(kPeerRefreshMaxS, double(m->dp_->settings().standing_lapse_ticks) *
+							   double(1ull << SLUICE_STANDING_TICK_SHIFT) / 1e9 / 4);
 	}
 	// SYN cookies: a daemon restarted after SIGKILL holds the sysctls its
 	// predecessor armed (and knows what was there before); then arm or
@@ -355,6 +355,10 @@ void ManagedInterface::tick(double now_s)
 	}
 
 	govern_standing(now_s);
+	if (peer_refresh_s_ > 0 && now_s - peers_granted_s_ >= peer_refresh_s_)
+		if (auto ok = grant_established_peers(now_s); !ok)
+			log_error(name_ + ": refreshing the standing of established connections' peers: " +
+				  ok.error().describe());
 	apply_cookies(now_s, breaker_.state());
 	if (!dp_->feeders_attached() || now_s - listeners_marked_s_ >= kListenerRescanS)
 		mark_listeners();

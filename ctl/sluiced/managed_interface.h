@@ -118,6 +118,12 @@ private:
 	// written when it changed (config.standing_share_cost_ns), revocations.
 	// In managed_standing.cpp.
 	void govern_standing(double now_s);
+	// The peers of the established TCP connections and connected UDP client
+	// sockets (sock_diag), granted standing (existing) or refreshed: at
+	// start, then every peer_refresh_s_ (a quarter of the lapse, at most
+	// kPeerRefreshMaxS), so that a connection that lives longer than the
+	// lapse keeps its peer's standing. The number of peers.
+	Result<size_t> grant_established_peers(double now_s);
 	Result<BucketView> bucket_reply(const std::string &addr) const;
 	// The tokens of a source's two slots now, and the fuller one's.
 	struct SourceTokens {
@@ -158,6 +164,9 @@ private:
 	std::optional<Valve> valve_;
 	std::optional<StandingGovernor> governor_;
 	bool own_error_ = false; // the last own-address sync failed (logged once)
+	static constexpr double kPeerRefreshMaxS = 60;
+	double peer_refresh_s_ = 0; // 0: none (--no-standing)
+	double peers_granted_s_ = 0;
 	uint64_t valve_closes_ = 0; // closes this daemon made (for /metrics)
 	uint32_t cpus_ = 1;         // possible CPUs: the newcomer budget is divided over them
 	sluice_cookie_mode cookie_mode_ = SLUICE_COOKIES_OFF;

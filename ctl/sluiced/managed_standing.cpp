@@ -6,6 +6,7 @@
 #include "base/clock.h"
 #include "base/log.h"
 #include "logic/budgets.h"
+#include "sluiced/local_sockets.h"
 
 namespace sluice {
 
@@ -52,6 +53,18 @@ void ManagedInterface::govern_standing(double now_s)
 			 " pps together, within " + std::to_string(capacity) + " pps: no share in force");
 	else
 		log_debug(name_ + ": standing share " + std::to_string(step->level_pps) + " pps");
+}
+
+Result<size_t> ManagedInterface::grant_established_peers(double now_s)
+{
+	peers_granted_s_ = now_s;
+	const auto &settings = dp_->settings();
+	auto peers = established_peers(PortSpan{uint16_t(settings.ephemeral_lo), uint16_t(settings.ephemeral_hi)});
+	if (!peers)
+		return std::unexpected(peers.error());
+	if (auto ok = dp_->standing().grant(*peers, SLUICE_BY_EXISTING); !ok)
+		return std::unexpected(ok.error());
+	return peers->size();
 }
 
 Result<RevocationEvent> ManagedInterface::revoke_standing(const std::string &addr_text)

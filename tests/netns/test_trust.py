@@ -16,12 +16,14 @@ fair share, not a blank check, and no one grants it at will.
   connection to one of its own addresses grants nothing.
 - `sluicectl standing revoke`: the address loses its standing and cannot
   earn it again during its penalty, even with a completed handshake.
+- A TCP connection older than the lapse keeps its peer's standing.
 
 Each test prints one line "TRUST <name>: ..." with what it measured.
 """
 
 import json
 import re
+import subprocess
 import sys
 import time
 import unittest
@@ -248,6 +250,40 @@ class Trust(unittest.TestCase):
                 self.assertIn("by the operator", d.output())
                 bad = ctl(tb, "standing", "revoke", tb.host_if, "not-an-address")
                 self.assertEqual(bad.returncode, 2, bad.stderr)
+            finally:
+                http.stop()
+
+
+    def test_a_connection_older_than_the_lapse_keeps_its_peers_standing(self):
+        """--standing-lapse 2: the peer of a TCP connection that stays open
+        (idle) for 8 s still has standing (sluiced refreshes the peers of
+        established connections every quarter of the lapse); the peer of a
+        connection that closed lapses."""
+        with Testbed("trust5") as tb, Daemon(tb, *ARGS, "--standing-lapse", "2") as d:
+            settle(tb)
+            view = StandingView(tb)
+            http = start_http(tb)
+            try:
+                proc = subprocess.Popen(["ip", "netns", "exec", tb.ns_client, "python3", "-c",
+                                         "import socket, sys, time\n"
+                                         "c = socket.create_connection((sys.argv[1], int(sys.argv[2])))\n"
+                                         "print('open', flush=True); time.sleep(8)\n",
+                                         tb.host_ip4, str(HTTP_PORT)], stdout=subprocess.PIPE, text=True)
+                try:
+                    self.assertEqual(proc.stdout.readline().strip(), "open")
+                    p = tb.exec("attacker", ["python3", HTTP_CLIENT, tb.host_ip4, str(HTTP_PORT), "--count", "1"])
+                    self.assertEqual(json.loads(p.stdout)["ok"], 1, p.stdout)
+                    wait_until(lambda: view.has_standing(tb.client_ip4) and view.has_standing(tb.attacker_ip4), 5,
+                               what="both peers' standing")
+                    time.sleep(6)
+                    kept, lapsed = view.has_standing(tb.client_ip4), not view.has_standing(tb.attacker_ip4)
+                finally:
+                    proc.kill()
+                    proc.wait(timeout=10)
+                    proc.stdout.close()
+                report("5 long-lived", kept=kept, closed_lapsed=lapsed)
+                self.assertTrue(kept, "the open connection's peer keeps its standing past the lapse")
+                self.assertTrue(lapsed, "the closed connection's peer lapses")
             finally:
                 http.stop()
 

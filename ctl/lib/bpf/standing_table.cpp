@@ -71,6 +71,14 @@ Status StandingTable::grant(std::span<const Address> peers, sluice_standing_reas
 		if (int err = bpf_map_lookup_elem(fd_, &idx, &set); err)
 			return fail_errno("reading standing set " + std::to_string(idx));
 		uint32_t stamp = sluice_standing_stamp(dataplane_now());
+		// as the feeders: never an address that cannot be a remote peer
+		const auto word = [&p](int i) {
+			return uint32_t(p.bytes[i]) << 24 | uint32_t(p.bytes[i + 1]) << 16 | uint32_t(p.bytes[i + 2]) << 8 |
+			       p.bytes[i + 3];
+		};
+		if (p.family == Family::v4 ? !sluice_v4_peer(p.bytes[0])
+					   : !sluice_v6_peer(word(0), (word(4) | word(8)) == 0, word(12)))
+			continue;
 		__u64 kept[2];
 		kept_source_of(settings_, p, kept);
 		if (own_fd_ >= 0) {
