@@ -102,6 +102,27 @@ void enter_private_net()
 		throw std::runtime_error("setting up the private namespace's addresses failed: " + cmd);
 }
 
+// A TCP connection to `server` (any port) from the address the kernel
+// picks: the listener, the client and the accepted socket, open (the
+// caller closes them); fewer when a step failed.
+std::vector<int> tcp_connection(const char *server)
+{
+	std::vector<int> fds;
+	int l = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	fds.push_back(l);
+	sockaddr_in at = sin_of(server, 0);
+	socklen_t len = sizeof(at);
+	if (bind(l, reinterpret_cast<sockaddr *>(&at), sizeof(at)) != 0 ||
+	    getsockname(l, reinterpret_cast<sockaddr *>(&at), &len) != 0 || listen(l, 4) != 0)
+		return fds;
+	int c = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	fds.push_back(c);
+	if (connect(c, reinterpret_cast<sockaddr *>(&at), sizeof(at)) != 0)
+		return fds;
+	fds.push_back(accept(l, nullptr, nullptr));
+	return fds;
+}
+
 // The record's times are to a tick: within a tick (and the coarse clock's
 // lag) of when the grant happened.
 void expect_about(uint64_t realtime, uint64_t t0, uint64_t t1, const char *what)
@@ -188,26 +209,11 @@ TEST(DataplaneStanding, NoGrantForLoopbackARefusedConnectOrTheConnectionsOwnAddr
 	// its namespace (the others stay peers for the other cases)
 	ASSERT_TRUE(dp.standing().set_own_addresses(std::vector<Address>{v4("198.18.77.7")}));
 	const sluice_config cfg = initial_config();
-	// loopback, both ways
-	Fd lo_listener(socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
-	sockaddr_in lo = sin_of("127.0.0.2", 0);
-	ASSERT_EQ(bind(lo_listener.fd, reinterpret_cast<sockaddr *>(&lo), sizeof(lo)), 0);
-	socklen_t len = sizeof(lo);
-	ASSERT_EQ(getsockname(lo_listener.fd, reinterpret_cast<sockaddr *>(&lo), &len), 0);
-	ASSERT_EQ(listen(lo_listener.fd, 4), 0);
-	Fd lo_client(socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
-	ASSERT_EQ(connect(lo_client.fd, reinterpret_cast<sockaddr *>(&lo), sizeof(lo)), 0);
-	Fd lo_accepted(accept(lo_listener.fd, nullptr, nullptr));
-	// a connection to the host's own address, from that address
-	Fd own_listener(socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
-	sockaddr_in own = sin_of("198.18.77.7", 0);
-	ASSERT_EQ(bind(own_listener.fd, reinterpret_cast<sockaddr *>(&own), sizeof(own)), 0);
-	len = sizeof(own);
-	ASSERT_EQ(getsockname(own_listener.fd, reinterpret_cast<sockaddr *>(&own), &len), 0);
-	ASSERT_EQ(listen(own_listener.fd, 4), 0);
-	Fd own_client(socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
-	ASSERT_EQ(connect(own_client.fd, reinterpret_cast<sockaddr *>(&own), sizeof(own)), 0);
-	Fd own_accepted(accept(own_listener.fd, nullptr, nullptr));
+	// loopback, both ways; a connection to the host's own address
+	const std::vector<int> lo = tcp_connection("127.0.0.2");
+	const std::vector<int> own = tcp_connection("198.18.77.7");
+	ASSERT_EQ(lo.size(), 3u);
+	ASSERT_EQ(own.size(), 3u);
 	// a refused connect(): nothing listens on 198.18.77.8
 	Fd refused(socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
 	sockaddr_in closed = sin_of("198.18.77.8", 9);
@@ -224,6 +230,10 @@ TEST(DataplaneStanding, NoGrantForLoopbackARefusedConnectOrTheConnectionsOwnAddr
 		ASSERT_TRUE(r);
 		EXPECT_FALSE(r->live) << a << " was granted standing";
 	}
+	for (int fd : lo)
+		close(fd);
+	for (int fd : own)
+		close(fd);
 }
 
 TEST(DataplaneStanding, AUsersUdpGrantsStopAtItsBudgetAndEvictNoHandshake)
