@@ -66,7 +66,8 @@
 //            entry is removed), bit 1: the valve is closed (shedding only),
 //            bits 2-3: newcomer burst (0: no newcomer budget), bits 4-5:
 //            standing burst (0: no standing bucket), bit 6: the planted
-//            entry's standing bucket is refilled to full first
+//            entry's standing bucket is refilled to full first, bit 7: the
+//            daemon's fair share is in force, at half the standing rate
 //   frame    at most kMaxFrame bytes (longer inputs are cut there); shorter
 //            than an Ethernet header is run as a truncated frame.
 // The lists hold deny 10.66.0.0/16, 2001:db8:66::/48 and allow 10.77.0.0/16,
@@ -563,6 +564,8 @@ sluice_config config_for(std::uint8_t scenario, std::uint8_t tuning, std::uint8_
 	if (std::uint32_t sb = (standing >> 4) & 3) {
 		c.standing_cost_ns = SLUICE_NSEC_PER_SEC / kRate;
 		c.standing_burst = sb;
+		if (standing & 0x80)
+			c.standing_share_cost_ns = 2 * c.standing_cost_ns;
 	}
 	if (ck.on && g_cookies_ok) {
 		std::uint32_t mode = ck.c0 & 3;
@@ -1283,6 +1286,8 @@ void write_corpus(const std::string &dir)
 		{"empty", 0x00, 0x00, {}},
 		{"ipv4-standing-serving", 0xc0, 0x00, udp4({}, v4), 0x31},
 		{"ipv4-standing-shedding", 0xc4, 0x01, udp4({}, v4), 0x71},
+		{"ipv4-standing-share-shedding", 0xc4, 0x01, udp4({}, v4), 0xf1},
+		{"ipv6-standing-share-serving", 0xc0, 0x00, udp6({}, v6), 0xb1},
 		{"ipv6-standing-valve", 0x44, 0x01, udp6({}, v6), 0x13},
 		{"ipv4-newcomer", 0xc4, 0x00, udp4({}, v4), 0x0c},
 		{"ipv4-newcomer-valve", 0x44, 0x00, udp4({}, v4), 0x0e},
@@ -1621,7 +1626,10 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t *data, std::size_t size
 	std::uint64_t cost = has_standing ? pkt_cost
 					  : sluice_effective_cost(pkt_cost, cfg.breaker_state, cfg.admission_ppm);
 	std::uint64_t burst_ns = pkt_burst * cost;
+	// A standing bucket holds the time its own rate's burst lasts, and
+	// refills at its own rate or the share, whichever is lower.
 	std::uint64_t st_burst_ns = st_burst * st_cost;
+	st_cost = std::max(st_cost, cfg.standing_share_cost_ns);
 	std::uint64_t nc_burst_ns = cfg.newcomer_burst * cfg.newcomer_cost_ns;
 
 	// Run it. Frames shorter than an Ethernet header: BPF_PROG_TEST_RUN
