@@ -983,14 +983,15 @@ void expect_cookie_grant(Instance &in, const std::vector<sluice_standing_set> &s
 			 std::uint32_t fpr, std::uint64_t c0, std::uint64_t c1, const std::string &what)
 {
 	for (std::uint64_t t : {c0, c1}) {
-		sluice_standing_set exp = in.standing[set_idx];
-		int w = sluice_standing_grant(&exp, fpr, sluice_standing_stamp(t + SLUICE_TIME_BIAS), kStandingLapse,
-					      SLUICE_BY_COOKIE);
-		if (w >= 0 && std::memcmp(&exp.source[2 * w], &in.standing[set_idx].source[2 * w], 16) != 0) {
-			// (a refresh keeps the recorded source; a new way records the frame's)
-		} else if (w >= 0 && sluice_standing_entry_fp(in.standing[set_idx].way[w]) != fpr) {
+		const sluice_standing_set &before = in.standing[set_idx];
+		sluice_standing_set exp = before;
+		const std::uint32_t stamp = sluice_standing_stamp(t + SLUICE_TIME_BIAS);
+		int w = sluice_standing_grant(&exp, fpr, stamp, kStandingLapse, SLUICE_BY_COOKIE);
+		// A way given to the source anew records its masked address (taken
+		// from the run); a refresh keeps the one recorded.
+		if (w >= 0 && !(sluice_standing_entry_fp(before.way[w]) == fpr &&
+				sluice_standing_live(before.way[w], stamp, kStandingLapse)))
 			std::memcpy(&exp.source[2 * w], &sets[set_idx].source[2 * w], 16);
-		}
 		if (std::memcmp(&exp, &sets[set_idx], sizeof(exp)) == 0) {
 			in.standing[set_idx] = sets[set_idx];
 			return;
@@ -1629,7 +1630,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t *data, std::size_t size
 	// A standing bucket holds the time its own rate's burst lasts, and
 	// refills at its own rate or the share, whichever is lower.
 	std::uint64_t st_burst_ns = st_burst * st_cost;
-	st_cost = std::max(st_cost, cfg.standing_share_cost_ns);
+	st_cost = std::max<std::uint64_t>(st_cost, cfg.standing_share_cost_ns);
 	std::uint64_t nc_burst_ns = cfg.newcomer_burst * cfg.newcomer_cost_ns;
 
 	// Run it. Frames shorter than an Ethernet header: BPF_PROG_TEST_RUN
