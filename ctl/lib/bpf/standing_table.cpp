@@ -249,7 +249,9 @@ Result<Revoked> StandingTable::revoke_at(uint32_t set_idx, uint32_t fp, const Ad
 		if (!asked)
 			r.source = standing_source_address(&set.source[2 * w]);
 		// (A frame's refresh of this way between the read and the write is
-		// lost with it: the entry is meant to go.)
+		// lost with it: the entry is meant to go. The set is written whole,
+		// as by grant(): the other ways' standing buckets and seen counts
+		// lose what the frames of that instant paid and counted.)
 		set.way[w] = 0;
 		if (int err = bpf_map_update_elem(fd_, &set_idx, &set, BPF_EXIST); err)
 			return fail_errno("writing standing set " + std::to_string(set_idx));
