@@ -534,7 +534,7 @@ struct sluice_capture_record {
  * One word per entry, so a reader never sees half a write, and the ways of a
  * set are one cache line, so a lookup reads one line; the matched way's
  * standing bucket and record are in the next lines. The default, 2^16 sets
- * (524,288 entries, 10 MiB), keeps 10^5 sources with standing losing
+ * (524,288 entries, 20 MiB), keeps 10^5 sources with standing losing
  * 0.0024% of their entries to full sets and 2x10^5 losing 0.19% (Poisson
  * occupancy, 8 ways).
  */

@@ -27,7 +27,7 @@ inline constexpr uint32_t kV6Prefix = 64;   // an IPv6 host owns a /64
 inline constexpr uint32_t kSampleEvery = SLUICE_SAMPLE_EVERY_DEFAULT;
 
 // Standing (docs/architecture.md, "Standing").
-inline constexpr uint32_t kStandingSets = SLUICE_STANDING_SETS_DEFAULT;      // 524,288 entries, 10 MiB
+inline constexpr uint32_t kStandingSets = SLUICE_STANDING_SETS_DEFAULT;      // 524,288 entries, 20 MiB
 inline constexpr uint32_t kStandingLapseS = SLUICE_STANDING_LAPSE_DEFAULT_S; // an hour
 // A source with standing draws on a second bucket of its own when its first
 // is empty: a verified peer may move bulk data (a 10 Gbit/s link carries
