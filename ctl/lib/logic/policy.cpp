@@ -50,18 +50,19 @@ double RateWindow::seconds() const
 
 double RateWindow::incoming_pps() const
 {
-	uint64_t n = 0;
-	for (uint32_t i = 0; i < count_; i++)
-		n += ring_[i].incoming;
-	double s = seconds();
-	return s > 0 ? double(n) / s : 0;
+	return pps_of(&PeriodDelta::incoming);
 }
 
 double RateWindow::admitted_pps() const
 {
+	return pps_of(&PeriodDelta::admitted);
+}
+
+double RateWindow::pps_of(uint64_t PeriodDelta::*frames) const
+{
 	uint64_t n = 0;
 	for (uint32_t i = 0; i < count_; i++)
-		n += ring_[i].admitted;
+		n += ring_[i].*frames;
 	double s = seconds();
 	return s > 0 ? double(n) / s : 0;
 }

@@ -74,6 +74,7 @@ public:
 	double admitted_pps() const;
 
 private:
+	double pps_of(uint64_t PeriodDelta::*frames) const; // one of the counts over seconds()
 	std::vector<PeriodDelta> ring_;
 	uint32_t count_ = 0, next_ = 0;
 };
