@@ -97,7 +97,7 @@ static __always_inline __u32 shed(const struct sluice_config *cfg, struct budget
 				  const struct sluice_source *masked, int is_v6, __u64 now)
 {
 	__u32 w = 0;
-	struct sluice_standing_set *set = standing_of(standing_hash(bg, src, is_v6), now, &w);
+	struct sluice_standing_set *set = standing_of(bg->ctx, standing_hash(bg, src, is_v6), now, &w);
 
 	SLUICE_BENCH_CUT_POINT(STANDING, SLUICE_BENCH_STOPPED, set);
 	if (!set) {
@@ -196,7 +196,7 @@ static __always_inline __u32 limit(const struct sluice_config *cfg, struct budge
 	int looked = cost != bg->cost_ns;
 
 	if (looked) {
-		set = standing_of(standing_hash(bg, src, is_v6), *now, &w);
+		set = standing_of(bg->ctx, standing_hash(bg, src, is_v6), *now, &w);
 		if (set)
 			cost = bg->cost_ns;
 	}
@@ -211,7 +211,7 @@ static __always_inline __u32 limit(const struct sluice_config *cfg, struct budge
 	}
 	/* Refused by its slot pair: only now, in serving, is standing looked up. */
 	if (!looked)
-		set = standing_of(standing_hash(bg, src, is_v6), *now, &w);
+		set = standing_of(bg->ctx, standing_hash(bg, src, is_v6), *now, &w);
 	SLUICE_BENCH_CUT_POINT(STANDING, SLUICE_BENCH_STOPPED, set);
 	if (set && standing_admit(cfg, bg, set, w, *now))
 		return SLUICE_STANDING;

@@ -111,7 +111,7 @@ __noinline __u32 sluice_cookie(struct xdp_md *ctx, __u64 hash, __u64 now, __u32 
 		}
 		ip_len = 40;
 	}
-	if (check_standing && standing_of(hash, now, &w))
+	if (check_standing && standing_of(ctx, hash, now, &w))
 		return SLUICE_COOKIE_GO_ON;
 	if (unfit)
 		return replies_only ? SLUICE_COOKIE_GO_ON : SLUICE_DROP_COOKIE_UNFIT;
@@ -194,7 +194,7 @@ __noinline __u32 sluice_cookie(struct xdp_md *ctx, __u64 hash, __u64 now, __u32 
 		/* the record's source made in the scratch: no stack is left here */
 		sluice_mask_source(&s->src, s->is_v6, &settings);
 		sluice_standing_source(s->src.w[0], s->src.w[1], s->is_v6, s->kept);
-		sluice_grant(s->hash, s->now, s->kept[0], s->kept[1], SLUICE_BY_COOKIE);
+		sluice_grant(s->hash, s->now, s->kept[0], s->kept[1], sluice_grant_ask(SLUICE_BY_COOKIE, 0));
 		return SLUICE_COOKIE_PROVED;
 	}
 

@@ -12,8 +12,10 @@
 #define SLUICE_FEEDERS_BPF_H
 
 /* Grant the peer `src` standing for `reason`, stamped now (sluice_grant:
- * never while its penalty runs, never over a stronger proof). */
-static __always_inline void grant(const struct sluice_source *src, int is_v6, __u32 reason)
+ * never while its penalty runs, never a new source of a prefix at its quota,
+ * never over a stronger proof); a UDP grant for its peer `port` alone (host
+ * order; 0: every frame, a handshake's). */
+static __always_inline void grant(const struct sluice_source *src, int is_v6, __u32 reason, __u32 port)
 {
 	struct sluice_source masked = *src;
 	struct sluice_addr16 own;
@@ -24,7 +26,8 @@ static __always_inline void grant(const struct sluice_source *src, int is_v6, __
 	if (bpf_map_lookup_elem(&own_addrs, &own))
 		return;
 	kept_source(src, is_v6, kept);
-	sluice_grant(source_hash(&masked, is_v6), SLUICE_CLOCK() + SLUICE_TIME_BIAS, kept[0], kept[1], reason);
+	sluice_grant(source_hash(&masked, is_v6), SLUICE_CLOCK() + SLUICE_TIME_BIAS, kept[0], kept[1],
+		     sluice_grant_ask(reason, port));
 }
 
 /* Can an IPv4 address (network order) be a remote peer? Not 0/8
@@ -35,21 +38,21 @@ static __always_inline int v4_peer(__u32 addr)
 	return sluice_v4_peer(bpf_ntohl(addr) >> 24);
 }
 
-static __always_inline void grant_v4(__u32 addr, __u32 reason)
+static __always_inline void grant_v4(__u32 addr, __u32 reason, __u32 port)
 {
 	struct sluice_source src = { .w = { addr, 0 } };
 
 	if (v4_peer(addr))
-		grant(&src, 0, reason);
+		grant(&src, 0, reason, port);
 }
 
 /* An IPv6 peer as four network-order words; a v4-mapped one (::ffff:a.b.c.d,
  * a dual-stack socket's IPv4 peer) is granted as the IPv4 address its frames
  * carry. Never :: or ::1, nor multicast (ff00::/8). */
-static __always_inline void grant_v6(__u32 a0, __u32 a1, __u32 a2, __u32 a3, __u32 reason)
+static __always_inline void grant_v6(__u32 a0, __u32 a1, __u32 a2, __u32 a3, __u32 reason, __u32 port)
 {
 	if (a0 == 0 && a1 == 0 && a2 == bpf_htonl(0x0000ffff)) {
-		grant_v4(a3, reason);
+		grant_v4(a3, reason, port);
 		return;
 	}
 	if (!sluice_v6_peer(bpf_ntohl(a0), (a1 | a2) == 0, bpf_ntohl(a3)))
@@ -58,7 +61,7 @@ static __always_inline void grant_v6(__u32 a0, __u32 a1, __u32 a2, __u32 a3, __u
 	struct sluice_source src;
 
 	__builtin_memcpy(src.w, a, sizeof(a));
-	grant(&src, 1, reason);
+	grant(&src, 1, reason, port);
 }
 
 /* A TCP connection reached ESTABLISHED: passive, a peer completed the
@@ -89,12 +92,12 @@ static __always_inline int feed_sockops(struct bpf_sock_ops *skops)
 	 * both ends: frames from it on the wire are forged, never granted. */
 	if (skops->family == 2 /* AF_INET */) {
 		if (skops->remote_ip4 != skops->local_ip4)
-			grant_v4(skops->remote_ip4, reason);
+			grant_v4(skops->remote_ip4, reason, 0);
 	} else if (skops->family == 10 /* AF_INET6 */) {
 		if ((skops->remote_ip6[0] ^ skops->local_ip6[0]) | (skops->remote_ip6[1] ^ skops->local_ip6[1]) |
 		    (skops->remote_ip6[2] ^ skops->local_ip6[2]) | (skops->remote_ip6[3] ^ skops->local_ip6[3]))
 			grant_v6(skops->remote_ip6[0], skops->remote_ip6[1], skops->remote_ip6[2],
-				 skops->remote_ip6[3], reason);
+				 skops->remote_ip6[3], reason, 0);
 	}
 	return 1;
 }
@@ -132,26 +135,37 @@ static __always_inline int udp_grant_budget(void)
 				  cfg->grant_burst * cfg->grant_cost_ns);
 }
 
+/* The peer port a UDP call names (host order; user_port holds it in
+ * network order). A grant is bound to it: the client asked that port, so
+ * only that port's replies are the answers it waits for. Port 0 names no
+ * peer, and grants nothing. */
+static __always_inline __u32 udp_peer_port(const struct bpf_sock_addr *ctx)
+{
+	return bpf_ntohs((__u16)ctx->user_port);
+}
+
 /* connect(): a UDP client socket's peer, within its user's budget. A TCP
  * connect() grants nothing: its peer earns standing when the handshake
  * completes (sockops, active), and the SYN-ACK before that is admitted
  * because a local socket sent the SYN it answers (cookie_path.bpf.h). */
 static __always_inline int udp_connect_grants(struct bpf_sock_addr *ctx)
 {
-	return ctx->type == 2 /* SOCK_DGRAM */ && udp_client_socket(ctx, 1) && udp_grant_budget();
+	return ctx->type == 2 /* SOCK_DGRAM */ && udp_peer_port(ctx) && udp_client_socket(ctx, 1) &&
+	       udp_grant_budget();
 }
 
 static __always_inline int feed_connect4(struct bpf_sock_addr *ctx)
 {
 	if (v4_peer(ctx->user_ip4) && udp_connect_grants(ctx))
-		grant_v4(ctx->user_ip4, SLUICE_BY_UDP);
+		grant_v4(ctx->user_ip4, SLUICE_BY_UDP, udp_peer_port(ctx));
 	return 1; /* never blocks */
 }
 
 static __always_inline int feed_connect6(struct bpf_sock_addr *ctx)
 {
 	if (udp_connect_grants(ctx))
-		grant_v6(ctx->user_ip6[0], ctx->user_ip6[1], ctx->user_ip6[2], ctx->user_ip6[3], SLUICE_BY_UDP);
+		grant_v6(ctx->user_ip6[0], ctx->user_ip6[1], ctx->user_ip6[2], ctx->user_ip6[3], SLUICE_BY_UDP,
+			 udp_peer_port(ctx));
 	return 1;
 }
 
@@ -160,15 +174,16 @@ static __always_inline int feed_connect6(struct bpf_sock_addr *ctx)
  * autobinds before this hook runs). */
 static __always_inline int feed_sendmsg4(struct bpf_sock_addr *ctx)
 {
-	if (v4_peer(ctx->user_ip4) && udp_client_socket(ctx, 0) && udp_grant_budget())
-		grant_v4(ctx->user_ip4, SLUICE_BY_UDP);
+	if (v4_peer(ctx->user_ip4) && udp_peer_port(ctx) && udp_client_socket(ctx, 0) && udp_grant_budget())
+		grant_v4(ctx->user_ip4, SLUICE_BY_UDP, udp_peer_port(ctx));
 	return 1;
 }
 
 static __always_inline int feed_sendmsg6(struct bpf_sock_addr *ctx)
 {
-	if (udp_client_socket(ctx, 0) && udp_grant_budget())
-		grant_v6(ctx->user_ip6[0], ctx->user_ip6[1], ctx->user_ip6[2], ctx->user_ip6[3], SLUICE_BY_UDP);
+	if (udp_peer_port(ctx) && udp_client_socket(ctx, 0) && udp_grant_budget())
+		grant_v6(ctx->user_ip6[0], ctx->user_ip6[1], ctx->user_ip6[2], ctx->user_ip6[3], SLUICE_BY_UDP,
+			 udp_peer_port(ctx));
 	return 1;
 }
 

@@ -60,6 +60,19 @@ __noinline __u32 sluice_classify(__u32 flags, __u32 l4, __u64 w0, __u64 w1, __u3
  * (SLUICE_OBSERVE_DEFERRED): called from here, sluice_observe and its grant
  * would stack four frames past the verifier's 512 bytes.
  */
+/* sluice_parse_l4's (kind, port) as sluice_classify takes it, kind << 16 |
+ * port; -1: malformed. Called, so that its result comes back in a register:
+ * the struct on sluice_judge_policy's stack took the 8 bytes that the
+ * standing lookup's call needs under the verifier's 512. */
+static __noinline __s64 l4_key(const __u8 *l3, const void *data_end, int is_v6)
+{
+	struct sluice_l4 l4;
+
+	if (sluice_parse_l4(l3, data_end, is_v6, &l4))
+		return -1;
+	return l4.kind << 16 | (l4.port & 0xffff);
+}
+
 #define SLUICE_OBSERVE_DEFERRED 0x100 /* sluice_judge_policy's: observed standing counts this frame */
 
 __noinline __u32 sluice_judge_policy(struct xdp_md *ctx, __u32 flags, __u32 port_id)
@@ -93,13 +106,13 @@ __noinline __u32 sluice_judge_policy(struct xdp_md *ctx, __u32 flags, __u32 port
 	if (port_id != SLUICE_CLASS_NO_MATCH) {
 		id = port_id & (SLUICE_CLASSES_MAX - 1);
 	} else if (flags & (SLUICE_CLASS_PORTS | (is_v6 ? SLUICE_CLASS_PREFIX_V6 : SLUICE_CLASS_PREFIX_V4))) {
-		struct sluice_l4 l4;
+		__s64 l4 = l4_key(l3, data_end, is_v6);
 
-		if (sluice_parse_l4(l3, data_end, is_v6, &l4)) {
+		if (l4 < 0) {
 			outcome = SLUICE_MALFORMED;
 			goto counted;
 		}
-		id = sluice_classify(flags, l4.kind << 16 | (l4.port & 0xffff), src.w[0], src.w[1], is_v6);
+		id = sluice_classify(flags, (__u32)l4, src.w[0], src.w[1], is_v6);
 	}
 	if (id != SLUICE_CLASS_DEFAULT || (flags & SLUICE_CLASS_DEFAULT_BYTES)) {
 		__u32 idx = sluice_class_index(pset, id);

@@ -33,8 +33,10 @@
  *    destination port, TCP flags, length); the ring is twice as large.
  * 10: earned, bounded trust: the standing set's seen counters and sources,
  *    the standing_penalty, grant_quota and own_addrs maps, settings.penalty_set_mask,
- *    config's standing share and grant budget, the "reply" outcome. */
-#define SLUICE_LAYOUT_VERSION 10
+ *    config's standing share and grant budget, the "reply" outcome.
+ * 11: a UDP grant's standing is bound to its peer's port (the standing
+ *    set's port[]); the prefix_full map (the per-prefix quota). */
+#define SLUICE_LAYOUT_VERSION 11
 
 /* Table size bounds. The slot table is a BPF_MAP_TYPE_ARRAY whose size is a
  * power of two fixed at load: the index is (hash & (slots - 1)). */
@@ -579,7 +581,7 @@ enum sluice_standing_reason {
 #undef SLUICE_STANDING_REASON_ENUMERATOR
 
 /*
- * One set of the standing table (one map value, 320 bytes):
+ * One set of the standing table (one map value, 336 bytes):
  *   way[w]       fingerprint | stamp, as above; the only word a lookup reads
  *                until it matches
  *   empty_at[w]  way w's standing bucket, struct sluice_slot's form (0: full),
@@ -593,6 +595,10 @@ enum sluice_standing_reason {
  *   source[w]    the granted source, masked as it was hashed (IPv4 in the
  *                first word's low 4 bytes, network order; IPv6 16 bytes):
  *                how the daemon names a source it revokes or lists
+ *   port[w]      0: the standing holds for every frame of the source; else
+ *                (a UDP grant, the peer a local client chose) only for UDP
+ *                from this source port (host order): a DNS server's answers
+ *                pass, not everything else from its address
  */
 struct sluice_standing_set {
 	__u64 way[SLUICE_STANDING_WAYS];
@@ -600,6 +606,7 @@ struct sluice_standing_set {
 	__u32 record[SLUICE_STANDING_WAYS];
 	__u32 seen[SLUICE_STANDING_WAYS];
 	__u64 source[SLUICE_STANDING_SOURCE_WORDS]; /* way w: words 2w and 2w + 1 */
+	__u16 port[SLUICE_STANDING_WAYS];
 };
 
 /*
@@ -618,6 +625,20 @@ struct sluice_standing_set {
 struct sluice_penalty_set {
 	__u64 way[SLUICE_STANDING_WAYS];
 };
+
+/*
+ * The per-prefix quota (docs/architecture.md, "Standing buys a share"): one
+ * bit per way of the standing table (so one u64 word per 8 sets: W words,
+ * as many as standing_penalty has sets), indexed by the keyed hash of a
+ * source's /24 (IPv4) or /48 (IPv6), sluice_quota_bit(), in two halves.
+ * The daemon counts each prefix's entries in its sweep of the table: words
+ * [0, W) mark a prefix that holds its quota (--standing-prefix-quota), and
+ * refuse a new source of it whose proof is weaker than a handshake; words
+ * [W, 2W) mark one whose quota is all handshakes, and refuse a new
+ * handshake too. (Weak grants never keep out a handshake: the sweep evicts
+ * them for it.)
+ */
+#define SLUICE_QUOTA_BITS_PER_WORD 64u
 
 /* One grant budget per local user (uid & (slots - 1)): the UDP feeders'
  * grants are the only ones a user can make at will, so they are the ones
@@ -673,6 +694,7 @@ struct sluice_observed_set {
 #define SLUICE_PIN_STANDING_PENALTY "standing_penalty"
 #define SLUICE_PIN_GRANT_QUOTA "grant_quota"
 #define SLUICE_PIN_OWN_ADDRS "own_addrs"
+#define SLUICE_PIN_PREFIX_FULL "prefix_full"
 /* The standing feeders' bpf_links on the cgroup v2 root. */
 #define SLUICE_PIN_SOCKOPS_LINK "sockops_link"
 #define SLUICE_PIN_CONNECT4_LINK "connect4_link"

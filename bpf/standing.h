@@ -28,6 +28,7 @@
 #define SLUICE_STANDING_H
 
 #include "sluice_abi.h"
+#include "siphash.h"
 
 /* The fingerprint of a source's hash: its high half, never 0 (0 marks an empty way). */
 static inline __u32 sluice_standing_fingerprint(__u64 hash)
@@ -92,13 +93,14 @@ static inline int sluice_standing_needs_refresh(__u64 entry, __u32 stamp, __u32 
 /* How strong a reason's proof is: a UDP grant is the host's word alone (any
  * local user can make one), observed standing is traffic over time, every
  * other reason is a handshake the kernel verified. */
+#define SLUICE_PROOF_HANDSHAKE 3u
 static inline __u32 sluice_standing_proof(__u32 reason)
 {
 	if (reason == SLUICE_BY_UDP)
 		return 1;
 	if (reason == SLUICE_BY_OBSERVED)
 		return 2;
-	return 3;
+	return SLUICE_PROOF_HANDSHAKE;
 }
 
 /*
@@ -181,12 +183,17 @@ static inline __u32 sluice_standing_record_age(__u32 record, __u32 stamp)
  * (sluice_standing_victim). A way given to a new source (another fingerprint,
  * or its own lapsed) starts afresh: its standing bucket full, its seen count
  * 0, its record this grant's reason and tick, its source (src0, src1: the masked address as 16
- * bytes, sluice_standing_source), all written before the way, so a frame that
- * matches the new entry finds them. A refresh of a live entry keeps them: the
- * reason is the first grant's, and a new connection refills nothing.
+ * bytes, sluice_standing_source) and its port (0: every frame of the source;
+ * a UDP grant's: that peer port's UDP alone), all written before the way, so
+ * a frame that matches the new entry finds them. A refresh of a live entry
+ * keeps its bucket and its tick; a stronger proof than its record's (a
+ * handshake after a UDP grant) takes the record's reason and the grant's
+ * port, and a UDP grant of a UDP entry rebinds it to the new port (the
+ * conversation the client is having now). A weaker proof changes nothing
+ * but the stamp.
  */
 static inline int sluice_standing_grant_from(struct sluice_standing_set *set, __u32 fp, __u32 stamp,
-					     __u32 lapse_ticks, __u32 reason, __u64 src0, __u64 src1)
+					     __u32 lapse_ticks, __u32 reason, __u64 src0, __u64 src1, __u32 port)
 {
 	int w = sluice_standing_victim(set, fp, stamp, lapse_ticks, sluice_standing_proof(reason));
 
@@ -201,9 +208,29 @@ static inline int sluice_standing_grant_from(struct sluice_standing_set *set, __
 		*(volatile __u32 *)&set->seen[w] = 0;
 		*(volatile __u64 *)&set->source[2 * w] = src0;
 		*(volatile __u64 *)&set->source[2 * w + 1] = src1;
+		*(volatile __u16 *)&set->port[w] = (__u16)port;
+	} else {
+		__u32 rec = set->record[w];
+		__u32 had = sluice_standing_proof(rec >> 28), has = sluice_standing_proof(reason);
+
+		if (has > had) {
+			*(volatile __u32 *)&set->record[w] = (reason << 28) | (rec & 0x0fffffffu);
+			*(volatile __u16 *)&set->port[w] = (__u16)port;
+		} else if (has == had && set->port[w] && port) {
+			*(volatile __u16 *)&set->port[w] = (__u16)port;
+		}
 	}
 	*(volatile __u64 *)&set->way[w] = sluice_standing_entry(fp, stamp);
 	return w;
+}
+
+/* Does way w's standing hold for a frame that is UDP from source port
+ * `udp_port` (host order; 0: not UDP, or a fragment without its header)? */
+static inline int sluice_standing_port_holds(const struct sluice_standing_set *set, __u32 w, __u32 udp_port)
+{
+	__u32 bound = set->port[w & (SLUICE_STANDING_WAYS - 1)];
+
+	return bound == 0 || bound == udp_port;
 }
 
 /* Can an address be a remote peer, one standing may be granted to? Not 0/8
@@ -225,11 +252,50 @@ static inline int sluice_v6_peer(__u32 first_word, int middle_zero, __u32 last_w
 }
 
 /* A grant whose source is not known (the math's tests and benches): the
- * record's source stays 0. */
+ * record's source stays 0, its standing for every frame. */
 static inline int sluice_standing_grant(struct sluice_standing_set *set, __u32 fp, __u32 stamp,
 					__u32 lapse_ticks, __u32 reason)
 {
-	return sluice_standing_grant_from(set, fp, stamp, lapse_ticks, reason, 0, 0);
+	return sluice_standing_grant_from(set, fp, stamp, lapse_ticks, reason, 0, 0, 0);
+}
+
+/* sluice_grant()'s last argument: a reason and a UDP grant's peer port (host
+ * order) in one scalar, since a BPF function takes five. */
+static inline __u32 sluice_grant_ask(__u32 reason, __u32 port)
+{
+	return (port << 16) | (reason & 0xffu);
+}
+
+/*
+ * The per-prefix quota (sluice_abi.h, prefix_full). A kept source's prefix:
+ * an IPv4 source (::ffff:a.b.c.d) to its /24, an IPv6 one to its /48, as
+ * the 16 bytes memory holds (words loaded little-endian). Its bit: the keyed
+ * SipHash of that prefix, masked to one bit per way of the table, so an
+ * attacker cannot aim its prefixes at another's bit. Prefixes that share a
+ * bit share a quota (at the default table, a bit per way: rare until the
+ * table is nearly full).
+ */
+static inline void sluice_quota_prefix(__u64 k0, __u64 k1, __u64 out[2])
+{
+	if (k0 == 0 && (__u32)k1 == 0xffff0000u) { /* bytes 8..11: 00 00 ff ff */
+		out[0] = 0;
+		out[1] = k1 & 0x00ffffffffffffffull; /* byte 15, the host, cleared */
+		return;
+	}
+	out[0] = k0 & 0x0000ffffffffffffull; /* bytes 0..5: the /48 */
+	out[1] = 0;
+}
+
+static inline __u32 sluice_quota_bit(const __u64 key[2], __u64 k0, __u64 k1, __u32 standing_set_mask)
+{
+	__u64 p[2];
+
+	sluice_quota_prefix(k0, k1, p);
+	/* the key's first word turned, so the prefix's hash is not a source's */
+	__u64 qkey[2] = { key[0] ^ 0x71756f7461ull, key[1] };
+	__u64 h = sluice_siphash_16(qkey, p[0], p[1], SLUICE_SIPHASH_C, SLUICE_SIPHASH_D);
+
+	return (__u32)h & ((standing_set_mask << 3) | (SLUICE_STANDING_WAYS - 1));
 }
 
 /* A masked source (struct sluice_source's words) as the standing table keeps

@@ -17,31 +17,56 @@ static __always_inline __u64 source_hash(struct sluice_source *src, int is_v6)
 	return sluice_source_hash(key, src, is_v6);
 }
 
-/* The standing set of the source of this hash, and in *way the way that
- * holds it live; NULL if it has no standing. A live entry older than an
- * eighth of the lapse time is stamped again (by compare-and-swap: an entry
- * another CPU replaced meanwhile is left alone), so a source that keeps
- * sending keeps its standing. */
-static __always_inline struct sluice_standing_set *standing_of(__u64 hash, __u64 now, __u32 *way)
+/*
+ * The way that holds the source of this hash live in its standing set, for
+ * this frame (an entry bound to a UDP peer port holds only for UDP from that
+ * port, parse.h's sluice_udp_source_port); -1 if it has no standing. A live
+ * entry older than an eighth of the lapse time is stamped again (by
+ * compare-and-swap: an entry another CPU replaced meanwhile is left alone),
+ * so a source that keeps sending keeps its standing. A global function,
+ * verified once: inlined, the port check's registers spilled past the
+ * verifier's 512 bytes of stack under sluice_judge_policy.
+ */
+__noinline int sluice_standing_way(struct xdp_md *ctx, __u64 hash, __u64 now)
 {
 	__u32 idx = sluice_standing_set_of(hash, settings.standing_set_mask);
 	struct sluice_standing_set *set = bpf_map_lookup_elem(&standing, &idx);
 
 	if (!set)
-		return NULL; /* cannot happen: standing_set_mask < max_entries */
+		return -1; /* cannot happen: standing_set_mask < max_entries */
 	__u32 stamp = sluice_standing_stamp(now);
 	__u32 fp = sluice_standing_fingerprint(hash);
 	int w = sluice_standing_find(set, fp, stamp, settings.standing_lapse_ticks);
 
 	if (w < 0)
-		return NULL;
-	*way = w & (SLUICE_STANDING_WAYS - 1);
-	__u64 *e = &set->way[*way];
+		return -1;
+	w &= SLUICE_STANDING_WAYS - 1;
+	if (set->port[w] &&
+	    !sluice_standing_port_holds(set, w,
+					sluice_udp_source_port((void *)(long)ctx->data, (void *)(long)ctx->data_end)))
+		return -1;
+	__u64 *e = &set->way[w];
 	__u64 old = *e;
 
 	if (sluice_standing_needs_refresh(old, stamp, settings.standing_lapse_ticks))
 		__sync_val_compare_and_swap(e, old, sluice_standing_entry(fp, stamp));
-	return set;
+	return w;
+}
+
+/* The standing set of the source of this hash, and in *way the way that
+ * holds it live for this frame (sluice_standing_way); NULL if it has no
+ * standing. */
+static __always_inline struct sluice_standing_set *standing_of(struct xdp_md *ctx, __u64 hash, __u64 now,
+								__u32 *way)
+{
+	int w = sluice_standing_way(ctx, hash, now);
+
+	if (w < 0)
+		return NULL;
+	__u32 idx = sluice_standing_set_of(hash, settings.standing_set_mask);
+
+	*way = w & (SLUICE_STANDING_WAYS - 1);
+	return bpf_map_lookup_elem(&standing, &idx);
 }
 
 /* A source (as the frame or the socket has it) as a grant records it:
@@ -54,16 +79,32 @@ static __always_inline void kept_source(const struct sluice_source *src, int is_
 	sluice_standing_source(m.w[0], m.w[1], is_v6, out);
 }
 
+/* Is the prefix of this kept source closed to a new grant of this proof
+ * (prefix_full: at its quota, or, for a handshake, at its quota of
+ * handshakes)? */
+static __always_inline int prefix_full_for(__u64 k0, __u64 k1, __u32 proof)
+{
+	__u64 key[2] = { settings.hash_key[0], settings.hash_key[1] };
+	__u32 bit = sluice_quota_bit(key, k0, k1, settings.standing_set_mask);
+	__u32 word = bit / SLUICE_QUOTA_BITS_PER_WORD +
+		     (proof == SLUICE_PROOF_HANDSHAKE ? settings.penalty_set_mask + 1 : 0);
+	const __u64 *bits = bpf_map_lookup_elem(&prefix_full, &word);
+
+	return bits && (*bits >> (bit % SLUICE_QUOTA_BITS_PER_WORD)) & 1;
+}
+
 /*
- * Grant the source of this hash standing for `reason`, stamped now: unless
- * its penalty runs (it lost standing for flooding, or an operator revoked
- * it), and only into a way sluice_standing_victim lets it take. (k0, k1) is
- * the source as kept_source() records it. A global function, verified once:
- * the feeders, the cookie path and observed standing all grant through it
- * (its arguments are scalars: under sluice_xdp and sluice_cookie it has
- * almost no stack left). Returns 1 when granted (or refreshed).
+ * Grant the source of this hash standing for `ask` (sluice_grant_ask: the
+ * reason, and a UDP grant's peer port), stamped now: unless its penalty runs
+ * (it lost standing for flooding, or an operator revoked it), unless it is
+ * new and its prefix is closed to its proof (prefix_full_for), and only into a way
+ * sluice_standing_victim lets it take. (k0, k1) is the source as kept_source()
+ * records it. A global function, verified once: the feeders, the cookie path
+ * and observed standing all grant through it (its arguments are scalars:
+ * under sluice_xdp and sluice_cookie it has almost no stack left). Returns 1
+ * when granted (or refreshed).
  */
-__noinline int sluice_grant(__u64 hash, __u64 now, __u64 k0, __u64 k1, __u32 reason)
+__noinline int sluice_grant(__u64 hash, __u64 now, __u64 k0, __u64 k1, __u32 ask)
 {
 	__u32 idx = sluice_standing_set_of(hash, settings.standing_set_mask);
 	__u32 pidx = sluice_standing_set_of(hash, settings.penalty_set_mask);
@@ -73,7 +114,11 @@ __noinline int sluice_grant(__u64 hash, __u64 now, __u64 k0, __u64 k1, __u32 rea
 
 	if (!set || !pen || sluice_penalized(pen, fp, stamp))
 		return 0;
-	return sluice_standing_grant_from(set, fp, stamp, settings.standing_lapse_ticks, reason, k0, k1) >= 0;
+	if (sluice_standing_find(set, fp, stamp, settings.standing_lapse_ticks) < 0 &&
+	    prefix_full_for(k0, k1, sluice_standing_proof(ask & 0xffu)))
+		return 0;
+	return sluice_standing_grant_from(set, fp, stamp, settings.standing_lapse_ticks, ask & 0xffu, k0, k1,
+					  ask >> 16) >= 0;
 }
 
 /* Observed standing: a frame its slot pair passed while serving counts its
@@ -101,14 +146,14 @@ __noinline int sluice_observe(__u64 hash, __u64 now, __u64 w0, __u64 w1, __u32 i
 	struct sluice_standing_set *set = bpf_map_lookup_elem(&standing, &sidx);
 
 	if (!set || sluice_standing_find(set, fp, stamp, settings.standing_lapse_ticks) >= 0)
-		return 0; /* has standing: nothing to earn */
+		return 0; /* has standing (for some frames, at least): nothing to earn */
 	if (!sluice_observed_count(o, fp, stamp, settings.standing_lapse_ticks, settings.observe_periods))
 		return 0;
 	struct sluice_source src = { .w = { w0, w1 } };
 	__u64 kept[2];
 
 	kept_source(&src, is_v6, kept);
-	return sluice_grant(hash, now, kept[0], kept[1], SLUICE_BY_OBSERVED);
+	return sluice_grant(hash, now, kept[0], kept[1], sluice_grant_ask(SLUICE_BY_OBSERVED, 0));
 }
 
 #endif /* SLUICE_STANDING_PATH_BPF_H */

@@ -69,7 +69,10 @@ void print_entry(std::ostream &out, const json &reply)
 	if (reply.at("reason").is_null())
 		return;
 	Table block;
-	block.row({"reason", text_of(reply.at("reason"))})
+	block.row({"reason", text_of(reply.at("reason")) +
+				     (reply.contains("udp_port") && !reply.at("udp_port").is_null()
+					      ? " (for UDP from port " + text_of(reply.at("udp_port")) + " alone)"
+					      : "")})
 		.row({"since", text_of(reply.at("since"))})
 		.row({"last seen", text_of(reply.at("last_seen")) + (live ? "" : " (lapsed)")});
 	if (!reply.at("penalty").is_null())

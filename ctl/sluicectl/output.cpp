@@ -125,6 +125,11 @@ void standing_rows(Table &block, const json &s)
 				    : text_of(share.at("level_pps")) + " pps each at most (the standing sources ask over " +
 					      text_of(share.at("capacity_pps")) + " pps together)"})
 		.row({"revoked", text_of(share.at("revocations")) + " since sluiced started"});
+	if (!s.contains("prefix_quota"))
+		return;
+	const json &q = s.at("prefix_quota");
+	block.row({"prefix quota", text_of(q.at("quota")) + " entries per /24 or /48; " + text_of(q.at("prefixes_full")) +
+					   " prefixes at it; " + text_of(q.at("evictions")) + " entries evicted over it"});
 }
 
 void cookie_rows(Table &block, const json &c)

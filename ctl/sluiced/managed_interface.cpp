@@ -225,6 +225,12 @@ Result<std::unique_ptr<ManagedInterface>> ManagedInterface::start(const DaemonOp
 	m->mark_listeners();
 	m->policy_.emplace(opts.policy);
 	m->governor_.emplace(GovernorConfig{standing_capacity(opts), opts.revoke}, m->dp_->standing().sets());
+	{
+		const uint32_t ways = m->dp_->standing().sets() * SLUICE_STANDING_WAYS;
+		m->quota_.emplace(ways, opts.standing_prefix_quota, std::min<size_t>(ways, 65536));
+		// Unknown until written: every word is written at the first sweep's end.
+		m->quota_written_.assign(m->quota_->full_words().size(), ~uint64_t(0));
+	}
 	m->valve_.emplace(ValveConfig{.capacity_pps = standing_capacity(opts),
 				      .clear_pps = opts.policy.clear_pps,
 				      .trip_periods = opts.policy.trip_periods});
@@ -513,7 +519,12 @@ void ManagedInterface::count_occupancy_part(double now_s)
 		sweep_.sum = {};
 		sweep_.started_s = now_s;
 	}
-	auto part = dp_->standing().occupancy(sweep_.next_set, occupancy_part_sets_);
+	if (sweep_.next_set == 0 && quota_)
+		quota_->begin_sweep();
+	const StandingTable table = dp_->standing();
+	auto part = quota_ ? table.occupancy(sweep_.next_set, occupancy_part_sets_,
+					     [&](const StandingWay &w) { quota_->count(table.quota_bit(w.kept), w.handshake); })
+			   : table.occupancy(sweep_.next_set, occupancy_part_sets_);
 	if (!part) {
 		// Start over next period: a sum with a hole in it is no count.
 		log_error(name_ + ": counting standing entries: " + part.error().describe());
@@ -528,7 +539,41 @@ void ManagedInterface::count_occupancy_part(double now_s)
 		occupancy_ = sweep_.sum;
 		occupancy_at_s_ = sweep_.started_s;
 		sweep_.next_set = 0;
+		enforce_prefix_quota();
 	}
+}
+
+// A whole sweep counted every prefix: mark the full ones, and take the
+// excess of those over their quota (a scan of the table, only then).
+void ManagedInterface::enforce_prefix_quota()
+{
+	if (!quota_)
+		return;
+	const StandingTable table = dp_->standing();
+	if (const uint32_t over = quota_->end_sweep()) {
+		auto ok = table.for_each_live([&](const StandingWay &w) {
+			const uint32_t bit = table.quota_bit(w.kept);
+			if (quota_->over(bit))
+				quota_->offer(bit, w.index, w.fp, w.proof, w.age);
+		});
+		if (!ok)
+			log_error(name_ + ": the standing prefix quota's scan: " + ok.error().describe());
+		uint64_t evicted = 0;
+		for (const QuotaEviction &e : quota_->choose()) {
+			auto r = table.evict_way(e.index, e.fp);
+			if (!r)
+				log_error(name_ + ": evicting a standing entry over its prefix's quota: " + r.error().describe());
+			else
+				evicted += *r;
+		}
+		quota_evictions_ += evicted;
+		log_warn(name_ + ": " + std::to_string(over) + " source prefix(es) (/24, /48) held more than their quota of " +
+			 std::to_string(quota_->quota()) + " standing entries: " + std::to_string(evicted) +
+			 " evicted, weakest proof and least recently seen first; " + std::to_string(quota_->prefixes_full()) +
+			 " prefix(es) at their quota take no new source");
+	}
+	if (auto ok = table.set_prefix_full(quota_->full_words(), quota_written_); !ok)
+		log_error(name_ + ": writing the standing prefix quota: " + ok.error().describe());
 }
 
 // The last whole count and its age; no reading here (requests call it).
@@ -834,6 +879,11 @@ Result<StandingView> ManagedInterface::standing(const std::optional<std::string>
 		view.capacity_pps = cfg->standing_capacity_pps;
 		view.revocations = governor_->revocations();
 		view.recent = governor_->recent();
+	}
+	if (quota_) {
+		view.prefix_quota = quota_->quota();
+		view.prefixes_full = quota_->prefixes_full();
+		view.quota_evictions = quota_evictions_;
 	}
 	if (addr) {
 		auto record = dp_->standing().lookup(*addr, *cfg);

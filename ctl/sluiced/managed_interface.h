@@ -14,6 +14,7 @@
 #include "sluiced/metrics.h"
 #include "sluiced/options.h"
 #include "logic/policy.h"
+#include "logic/prefix_quota.h"
 #include "logic/source.h"
 #include "logic/valve.h"
 #include "ipc/replies.h"
@@ -163,6 +164,12 @@ private:
 	std::optional<AutoPolicy> policy_;
 	std::optional<Valve> valve_;
 	std::optional<StandingGovernor> governor_;
+	// The per-prefix quota (logic/prefix_quota), counted on the occupancy
+	// sweep; prefix_full as last written; entries it evicted.
+	std::optional<PrefixQuota> quota_;
+	std::vector<uint64_t> quota_written_;
+	uint64_t quota_evictions_ = 0;
+	void enforce_prefix_quota();
 	bool own_error_ = false; // the last own-address sync failed (logged once)
 	static constexpr double kPeerRefreshMaxS = 60;
 	double peer_refresh_s_ = 0; // 0: none (--no-standing)

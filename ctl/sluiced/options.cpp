@@ -250,6 +250,7 @@ Result<ParsedOptions> parse_daemon_options(int argc, const char *const *argv)
 	int64_t standing_pps = static_cast<int64_t>(o.standing_capacity_pps);
 	int64_t grant_rate = static_cast<int64_t>(o.grant_rate_per_s), grant_burst = static_cast<int64_t>(o.grant_burst);
 	int64_t revoke_periods = o.revoke.over_periods;
+	int64_t prefix_quota = o.standing_prefix_quota;
 	std::string cookies(cookie_mode_name(o.cookie_mode));
 	double start_pct = o.policy.start_ppm / 10000.0;
 	bool no_policy = false;
@@ -276,11 +277,12 @@ Result<ParsedOptions> parse_daemon_options(int argc, const char *const *argv)
 		("dry-run", po::bool_switch(&o.load.dry_run), "compute verdicts, count would-drops, pass everything")
 		("multiprog", po::bool_switch(&o.load.multiprog), "attach through libxdp's dispatcher, beside other XDP programs (xdp-loader status lists it)")
 		("sample-every", po::value(&sample_every)->default_value(sample_every), "sample 1 in N dropped frames for `sluicectl top` (a power of two; 0: off)")
-		("standing-sets", po::value(&standing_sets)->default_value(standing_sets), "sets of 8 entries in the standing table (power of two; 320 B each)")
+		("standing-sets", po::value(&standing_sets)->default_value(standing_sets), "sets of 8 entries in the standing table (power of two; 336 B each)")
 		("standing-lapse", po::value(&standing_lapse)->default_value(standing_lapse), "seconds a source keeps standing after the host last saw it")
 		("standing-rate", po::value(&standing_rate)->default_value(standing_rate), "tokens per second of a standing source's second bucket, drawn on when its own is empty: its budget is rate + standing-rate, in every breaker state")
 		("standing-burst", po::value(&standing_burst)->default_value(standing_burst), "capacity of a standing source's second bucket")
 		("standing-pps", po::value(&standing_pps)->default_value(standing_pps), "what the standing sources together may take through their standing buckets before the daemon lowers their share so that the sum fits (water-filling; the light keep all of theirs); 0: --trip-pps")
+		("standing-prefix-quota", po::value(&prefix_quota)->default_value(prefix_quota), "standing entries one IPv4 /24 or IPv6 /48 may hold: a new source of a prefix at its quota earns none, and one over it (grants within one sweep of the table) loses the excess, weakest proof and least seen first")
 		("revoke-factor", po::value(&o.revoke.over_factor)->default_value(o.revoke.over_factor), "a standing source that sends more than this many times its share ...")
 		("revoke-periods", po::value(&revoke_periods)->default_value(revoke_periods), "... for this many periods in a row loses its standing (logged, counted, `sluicectl standing`)")
 		("revoke-penalty", po::value(&o.revoke.penalty_s)->default_value(o.revoke.penalty_s), "seconds a revoked source cannot earn standing again; doubled with each revocation ...")
@@ -409,6 +411,11 @@ Result<ParsedOptions> parse_daemon_options(int argc, const char *const *argv)
 	if (auto ok = named("--standing-pps", check_standing_capacity(standing_pps)); !ok)
 		return std::unexpected(ok.error());
 	o.standing_capacity_pps = static_cast<uint64_t>(standing_pps);
+	if (auto ok = named("--standing-prefix-quota",
+			    check_standing_prefix_quota(prefix_quota, uint64_t(o.load.standing_sets) * SLUICE_STANDING_WAYS));
+	    !ok)
+		return std::unexpected(ok.error());
+	o.standing_prefix_quota = static_cast<uint32_t>(prefix_quota);
 	if (revoke_periods < 0 || revoke_periods > UINT32_MAX)
 		return std::unexpected(invalid("--revoke-periods: " + std::to_string(revoke_periods) + " is out of range"));
 	o.revoke.over_periods = static_cast<uint32_t>(revoke_periods);

@@ -53,6 +53,8 @@ struct DaemonOptions {
 	RevocationConfig revoke;
 	uint64_t grant_rate_per_s = defaults::kGrantRatePerS;
 	uint64_t grant_burst = defaults::kGrantBurst;
+	// Standing entries one /24 or /48 may hold (logic/prefix_quota).
+	uint32_t standing_prefix_quota = defaults::kStandingPrefixQuota;
 	LoadOptions load;         // table size, prefixes, dry run, key, standing sets/lapse, observed standing
 	std::string socket_path = defaults::kSocketPath;
 	std::string socket_group; // empty: 0600 root only; else 0660 with this group

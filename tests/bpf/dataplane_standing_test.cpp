@@ -414,20 +414,20 @@ TEST(DataplaneStanding, AdoptingPinsOfLayout3IsRefusedWithThePathAndTheFix)
 TEST(DataplaneStanding, AdoptingPinsOfLayout4IsRefusedWithThePathAndTheFix)
 {
 	SLUICE_REQUIRE_ROOT();
-	// Layout 4's settings are layout 10's (the policy classes, the SYN
+	// Layout 4's settings are layout 11's (the policy classes, the SYN
 	// cookies, the port hint, capture, the drop sample's signature and
 	// the trust maps changed maps, not settings; penalty_set_mask took
 	// the padding): the version
 	// alone tells them apart, before any map (the lists' keys grew a set
 	// byte) is compared.
-	static_assert(SLUICE_LAYOUT_VERSION == 10);
+	static_assert(SLUICE_LAYOUT_VERSION == 11);
 	expect_old_layout_refused(4, sizeof(sluice_settings));
 }
 
 TEST(DataplaneStanding, AdoptingPinsOfLayout5IsRefusedWithThePathAndTheFix)
 {
 	SLUICE_REQUIRE_ROOT();
-	// Layout 5's settings are layout 10's; its config is 48 bytes shorter
+	// Layout 5's settings are layout 11's; its config is 48 bytes shorter
 	// (no cookie fields): the version tells them apart first.
 	expect_old_layout_refused(5, sizeof(sluice_settings));
 }
@@ -435,7 +435,7 @@ TEST(DataplaneStanding, AdoptingPinsOfLayout5IsRefusedWithThePathAndTheFix)
 TEST(DataplaneStanding, AdoptingPinsOfLayout6IsRefusedWithThePathAndTheFix)
 {
 	SLUICE_REQUIRE_ROOT();
-	// Layout 6's settings are layout 10's; it has no listen_ports map: the
+	// Layout 6's settings are layout 11's; it has no listen_ports map: the
 	// version tells them apart first.
 	expect_old_layout_refused(6, sizeof(sluice_settings));
 }
@@ -443,7 +443,7 @@ TEST(DataplaneStanding, AdoptingPinsOfLayout6IsRefusedWithThePathAndTheFix)
 TEST(DataplaneStanding, AdoptingPinsOfLayout7IsRefusedWithThePathAndTheFix)
 {
 	SLUICE_REQUIRE_ROOT();
-	// Layout 7's settings are layout 10's; it has no capture maps: the
+	// Layout 7's settings are layout 11's; it has no capture maps: the
 	// version tells them apart first.
 	expect_old_layout_refused(7, sizeof(sluice_settings));
 }
@@ -451,7 +451,7 @@ TEST(DataplaneStanding, AdoptingPinsOfLayout7IsRefusedWithThePathAndTheFix)
 TEST(DataplaneStanding, AdoptingPinsOfLayout8IsRefusedWithThePathAndTheFix)
 {
 	SLUICE_REQUIRE_ROOT();
-	// Layout 8's settings are layout 10's; its drop samples are 16 bytes
+	// Layout 8's settings are layout 11's; its drop samples are 16 bytes
 	// shorter (no signature) in a ring half the size: the version tells
 	// them apart first.
 	expect_old_layout_refused(8, sizeof(sluice_settings));
@@ -460,11 +460,20 @@ TEST(DataplaneStanding, AdoptingPinsOfLayout8IsRefusedWithThePathAndTheFix)
 TEST(DataplaneStanding, AdoptingPinsOfLayout9IsRefusedWithThePathAndTheFix)
 {
 	SLUICE_REQUIRE_ROOT();
-	// Layout 9's settings are layout 10's (penalty_set_mask was padding);
+	// Layout 9's settings are layout 11's (penalty_set_mask was padding);
 	// its standing sets are 160 bytes shorter (no seen counters, no
 	// sources) and it has no standing_penalty or grant_quota map: the
 	// version tells them apart first.
 	expect_old_layout_refused(9, sizeof(sluice_settings));
+}
+
+TEST(DataplaneStanding, AdoptingPinsOfLayout10IsRefusedWithThePathAndTheFix)
+{
+	SLUICE_REQUIRE_ROOT();
+	// Layout 10's settings are layout 11's; its standing sets are 16 bytes
+	// shorter (no peer ports) and it has no prefix_full map: the version
+	// tells them apart first.
+	expect_old_layout_refused(10, sizeof(sluice_settings));
 }
 
 // The cookie path's port hint (sluice_abi.h, listen_ports): the sockops

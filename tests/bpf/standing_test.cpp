@@ -80,6 +80,37 @@ TEST(Standing, SheddingPassesASourceWithStandingThroughItsBucket)
 	EXPECT_EQ(c.packets(SLUICE_STANDING), 6u) << c.str();
 }
 
+// A UDP grant's entry (the peer a local client chose, its port recorded)
+// holds for UDP from that port alone, v4 and v6, behind VLAN tags too: the
+// same address's other ports and its TCP are sources without standing.
+TEST(Standing, APortBoundEntryHoldsForUdpFromItsPortAlone)
+{
+	SLUICE_REQUIRE_ROOT();
+	SLUICE_LOAD_OR_FAIL(s, shedding(1000, 1000));
+	Standing st{s};
+	Ip4 a = ip4("10.40.0.8");
+	Ip6 b = ip6("2001:db8:40::8");
+	for (auto h : {hash_of(s, a), hash_of(s, b)}) {
+		st.grant(h, stamp_now(), 3);
+		sluice_standing_set set = st.read(st.set_of(h));
+		set.port[3] = 53;
+		st.write(st.set_of(h), set);
+	}
+	EXPECT_VERDICT(s, udp4({}, {.src = a}, {.sport = 53}), XDP_PASS);
+	EXPECT_VERDICT(s, udp4({.tags = {vlan(7)}}, {.src = a}, {.sport = 53}), XDP_PASS);
+	EXPECT_VERDICT(s, udp6({}, {.src = b}, {.sport = 53}), XDP_PASS);
+	Counters c = s.counters();
+	EXPECT_EQ(c.packets(SLUICE_STANDING), 3u) << c.str();
+	EXPECT_VERDICT(s, udp4({}, {.src = a}, {.sport = 54}), XDP_DROP);
+	EXPECT_VERDICT(s, udp6({}, {.src = b}, {.sport = 5353}), XDP_DROP);
+	Ipv4 tcp_ip;
+	tcp_ip.src = a;
+	EXPECT_VERDICT(s, tcp4({}, tcp_ip, Tcp{.sport = 53, .dport = 80, .flags = kTcpAck}), XDP_DROP);
+	c = s.counters();
+	EXPECT_EQ(c.packets(SLUICE_STANDING), 3u) << c.str();
+	EXPECT_EQ(c.packets(SLUICE_DROP_SHED), 3u) << c.str();
+}
+
 TEST(Standing, TheAllowlistStillPassesWhileShedding)
 {
 	SLUICE_REQUIRE_ROOT();

@@ -53,7 +53,18 @@ TEST(Encode, StandingSummaryHasNoEntryFields)
 	json j = encode(StandingView{"eth0", table(), std::nullopt});
 	json want = encode(table());
 	want["share"] = {{"level_pps", nullptr}, {"capacity_pps", 0}, {"revocations", 0}, {"recent", json::array()}};
+	want["prefix_quota"] = {{"quota", 0}, {"prefixes_full", 0}, {"evictions", 0}};
 	EXPECT_EQ(j, (json{{"iface", "eth0"}, {"standing", want}}));
+}
+
+TEST(Encode, StandingPrefixQuotaFigures)
+{
+	StandingView v{"eth0", table(), std::nullopt};
+	v.prefix_quota = 64;
+	v.prefixes_full = 3;
+	v.quota_evictions = 17;
+	EXPECT_EQ(encode(v)["standing"]["prefix_quota"],
+		  (json{{"quota", 64}, {"prefixes_full", 3}, {"evictions", 17}}));
 }
 
 TEST(Encode, StandingShareAndRevocations)

@@ -179,3 +179,34 @@ TEST(ParseL4, ParseAtPointsAtTheIpHeaderAndParseIsUnchanged)
 }
 
 } // namespace
+
+// sluice_udp_source_port: the UDP source port read in place (standing bound
+// to a UDP peer port); 0 for anything it does not read so.
+static std::uint32_t udp_sport(const Bytes &f)
+{
+	return sluice_udp_source_port(f.data(), f.data() + f.size());
+}
+
+TEST(UdpSourcePort, ReadInPlaceBehindTagsOptionsAndForV6)
+{
+	EXPECT_EQ(udp_sport(udp4({}, {}, {.sport = 53})), 53u);
+	EXPECT_EQ(udp_sport(udp4({.tags = {vlan(3), svlan(4)}}, {}, {.sport = 123})), 123u);
+	EXPECT_EQ(udp_sport(udp6({}, {}, {.sport = 443})), 443u);
+	Ipv4 opts;
+	opts.options = Bytes(8, 1); // 8 bytes of NOP: IHL 7
+	EXPECT_EQ(udp_sport(udp4({}, opts, {.sport = 500})), 500u);
+}
+
+TEST(UdpSourcePort, NothingElseHasOne)
+{
+	EXPECT_EQ(udp_sport(ip4_frame({}, v4(kIpProtoTcp), tcp_segment(53, 80, kTcpAck))), 0u);
+	Bytes cut = udp4({}, {}, {.sport = 53});
+	cut.resize(14 + 20 + 4); // half a UDP header
+	EXPECT_EQ(udp_sport(cut), 0u);
+	Bytes arp(60, 0);
+	arp[12] = 0x08, arp[13] = 0x06;
+	EXPECT_EQ(udp_sport(arp), 0u);
+	Ipv4 later;
+	later.frag = 0x0001; // offset 8 bytes
+	EXPECT_EQ(udp_sport(udp4({}, later, {.sport = 53})), 0u) << "a later fragment has no UDP header";
+}

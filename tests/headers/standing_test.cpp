@@ -191,4 +191,67 @@ TEST(Standing, TheDefaultTableKeepsTenToTheFiveSources)
 	EXPECT_GE(double(kept) / double(hashes.size()), 0.9995);
 }
 
+// A grant's peer port: a UDP grant binds its new way to the port; a
+// handshake over a UDP entry takes the record's reason and frees the port
+// (every frame); a UDP grant over a handshake changes nothing but the stamp;
+// a UDP grant over a UDP entry rebinds it to the port asked now.
+TEST(Standing, AGrantsPortFollowsItsStrongestProof)
+{
+	sluice_standing_set set{};
+	const __u32 fp = 0xabc, t = stamp_at(10 * kSecond);
+	int w = sluice_standing_grant_from(&set, fp, t, kLapse, SLUICE_BY_UDP, 1, 2, 53);
+	ASSERT_GE(w, 0);
+	EXPECT_EQ(set.port[w], 53);
+	EXPECT_TRUE(sluice_standing_port_holds(&set, w, 53));
+	EXPECT_FALSE(sluice_standing_port_holds(&set, w, 54));
+	EXPECT_FALSE(sluice_standing_port_holds(&set, w, 0)) << "not UDP: no standing";
+	EXPECT_EQ(sluice_standing_grant_from(&set, fp, t + 1, kLapse, SLUICE_BY_UDP, 1, 2, 123), w);
+	EXPECT_EQ(set.port[w], 123) << "the conversation the client has now";
+	EXPECT_EQ(sluice_standing_grant_from(&set, fp, t + 2, kLapse, SLUICE_BY_ACCEPTED, 1, 2, 0), w);
+	EXPECT_EQ(set.port[w], 0);
+	EXPECT_EQ(sluice_standing_record_reason(set.record[w]), __u32(SLUICE_BY_ACCEPTED));
+	EXPECT_EQ(sluice_standing_record_age(set.record[w], t + 2), 2u) << "the first grant's tick is kept";
+	EXPECT_TRUE(sluice_standing_port_holds(&set, w, 0));
+	EXPECT_EQ(sluice_standing_grant_from(&set, fp, t + 3, kLapse, SLUICE_BY_UDP, 1, 2, 53), w);
+	EXPECT_EQ(set.port[w], 0) << "a weaker proof never narrows a handshake's standing";
+	EXPECT_EQ(sluice_standing_record_reason(set.record[w]), __u32(SLUICE_BY_ACCEPTED));
+}
+
+// The quota's prefix: an IPv4 source's /24, an IPv6 source's /48, under a
+// key of its own; the bit stays within the table's ways.
+TEST(Standing, TheQuotaBitIsThePrefixsKeyedHash)
+{
+	const __u64 key[2] = {0x0706050403020100ull, 0x0f0e0d0c0b0a0908ull};
+	const __u32 mask = 1023; // 1,024 sets: 8,192 bits
+	auto v4 = [&](__u32 a, __u32 prefix = 32) {
+		sluice_source src{{0, 0}};
+		src.w[0] = sluice_mask_v4(__builtin_bswap32(a), prefix);
+		__u64 kept[2];
+		sluice_standing_source(src.w[0], src.w[1], 0, kept);
+		return sluice_quota_bit(key, kept[0], kept[1], mask);
+	};
+	auto v6 = [&](__u64 hi_be, __u64 lo_be) {
+		__u64 kept[2];
+		sluice_standing_source(hi_be, lo_be, 1, kept);
+		return sluice_quota_bit(key, kept[0], kept[1], mask);
+	};
+	EXPECT_EQ(v4(0xc6120201), v4(0xc61202fe)) << "one /24";
+	int differ = 0;
+	for (__u32 n = 0; n < 64; n++)
+		differ += v4(0xc6120001 + (n << 8)) != v4(0xc6120001);
+	EXPECT_GE(differ, 60) << "other /24s: other bits (but for chance)";
+	for (__u32 n = 0; n < 256; n++)
+		ASSERT_LT(v4(0x0a000001 + (n << 8)), (mask + 1) * SLUICE_STANDING_WAYS);
+	// 2001:db8:1::/48 (memory order, little-endian words): /64s of one /48 share a bit
+	const __u64 a = 0x0000010000b80d20ull; // 20 01 0d b8 00 01 00 00
+	const __u64 b = 0x0000010000b80d20ull | (0x1234ull << 48); // same /48, another /64
+	const __u64 c = 0x0000020000b80d20ull; // 2001:db8:2::
+	EXPECT_EQ(v6(a, 1), v6(b, 99));
+	EXPECT_NE(v6(a, 1), v6(c, 1));
+	// the quota's hash is not the source's: another key word
+	sluice_source s4{{__builtin_bswap32(0xc6120200u), 0}};
+	EXPECT_NE(sluice_source_hash(key, &s4, 0) & ((mask + 1) * SLUICE_STANDING_WAYS - 1), __u64(v4(0xc6120201)))
+		<< "(may collide by chance: 1 in 8,192)";
+}
+
 } // namespace

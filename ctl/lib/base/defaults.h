@@ -78,6 +78,13 @@ inline constexpr double kRevokeOverFactor = 4.0;
 // 3: one burst (a TCP slow start, a queue emptied at once) is one period
 // over, not three; a flood is over in every one.
 inline constexpr uint32_t kRevokeOverPeriods = 3;
+// The per-prefix quota: standing entries one /24 (IPv4) or /48 (IPv6) may
+// hold (logic/prefix_quota). 64: a /24 of 256 addresses holds a quarter of
+// them, far more than the clients one office or one hosting customer shows
+// at once; the default table (524,288 entries) takes 8,192 prefixes at
+// their quota before it is full, so one botnet in a few rented /24s cannot
+// fill it.
+inline constexpr uint32_t kStandingPrefixQuota = 64;
 // A minute: long enough that a flood's source gains nothing from earning
 // standing again at once (a handshake a minute), short enough that a
 // legitimate source caught out (a bulk transfer behind a NAT) is back soon.

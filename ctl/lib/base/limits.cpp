@@ -321,6 +321,11 @@ Status check_revoke_periods(Given periods)
 	return count_within(periods, 1, kRevokePeriodsMax);
 }
 
+Status check_standing_prefix_quota(Given entries, uint64_t table_entries)
+{
+	return count_within(entries, 1, table_entries);
+}
+
 Status check_revoke_penalty_s(double seconds)
 {
 	return seconds_within(seconds, kRevokeSecondsMin, kRevokeSecondsMax);

@@ -19,7 +19,7 @@ namespace {
 // Every LPM trie (lists, class prefixes) holds both policy sets.
 constexpr uint32_t kLpmEntries = SLUICE_POLICY_SETS * SLUICE_LIST_MAX_ENTRIES;
 
-const std::array<MapPin, 25> kMapPins{{
+const std::array<MapPin, 26> kMapPins{{
 	{SLUICE_PIN_SLOTS, &MapFds::slots, [](sluice_bpf *s) { return s->maps.slots; }, BPF_MAP_TYPE_ARRAY, 4,
 	 sizeof(sluice_slot), Entries::table_slots, 0},
 	{SLUICE_PIN_CONFIG, &MapFds::config, [](sluice_bpf *s) { return s->maps.config; }, BPF_MAP_TYPE_ARRAY, 4,
@@ -80,6 +80,10 @@ const std::array<MapPin, 25> kMapPins{{
 	 BPF_MAP_TYPE_ARRAY, 4, sizeof(sluice_slot), Entries::exact, SLUICE_GRANT_QUOTA_SLOTS},
 	{SLUICE_PIN_OWN_ADDRS, &MapFds::own_addrs, [](sluice_bpf *s) { return s->maps.own_addrs; }, BPF_MAP_TYPE_HASH,
 	 sizeof(sluice_addr16), 1, Entries::exact, SLUICE_OWN_ADDRS_MAX},
+	// The per-prefix quota's bits, one per standing way (one word per 8
+	// sets), twice: full, and full of handshakes.
+	{SLUICE_PIN_PREFIX_FULL, &MapFds::prefix_full, [](sluice_bpf *s) { return s->maps.prefix_full; },
+	 BPF_MAP_TYPE_ARRAY, 4, sizeof(__u64), Entries::quota_words, 0},
 }};
 
 const std::array<FeederPin, 5> kFeederPins{{

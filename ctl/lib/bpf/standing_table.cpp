@@ -102,7 +102,7 @@ Status StandingTable::grant(std::span<const Address> peers, sluice_standing_reas
 				continue;
 		}
 		if (sluice_standing_grant_from(&set, sluice_standing_fingerprint(hash), stamp, lapse, reason, kept[0],
-					       kept[1]) < 0)
+					       kept[1], 0) < 0)
 			continue; // every way holds a stronger proof
 		// The whole set is written back: a feeder's grant into the same set
 		// between the read and this write is lost, as when two CPUs grant
@@ -154,6 +154,7 @@ Result<StandingRecord> StandingTable::lookup(const Address &addr, const sluice_c
 	r.since_realtime_ns = realtime_ticks_ago(sluice_standing_record_age(record, stamp));
 	r.last_seen_realtime_ns = realtime_ticks_ago(sluice_standing_age(entry, stamp));
 	r.tokens = sluice_tokens(set.empty_at[w], now, cfg.standing_cost_ns, cfg.standing_burst);
+	r.port = set.port[w];
 	return r;
 }
 
@@ -201,13 +202,36 @@ Status StandingTable::for_each_set(uint32_t first_set, uint32_t count,
 
 Result<StandingOccupancy> StandingTable::occupancy(uint32_t first_set, uint32_t count) const
 {
+	return occupancy(first_set, count, {});
+}
+
+// One live way as a scan hands it on.
+static StandingWay way_of(const sluice_standing_set &set, uint32_t idx, uint32_t w, uint32_t stamp)
+{
+	StandingWay out{idx * SLUICE_STANDING_WAYS + w, sluice_standing_entry_fp(set.way[w]), set.seen[w],
+			sluice_standing_record_reason(set.record[w]),
+			sluice_standing_proof(sluice_standing_record_reason(set.record[w])),
+			sluice_standing_proof(sluice_standing_record_reason(set.record[w])) == SLUICE_PROOF_HANDSHAKE,
+			standing_source_address(&set.source[2 * w]),
+			sluice_standing_age(set.way[w], stamp), set.port[w], {set.source[2 * w], set.source[2 * w + 1]}};
+	return out;
+}
+
+Result<StandingOccupancy> StandingTable::occupancy(uint32_t first_set, uint32_t count,
+						   const std::function<void(const StandingWay &)> &each) const
+{
 	const uint32_t end = first_set < sets() ? first_set + std::min(count, sets() - first_set) : first_set;
 	const uint32_t stamp = sluice_standing_stamp(dataplane_now());
 	StandingOccupancy o{0, uint64_t(end - first_set) * SLUICE_STANDING_WAYS, 0};
-	auto ok = for_each_set(first_set, count, [&](uint32_t, const sluice_standing_set &set) {
+	auto ok = for_each_set(first_set, count, [&](uint32_t idx, const sluice_standing_set &set) {
 		uint32_t live = 0;
-		for (uint64_t e : set.way)
-			live += sluice_standing_live(e, stamp, settings_.standing_lapse_ticks);
+		for (uint32_t w = 0; w < SLUICE_STANDING_WAYS; w++) {
+			if (!sluice_standing_live(set.way[w], stamp, settings_.standing_lapse_ticks))
+				continue;
+			live++;
+			if (each)
+				each(way_of(set, idx, w, stamp));
+		}
 		o.live += live;
 		o.full_sets += live == SLUICE_STANDING_WAYS;
 	});
@@ -223,8 +247,7 @@ Status StandingTable::for_each_live(const std::function<void(const StandingWay &
 		for (uint32_t w = 0; w < SLUICE_STANDING_WAYS; w++) {
 			if (!sluice_standing_live(set.way[w], stamp, settings_.standing_lapse_ticks))
 				continue;
-			fn(StandingWay{idx * SLUICE_STANDING_WAYS + w, sluice_standing_entry_fp(set.way[w]), set.seen[w],
-				       sluice_standing_record_reason(set.record[w]), standing_source_address(&set.source[2 * w])});
+			fn(way_of(set, idx, w, stamp));
 		}
 	});
 }
@@ -289,6 +312,45 @@ Result<Revoked> StandingTable::revoke_at(uint32_t set_idx, uint32_t fp, const Ad
 	r.revocations = sluice_penalty_revocations(pen.way[pw]);
 	r.until_realtime_ns = realtime_ns() + (uint64_t(std::max<uint32_t>(ticks, 1)) << SLUICE_STANDING_TICK_SHIFT);
 	return r;
+}
+
+uint32_t StandingTable::quota_bit(const uint64_t kept[2]) const
+{
+	const __u64 key[2] = {settings_.hash_key[0], settings_.hash_key[1]};
+	return sluice_quota_bit(key, kept[0], kept[1], settings_.standing_set_mask);
+}
+
+Result<bool> StandingTable::evict_way(uint32_t index, uint32_t fp) const
+{
+	const uint32_t set_idx = index / SLUICE_STANDING_WAYS, w = index % SLUICE_STANDING_WAYS;
+	if (set_idx >= sets())
+		return invalid("standing: set " + std::to_string(set_idx) + " is outside the table's " +
+			       std::to_string(sets()));
+	sluice_standing_set set{};
+	if (int err = bpf_map_lookup_elem(fd_, &set_idx, &set); err)
+		return fail_errno("reading standing set " + std::to_string(set_idx));
+	if (sluice_standing_entry_fp(set.way[w]) != fp)
+		return false;
+	// (Written whole, as revoke's: see there.)
+	set.way[w] = 0;
+	if (int err = bpf_map_update_elem(fd_, &set_idx, &set, BPF_EXIST); err)
+		return fail_errno("writing standing set " + std::to_string(set_idx));
+	return true;
+}
+
+Status StandingTable::set_prefix_full(std::span<const uint64_t> words, std::span<uint64_t> written) const
+{
+	if (prefix_fd_ < 0)
+		return refused("standing: these pins have no prefix_full map (made by an older build)");
+	const size_t n = std::min(words.size(), written.size());
+	for (uint32_t i = 0; i < n; i++) {
+		if (words[i] == written[i])
+			continue;
+		if (int err = bpf_map_update_elem(prefix_fd_, &i, &words[i], BPF_EXIST); err)
+			return fail_errno("writing prefix_full word " + std::to_string(i));
+		written[i] = words[i];
+	}
+	return {};
 }
 
 Result<Revoked> StandingTable::revoke_way(uint32_t index, uint32_t fp,

@@ -22,6 +22,7 @@ struct StandingRecord {
 	uint64_t since_realtime_ns;     // the first grant, CLOCK_REALTIME (to a tick, 2^30 ns)
 	uint64_t last_seen_realtime_ns; // the entry's stamp: last grant or shed frame
 	uint64_t tokens;                // the standing bucket's whole tokens now, under the config
+	uint16_t port;                  // 0: every frame; else UDP from this peer port alone (a UDP grant)
 };
 
 // A revoked source's penalty (struct sluice_penalty_set).
@@ -44,8 +45,13 @@ struct StandingWay {
 	uint32_t index;   // set x SLUICE_STANDING_WAYS + way: its place, fixed while it lives
 	uint32_t fp;      // its fingerprint
 	uint32_t seen;    // frames that reached its standing bucket, wrapping (sluice_abi.h)
-	uint32_t reason;  // enum sluice_standing_reason of its first grant
+	uint32_t reason;  // enum sluice_standing_reason of its strongest grant
+	uint32_t proof;   // that reason's strength (bpf/standing.h: higher is stronger)
+	bool handshake;   // that proof is a handshake the kernel verified (the strongest)
 	Address source;   // as the grant recorded it (masked)
+	uint32_t age;     // ticks (2^30 ns) since it was last stamped (a grant, or a shed frame)
+	uint16_t port;    // 0: every frame; else UDP from this peer port alone
+	uint64_t kept[2]; // the source as the record keeps it (sluice_standing_source's 16 bytes)
 };
 
 // The source a standing record keeps (sluice_standing_source's 16 bytes).
@@ -61,8 +67,9 @@ class StandingTable {
 public:
 	// penalty_fd: the standing_penalty map (-1: none; revoke and penalty
 	// are then refused, as on pins of a build without it).
-	StandingTable(int fd, const sluice_settings &settings, int penalty_fd = -1, int own_fd = -1)
-		: fd_(fd), penalty_fd_(penalty_fd), own_fd_(own_fd), settings_(settings)
+	StandingTable(int fd, const sluice_settings &settings, int penalty_fd = -1, int own_fd = -1,
+		      int prefix_fd = -1)
+		: fd_(fd), penalty_fd_(penalty_fd), own_fd_(own_fd), prefix_fd_(prefix_fd), settings_(settings)
 	{
 	}
 	uint32_t sets() const { return settings_.standing_set_mask + 1; }
@@ -102,6 +109,21 @@ public:
 	// The sets [first, first + count) alone (clipped to the table; capacity
 	// is that part's): the daemon counts the table a part per period.
 	Result<StandingOccupancy> occupancy(uint32_t first, uint32_t count) const;
+	// The same, and `each` called with every live entry of the part (the
+	// per-prefix quota's count rides on the occupancy sweep).
+	Result<StandingOccupancy> occupancy(uint32_t first, uint32_t count,
+					    const std::function<void(const StandingWay &)> &each) const;
+	// The per-prefix quota's bit of a kept source (bpf/standing.h,
+	// sluice_quota_bit, under this table's key and size).
+	uint32_t quota_bit(const uint64_t kept[2]) const;
+	// Empty way `index` if it still holds fingerprint fp, with no penalty
+	// (a prefix over its quota gives up its excess; the source may earn
+	// standing again). false: it held another source, or none, by then.
+	Result<bool> evict_way(uint32_t index, uint32_t fp) const;
+	// prefix_full as `words` (one bit per way); only the words that differ
+	// from `written` are written, and `written` takes them. Refused on pins
+	// without the map.
+	Status set_prefix_full(std::span<const uint64_t> words, std::span<uint64_t> written) const;
 
 private:
 	Status for_each_set(uint32_t first, uint32_t count,
@@ -111,6 +133,7 @@ private:
 	int fd_;
 	int penalty_fd_;
 	int own_fd_;
+	int prefix_fd_;
 	sluice_settings settings_;
 };
 

@@ -110,6 +110,9 @@ json encode(const StandingView &v)
 				  {"capacity_pps", v.capacity_pps},
 				  {"revocations", v.revocations},
 				  {"recent", recent}};
+	j["standing"]["prefix_quota"] = {{"quota", v.prefix_quota},
+					 {"prefixes_full", v.prefixes_full},
+					 {"evictions", v.quota_evictions}};
 	if (v.lookup) {
 		const StandingRecord &r = v.lookup->record;
 		j["addr"] = v.lookup->addr.str();
@@ -120,6 +123,8 @@ json encode(const StandingView &v)
 		j["since"] = r.reason ? json(iso_time(r.since_realtime_ns)) : json(nullptr);
 		j["last_seen"] = r.reason ? json(iso_time(r.last_seen_realtime_ns)) : json(nullptr);
 		j["tokens"] = r.live ? json(r.tokens) : json(nullptr);
+		// A UDP grant's standing holds for its peer port's UDP alone.
+		j["udp_port"] = r.reason && r.port ? json(r.port) : json(nullptr);
 		j["penalty"] = v.lookup->penalty ? json{{"until", iso_time(v.lookup->penalty->until_realtime_ns)},
 							{"revocations", v.lookup->penalty->revocations}}
 						 : json(nullptr);

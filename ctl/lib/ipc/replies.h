@@ -203,6 +203,10 @@ struct StandingView {
 	uint64_t capacity_pps = 0; // what the standing sources together may take
 	uint64_t revocations = 0;  // since sluiced started
 	std::vector<RevocationEvent> recent; // the last ones, oldest first
+	// The per-prefix quota (logic/prefix_quota).
+	uint32_t prefix_quota = 0;     // entries one /24 or /48 may hold (0: not counted here)
+	uint32_t prefixes_full = 0;    // prefixes at their quota at the last sweep's end
+	uint64_t quota_evictions = 0;  // entries evicted over a quota since sluiced started
 };
 
 // standing_revoke IFACE ADDR
