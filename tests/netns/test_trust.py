@@ -28,9 +28,10 @@ import sys
 import time
 import unittest
 
-from sluice_netns import Daemon, Testbed, Traffic, counters, ctl, ctl_json, main, require_root, settle, wait_until
+from sluice_netns import (Daemon, Testbed, Traffic, counters, counters_after, ctl, ctl_json, main, require_root,
+                          settle, wait_until)
 from test_standing import (HTTP_CLIENT, HTTP_PORT, StandingView, breaker_state, http_requests, iface_status,
-                           start_http, standing_of)
+                           inject_bg, start_http, standing_of)
 
 SETS = 1024
 ARGS = ("--period", "0.5", "--rate", "5000", "--burst", "10000", "--trip-pps", "10000", "--trip-periods", "2",
@@ -45,6 +46,20 @@ BOT_BASE = 160
 # connection that closes, a refused connect()
 CLOSES = "198.18.3.240"
 REFUSED = "198.18.3.241"
+# the UDP peer a local client asks (no other test names it)
+UDP_PEER = "198.18.3.242"
+# the prefix quota's test: UDP peers 198.18.2.100-199 (in the regular
+# client's /24), a second real client of that /24, a late UDP peer
+QUOTA_BASE = 100
+QUOTA_CLIENT = "198.18.2.60"
+QUOTA_LATE = "198.18.2.222"
+# nobody's UDP connect()s, as test 3's: an unprivileged user's grants
+NOBODY_CONNECTS = (
+    "import socket, sys\n"
+    "for a in sys.argv[1:]:\n"
+    "    s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)\n"
+    "    s.connect((a, 53))\n"
+    "    s.close()\n")
 
 
 def report(name, **kv):
@@ -72,14 +87,19 @@ print(json.dumps({"ok": ok}))
 """
 
 
-def add_addresses(tb, addrs):
+def add_addresses(tb, addrs, role="attacker"):
     for a in addrs:
-        tb.exec("attacker", ["ip", "addr", "add", f"{a}/24", "dev", tb.attacker_if], check=True)
+        tb.exec(role, ["ip", "addr", "add", f"{a}/24", "dev", getattr(tb, role + "_if")], check=True)
 
 
-def visit(tb, addrs):
-    p = tb.exec("attacker", ["python3", "-c", VISIT, tb.host_ip4, str(HTTP_PORT)] + addrs, timeout=120)
+def visit(tb, addrs, role="attacker"):
+    p = tb.exec(role, ["python3", "-c", VISIT, tb.host_ip4, str(HTTP_PORT)] + addrs, timeout=120)
     return json.loads(p.stdout.strip().splitlines()[-1])["ok"]
+
+
+def nobody_connects(tb, addrs):
+    tb.exec("host", ["setpriv", "--reuid=nobody", "--regid=nogroup", "--clear-groups", "/usr/bin/python3", "-c",
+                     NOBODY_CONNECTS] + addrs, check=True, timeout=120)
 
 
 def routed_flood(tb, *args):
@@ -295,6 +315,82 @@ class Trust(unittest.TestCase):
                 report("5 long-lived", kept=kept, closed_lapsed=lapsed)
                 self.assertTrue(kept, "the open connection's peer keeps its standing past the lapse")
                 self.assertTrue(lapsed, "the closed connection's peer lapses")
+            finally:
+                http.stop()
+
+    def test_a_udp_grant_holds_for_its_peers_port_alone(self):
+        """A local client's connect() to UDP_PEER:5353 grants the peer
+        standing for UDP from port 5353 alone: while shedding (newcomer
+        budget 0) its answers from 5353 pass as standing; the same address
+        from another port, or TCP, is shed."""
+        with Testbed("trust6") as tb, Daemon(tb, *ARGS, "--newcomer-pps", "0") as d:
+            settle(tb)
+            view = StandingView(tb)
+            tb.exec("host", ["python3", "-c", "import socket, sys\n"
+                             "s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)\n"
+                             "s.connect((sys.argv[1], 5353)); s.send(b'q')\n", UDP_PEER], check=True)
+            wait_until(lambda: view.has_standing(UDP_PEER), 5, what="the UDP peer's standing")
+            said = standing_of(tb, UDP_PEER)
+            ctl(tb, "breaker", "trip", tb.host_if, check=True)
+            c0 = counters(tb)
+            inject_bg(tb, "--src", UDP_PEER, "--src-port", 5353, "--pps", 1000, "--count", 100).result()
+            c1 = counters_after(tb, c0, 100)
+            inject_bg(tb, "--src", UDP_PEER, "--src-port", 5354, "--pps", 1000, "--count", 100).result()
+            c2 = counters_after(tb, c1, 100)
+            report("6 udp port", lookup=json.dumps(said), from_5353_standing=c1["standing"] - c0["standing"],
+                   from_5354_standing=c2["standing"] - c1["standing"], from_5354_shed=c2["drop_shed"] - c1["drop_shed"])
+            self.assertEqual(said["reason"], "udp", said)
+            self.assertEqual(said["udp_port"], 5353, said)
+            self.assertEqual(c1["standing"] - c0["standing"], 100, "its answers from the port asked pass")
+            self.assertEqual(c2["standing"] - c1["standing"], 0, "another port of the address has no standing")
+            self.assertEqual(c2["drop_shed"] - c1["drop_shed"], 100, "... and is shed (newcomer budget 0)")
+            out = ctl(tb, "standing", tb.host_if, UDP_PEER).stdout
+            self.assertIn("5353", out, out)
+
+    def test_one_prefix_holds_only_its_quota(self):
+        """--standing-prefix-quota 8: an unprivileged user's UDP connect()s to
+        100 addresses of the regular client's /24 (each within its grant
+        budget) leave at most 8 entries of that /24 after a sweep of the
+        table; the regular client's handshake is never the one evicted; a
+        new UDP peer of the full prefix gets nothing, while a new real
+        client of it (a handshake) still earns standing."""
+        quota = 8
+        with Testbed("trust7") as tb, Daemon(tb, *ARGS, "--standing-prefix-quota", str(quota), "--grant-burst",
+                                             "200") as d:
+            settle(tb)
+            view = StandingView(tb)
+            http = start_http(tb)
+            try:
+                self.assertEqual(http_requests(tb, 1)["ok"], 1)
+                wait_until(lambda: view.has_standing(tb.client_ip4), 5, what="the regular client's standing")
+                peers = [f"198.18.2.{QUOTA_BASE + i}" for i in range(100)]
+                nobody_connects(tb, peers)
+                granted = sum(view.has_standing(a) for a in peers)
+                # a whole sweep is 5 s; the one under way when the grants came
+                # may end before it saw them: two sweeps and a margin
+                try:
+                    wait_until(lambda: sum(view.has_standing(a) for a in peers) <= quota - 1, 14, interval=0.5,
+                               what="the prefix's excess to be evicted")
+                except AssertionError:
+                    print(d.output()[-3000:], file=sys.stderr)
+                    raise
+                kept = sum(view.has_standing(a) for a in peers)
+                summary = ctl_json(tb, "standing", tb.host_if)["standing"]["prefix_quota"]
+                nobody_connects(tb, [QUOTA_LATE])
+                late = view.has_standing(QUOTA_LATE)
+                add_addresses(tb, [QUOTA_CLIENT], role="client")
+                new_client = visit(tb, [QUOTA_CLIENT], role="client")
+                wait_until(lambda: view.has_standing(QUOTA_CLIENT), 5, what="the new real client's standing")
+                report("7 prefix quota", udp_granted=granted, kept_after_sweep=kept, summary=json.dumps(summary),
+                       late_udp=late, new_client=new_client, regular=view.entry(tb.client_ip4))
+                self.assertGreater(granted, 50, "the UDP grants were made (within the user's budget)")
+                self.assertTrue(view.has_standing(tb.client_ip4), "the handshake was not evicted")
+                self.assertEqual(summary["quota"], quota, summary)
+                self.assertGreaterEqual(summary["prefixes_full"], 1, summary)
+                self.assertGreaterEqual(summary["evictions"], granted - quota, summary)
+                self.assertIn("more than their quota", d.output())
+                self.assertFalse(late, "a new UDP peer of a full prefix earns nothing")
+                self.assertEqual(new_client, 1)
             finally:
                 http.stop()
 
