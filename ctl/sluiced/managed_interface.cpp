@@ -6,6 +6,7 @@
 #include "base/clock.h"
 #include "base/limits.h"
 #include "base/log.h"
+#include "bpf/cgroup_links.h"
 #include "bpf/class_maps.h"
 #include "bpf/maps.h"
 #include "logic/budgets.h"
@@ -114,6 +115,17 @@ Result<std::unique_ptr<ManagedInterface>> ManagedInterface::start(const DaemonOp
 			log_warn(name + ": the pins under " + m->dir_ +
 				 " have no standing feeders (they could not be attached when the program was loaded), so "
 				 "new connections grant no standing; detach and start again to attach them");
+		if (!opts.no_standing && dp->feeders_attached()) {
+			auto asked = opts.feeder_cgroup.empty() ? open_cgroup2_root() : open_cgroup2_dir(opts.feeder_cgroup);
+			auto id = asked ? cgroup_id_of(asked->get()) : Result<uint64_t>(std::unexpected(asked.error()));
+			if (!id)
+				return std::unexpected(id.error());
+			if (*id != dp->feeders_cgroup_id())
+				return refused("the standing feeders under " + m->dir_ + " are attached to another cgroup than " +
+					       (opts.feeder_cgroup.empty() ? std::string("the cgroup v2 root")
+									   : "--feeder-cgroup " + opts.feeder_cgroup) +
+					       " asks; run `sluicectl detach " + name + "` to attach them again");
+		}
 		m->dp_.emplace(std::move(*dp));
 		m->oper_state_ = read_oper_state(name);
 		// A daemon killed between a list write and its flag left a list the
@@ -184,7 +196,7 @@ Result<std::unique_ptr<ManagedInterface>> ManagedInterface::start(const DaemonOp
 		if (opts.no_standing)
 			log_info(name + ": --no-standing: no standing feeders attached; shedding admits the allowlist "
 				 "and the newcomer budget only");
-		else if (auto ok = dp->attach_feeders(); !ok)
+		else if (auto ok = dp->attach_feeders(opts.feeder_cgroup); !ok)
 			log_warn(name + ": standing is not fed by new connections: " + ok.error().describe() +
 				 "; only the peers of connections found at start have standing while shedding");
 		// Maps first, link last: a link pin means a complete set.

@@ -2,6 +2,7 @@
 
 #include "base/cookie_mode.h"
 #include "base/limits.h"
+#include "bpf/cgroup_links.h"
 #include "bpf/maps.h"
 #include "logic/budgets.h"
 
@@ -294,6 +295,7 @@ Result<ParsedOptions> parse_daemon_options(int argc, const char *const *argv)
 		("cookie-pps", po::value(&cookie_pps)->default_value(cookie_pps), "SYN-ACKs a second the program may send, all CPUs together (a ceiling on reflection; 0: none, cookie SYNs are shed)")
 		("observe-periods", po::value(&observe_periods)->default_value(observe_periods), "grant standing to a source admitted while serving in this many distinct ticks of ~1.07 s (0: off; at most 255)")
 		("no-standing", po::bool_switch(&o.no_standing), "attach no standing feeders and grant none at start: shedding admits only the allowlist and the newcomer budget")
+		("feeder-cgroup", po::value(&o.feeder_cgroup), "the cgroup v2 directory whose sockets grant standing (its descendants too); default: the hierarchy's root, every socket of the host")
 		("top-capacity", po::value(&top_capacity)->default_value(top_capacity), "sources the `sluicectl top` summary tracks (its memory is fixed by this)")
 		("top-window", po::value(&o.top_window_s)->default_value(o.top_window_s), "seconds each `sluicectl top` summary covers")
 		("hash-key", po::value(&key_hex), "SipHash key as 32 hex digits (tests only; default from getrandom)")
@@ -416,6 +418,14 @@ Result<ParsedOptions> parse_daemon_options(int argc, const char *const *argv)
 	    !ok)
 		return std::unexpected(ok.error());
 	o.standing_prefix_quota = static_cast<uint32_t>(prefix_quota);
+	if (!o.feeder_cgroup.empty()) {
+		if (o.no_standing)
+			return std::unexpected(invalid("--feeder-cgroup names where the standing feeders attach; "
+						       "--no-standing attaches none: give one or the other"));
+		if (auto cg = open_cgroup2_dir(o.feeder_cgroup); !cg)
+			return std::unexpected(Error{ErrorKind::invalid, cg.error().code,
+						     "--feeder-cgroup: " + cg.error().message});
+	}
 	if (revoke_periods < 0 || revoke_periods > UINT32_MAX)
 		return std::unexpected(invalid("--revoke-periods: " + std::to_string(revoke_periods) + " is out of range"));
 	o.revoke.over_periods = static_cast<uint32_t>(revoke_periods);

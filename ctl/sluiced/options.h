@@ -46,6 +46,9 @@ struct DaemonOptions {
 	// at start; the table stays empty, shedding admits the allowlist and the
 	// newcomer budget only.
 	bool no_standing = false;
+	// --feeder-cgroup: the cgroup v2 directory the feeders attach to (empty:
+	// the hierarchy's root, every socket of the host).
+	std::string feeder_cgroup;
 	// Standing buys a share (docs/architecture.md): what the standing
 	// sources together may take (0: --trip-pps), when one loses standing
 	// for sending over its share, what UDP grants a local user may make.

@@ -584,6 +584,25 @@ TEST(Options, StandingBucketNewcomersObservedAndNoStanding)
 	expect_bad_value("--no-standing", "1"); // a switch takes no value
 }
 
+TEST(Options, StandingPrefixQuotaAndFeederCgroup)
+{
+	auto d = good();
+	EXPECT_EQ(d.standing_prefix_quota, 64u);
+	EXPECT_TRUE(d.feeder_cgroup.empty()) << "the root by default";
+	EXPECT_EQ(good({"--standing-prefix-quota", "1"}).standing_prefix_quota, 1u);
+	// at most the table's entries: --standing-sets 16 x 8 ways
+	EXPECT_EQ(good({"--standing-sets", "16", "--standing-prefix-quota", "128"}).standing_prefix_quota, 128u);
+	expect_invalid({"-i", "eth0", "--standing-sets", "16", "--standing-prefix-quota", "129"},
+		       {"--standing-prefix-quota", "129"});
+	expect_bad_value("--standing-prefix-quota", "0", {"must be 1..", "got 0"});
+	expect_bad_value("--standing-prefix-quota", "-3");
+	// a cgroup v2 directory, checked at parse: a file, a missing path and a
+	// directory of another file system are refused, naming the option
+	expect_bad_value("--feeder-cgroup", "/nonexistent/sluice-cgroup", {"--feeder-cgroup", "/nonexistent"});
+	expect_bad_value("--feeder-cgroup", "/tmp", {"not a cgroup v2 directory"});
+	expect_invalid({"-i", "eth0", "--feeder-cgroup", "/tmp", "--no-standing"}, {"--feeder-cgroup"});
+}
+
 TEST(Options, StandingOptionsInTheConfigFile)
 {
 	TempDir dir{"sluice-options-test"};

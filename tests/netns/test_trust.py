@@ -22,6 +22,7 @@ Each test prints one line "TRUST <name>: ..." with what it measured.
 """
 
 import json
+import os
 import re
 import subprocess
 import sys
@@ -393,6 +394,39 @@ class Trust(unittest.TestCase):
                 self.assertEqual(new_client, 1)
             finally:
                 http.stop()
+
+    def test_feeder_cgroup_limits_who_grants(self):
+        """--feeder-cgroup DIR: a UDP client socket of a process in DIR grants
+        its peer standing; the same call from outside it (the root cgroup)
+        grants nothing. The cgroup v2 hierarchy is mounted under /run for the
+        test (`ip netns exec` remounts /sys, and the cgroup mounts under it
+        go), a child made there and removed on every exit path."""
+        mnt = f"/run/sluice-cg-{os.getpid()}-{os.urandom(3).hex()}"
+        os.makedirs(mnt)
+        subprocess.run(["mount", "-t", "cgroup2", "none", mnt], check=True)
+        child = os.path.join(mnt, "sluice-test-feeders")
+        try:
+            os.mkdir(child)
+            with Testbed("trust8") as tb, Daemon(tb, *ARGS, "--feeder-cgroup", child) as d:
+                settle(tb)
+                view = StandingView(tb)
+                ask = ("import socket, sys\n"
+                       "s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)\n"
+                       "s.connect((sys.argv[1], 53))\n")
+                inside, outside = "198.18.3.243", "198.18.3.244"
+                subprocess.run(["sh", "-c", f'echo $$ > {child}/cgroup.procs && exec ip netns exec {tb.ns_host} '
+                                f'python3 -c "$0" "$1"', ask, inside], check=True, timeout=30)
+                tb.exec("host", ["python3", "-c", ask, outside], check=True)
+                wait_until(lambda: view.has_standing(inside), 5, what="the cgroup's grant")
+                time.sleep(0.3)
+                report("8 feeder cgroup", inside=view.entry(inside), outside=view.entry(outside))
+                self.assertTrue(view.has_standing(inside), "a socket of the cgroup grants")
+                self.assertFalse(view.has_standing(outside), "a socket outside it grants nothing")
+        finally:
+            if os.path.isdir(child):
+                os.rmdir(child)
+            subprocess.run(["umount", mnt], check=False)
+            os.rmdir(mnt)
 
 
 if __name__ == "__main__":

@@ -7,7 +7,10 @@
 #include <fstream>
 #include <sstream>
 #include <cstdlib>
+#include <linux/magic.h>
 #include <sys/mount.h>
+#include <sys/stat.h>
+#include <sys/statfs.h>
 #include <unistd.h>
 
 namespace sluice {
@@ -58,26 +61,52 @@ Result<UniqueFd> open_cgroup2_root()
 	return fd;
 }
 
+Result<UniqueFd> open_cgroup2_dir(const std::string &path)
+{
+	UniqueFd fd(::open(path.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+	if (!fd)
+		return fail(ErrorKind::invalid, "opening the cgroup " + path, errno);
+	struct statfs fs{};
+	if (::fstatfs(fd.get(), &fs) != 0)
+		return fail(ErrorKind::invalid, "reading the file system of " + path, errno);
+	if (fs.f_type != CGROUP2_SUPER_MAGIC)
+		return invalid(path + " is not a cgroup v2 directory (its file system is not cgroup2)");
+	return fd;
+}
+
+Result<uint64_t> cgroup_id_of(int dir_fd)
+{
+	struct stat st{};
+	if (::fstat(dir_fd, &st) != 0)
+		return fail_errno("reading a cgroup's inode");
+	return uint64_t(st.st_ino);
+}
+
 bool FeederLinks::attached() const
 {
 	return static_cast<bool>(links_[0]);
 }
 
-Status FeederLinks::attach(const FeederFds &progs)
+Status FeederLinks::attach(const FeederFds &progs, const std::string &cgroup)
 {
-	auto cg = open_cgroup2_root();
+	auto cg = cgroup.empty() ? open_cgroup2_root() : open_cgroup2_dir(cgroup);
 	if (!cg)
 		return std::unexpected(cg.error());
+	auto id = cgroup_id_of(cg->get());
+	if (!id)
+		return std::unexpected(id.error());
 	const auto feeders = feeder_pins();
 	std::array<UniqueFd, 5> made;
 	for (size_t i = 0; i < feeders.size(); i++) {
 		int fd = bpf_link_create((progs.*feeders[i].prog).get(), cg->get(), feeders[i].attach_type, nullptr);
 		if (fd < 0)
 			return fail_errno("attaching the standing feeder " + std::string(feeders[i].link_pin) +
-					  " to the cgroup v2 root (needs Linux >= 5.7)");
+					  " to the cgroup " + (cgroup.empty() ? std::string("v2 root") : cgroup) +
+					  " (needs Linux >= 5.7)");
 		made[i].reset(fd);
 	}
 	links_ = std::move(made);
+	cgroup_id_ = *id;
 	return {};
 }
 
@@ -113,6 +142,7 @@ Result<FeederLinks> FeederLinks::adopt(const std::string &dir, const std::string
 			return refused("pin " + path + " is not the cgroup link this build's layout " +
 				       std::to_string(SLUICE_LAYOUT_VERSION) + " expects" + fix);
 		out.links_[i] = std::move(link);
+		out.cgroup_id_ = li.cgroup.cgroup_id;
 	}
 	return out;
 }
@@ -125,6 +155,7 @@ Status FeederLinks::detach()
 				return fail_bpf(err, "detaching a standing feeder's cgroup link");
 		link.reset();
 	}
+	cgroup_id_ = 0;
 	return {};
 }
 

@@ -1,7 +1,8 @@
 // cgroup_links.h - the standing table's feeders (bpf/feeders.bpf.h: sock_ops,
 // connect4/6, sendmsg4/6) attached with one bpf_link each to the root of the
-// cgroup v2 hierarchy, so that every socket of the host feeds the table,
-// whatever its cgroup or network namespace. Pinned beside the XDP attachment
+// cgroup v2 hierarchy by default, so that every socket of the host feeds the
+// table, whatever its cgroup or network namespace; or to one cgroup of it
+// (--feeder-cgroup: the service's own, so that only its sockets grant). Pinned beside the XDP attachment
 // (pin_layout.h's feeder_pins()), before it: an XDP pin still means a complete
 // set. Like the XDP link, the links outlive the daemon; detach() removes them.
 #pragma once
@@ -11,6 +12,7 @@
 #include "bpf/pin_layout.h"
 
 #include <array>
+#include <cstdint>
 #include <string>
 
 namespace sluice {
@@ -26,11 +28,21 @@ std::string cgroup2_root_in(const std::string &mounts);
 // the root is open (one hierarchy: every mount of it shows the same root).
 Result<UniqueFd> open_cgroup2_root();
 
+// A cgroup v2 directory, opened: refused (ErrorKind::invalid) unless it is a
+// directory of a cgroup2 file system.
+Result<UniqueFd> open_cgroup2_dir(const std::string &path);
+
+// The cgroup id of an open cgroup v2 directory (its inode number).
+Result<uint64_t> cgroup_id_of(int dir_fd);
+
 class FeederLinks {
 public:
 	bool attached() const;
-	// One bpf_link per feeder of progs on the cgroup v2 root.
-	Status attach(const FeederFds &progs);
+	// One bpf_link per feeder of progs on the cgroup `cgroup` (empty: the
+	// cgroup v2 root).
+	Status attach(const FeederFds &progs, const std::string &cgroup = {});
+	// The cgroup id the links are attached to (0: none attached).
+	uint64_t cgroup_id() const { return cgroup_id_; }
 	// Pin every link under dir; a pin already there is left as it is.
 	Status pin(const std::string &dir) const;
 	// The links pinned under dir: all of them, or none if the set was
@@ -42,6 +54,7 @@ public:
 
 private:
 	std::array<UniqueFd, 5> links_;
+	uint64_t cgroup_id_ = 0;
 };
 
 } // namespace sluice

@@ -36,7 +36,7 @@ Result<AttachMode> Dataplane::attach(int ifindex, AttachMode mode)
 	return attachment_->attach(ifindex, mode, maps_, feeder_progs_);
 }
 
-Status Dataplane::attach_feeders()
+Status Dataplane::attach_feeders(const std::string &cgroup)
 {
 	if (feeder_links_.attached())
 		return {};
@@ -45,7 +45,12 @@ Status Dataplane::attach_feeders()
 			    "the standing feeders were not loaded with this program (pins adopted without them, or "
 			    "libxdp loaded the XDP program alone)",
 			    ENOENT);
-	return feeder_links_.attach(feeder_progs_);
+	return feeder_links_.attach(feeder_progs_, cgroup);
+}
+
+uint64_t Dataplane::feeders_cgroup_id() const
+{
+	return feeder_links_.cgroup_id();
 }
 
 bool Dataplane::feeders_attached() const

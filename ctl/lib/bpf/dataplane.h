@@ -87,8 +87,11 @@ public:
 	// v2 root (cgroup_links.h), once; they do not depend on the interface,
 	// so a re-attach keeps them. A Dataplane whose feeders cannot be
 	// attached still enforces; only new connections grant no standing.
-	Status attach_feeders();
+	// The feeders on cgroup `cgroup` (empty: the cgroup v2 root).
+	Status attach_feeders(const std::string &cgroup = {});
 	bool feeders_attached() const;
+	// The cgroup id the feeders are attached to (0: none).
+	uint64_t feeders_cgroup_id() const;
 	// Pin every map under dir (created if needed), the feeders' cgroup links,
 	// then the attachment: the link, or for multiprog the program itself
 	// (SLUICE_PIN_MULTIPROG).
