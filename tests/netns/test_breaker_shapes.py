@@ -15,8 +15,17 @@ clock from before the generator is started to the first status that shows
 shedding (so it includes the generator's start and one status call), and
 the bound gets a margin for those. sluiced runs with --rt-priority 1 (the
 packaged unit's setting), and status must say so.
+
+A spoofed SYN flood to a listener, 5 times: 150,000 SYNs a second from
+random sources, written by two generator threads (one per CPU), whose SYN
+handling in the host's stack saturates both CPUs, so the frames reach the
+program in bursts (the shape that once kept the breaker serving for 30 s).
+The trip is timed from the daemon's own log, read by this process as it is
+written (no client process to start on a saturated machine).
 Prints one line "BREAKER <name>: ..." per repetition with what it measured.
 """
+import os
+import subprocess
 import sys
 import time
 import unittest
@@ -129,6 +138,58 @@ class BreakerShapes(unittest.TestCase):
             self.assertEqual(log.count("breaker recovering -> serving"), len(WAVES), log[-3000:])
             self.assertEqual(log.count("breaker recovering -> shedding"), 0, log[-3000:])
             self.assertIn("control loop at SCHED_FIFO priority 1", log)
+
+    def test_syn_flood_that_saturates_the_cpus_trips_in_every_run(self):
+        syn_reps, syn_s, port = 5, 5.0, 8080
+        with Testbed("synflood") as tb, Daemon(tb, "--period", str(PERIOD), "--trip-pps", str(TRIP),
+                                                "--trip-periods", str(TRIP_PERIODS), "--hold", str(HOLD),
+                                                "--recovery", str(RECOVERY), "--newcomer-pps", "0",
+                                                "--rt-priority", "1") as d:
+            settle(tb)
+            ready = os.path.join(tb.rundir, f"listener-{os.getpid()}")
+            listener = subprocess.Popen(
+                ["ip", "netns", "exec", tb.ns_host, "python3", "-c",
+                 "import socket, sys, time\n"
+                 "s = socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)\n"
+                 "s.bind((sys.argv[1], int(sys.argv[2]))); s.listen(4096)\n"
+                 "open(sys.argv[3], 'w').close(); time.sleep(3600)\n", tb.host_ip4, str(port), ready])
+            try:
+                wait_until(lambda: os.path.exists(ready), 10, what="the listener")
+                trips, sents = [], []
+                for rep in range(syn_reps):
+                    wait_until(lambda: breaker_state(tb) == "serving", HOLD + RECOVERY + 15,
+                               what=f"serving before SYN flood {rep}")
+                    before = d.output().count("breaker serving -> shedding")
+                    flood = ("--iface", tb.inject_if, "--dst-mac", tb.inject_dst_mac, "--dst", tb.host_ip4,
+                             "--random-src", "--syn", "--port", port, "--pps", 150000, "--threads", 2,
+                             "--duration", syn_s)
+                    t0 = time.monotonic()
+                    with Traffic(tb.inject_ns, "flood", *flood) as f:
+                        wait_until(lambda: d.output().count("breaker serving -> shedding") > before, BOUND + 10,
+                                   interval=0.02, what=f"the breaker to trip on SYN flood {rep}")
+                        tripped = time.monotonic() - t0
+                        r = f.result(timeout=syn_s + 30)
+                        ended = time.monotonic() - t0
+                    # the log between the trip and the flood's end: no move out of shedding
+                    log = d.output()
+                    after_trip = log.split("breaker serving -> shedding")[-1]
+                    # (leaving needs a --hold of quiet windows: any move out seen
+                    # this soon after the flood's end was made while it lasted)
+                    left = "breaker shedding -> recovering" in after_trip
+                    state = breaker_state(tb)
+                    trips.append(round(tripped, 2))
+                    sents.append(r["sent"])
+                    report(f"syn flood {rep}", trip_after_s=round(tripped, 2), bound_s=BOUND, margin_s=MARGIN,
+                           sent=r["sent"], gen_seconds=r["seconds"], pps=r["pps"], ended_s=round(ended, 2),
+                           state_after=state)
+                    self.assertGreater(r["sent"], 0.5 * 150000 * syn_s, f"the generator sent too little: {r}")
+                    self.assertLessEqual(tripped, BOUND + MARGIN, f"SYN flood {rep}: tripped {tripped:.2f} s in")
+                    self.assertFalse(left, f"SYN flood {rep}: left shedding while the flood lasted")
+                    self.assertEqual(state, "shedding", f"SYN flood {rep}: still shedding as it ends")
+                report("syn summary", trip_after_s=trips, sent=sents)
+            finally:
+                listener.kill()
+                listener.wait(timeout=10)
 
 
 if __name__ == "__main__":
