@@ -68,6 +68,8 @@
 //            standing burst (0: no standing bucket), bit 6: the planted
 //            entry's standing bucket is refilled to full first, bit 7: the
 //            daemon's fair share is in force, at half the standing rate
+//   (an input may carry "SU" and a port first: its entry bound to that UDP
+//   peer port, see kUdpPortMagic)
 //   frame    at most kMaxFrame bytes (longer inputs are cut there); shorter
 //            than an Ethernet header is run as a truncated frame.
 // The lists hold deny 10.66.0.0/16, 2001:db8:66::/48 and allow 10.77.0.0/16,
@@ -534,6 +536,14 @@ void pin_in_dispatcher()
 // XDP_TX would run on the SYN-ACK the first one wrote).
 constexpr std::uint8_t kCookieMagic[2] = {'S', 'C'};
 constexpr std::size_t kCookieBytes = 5;
+
+// An input that carries two bytes after kUdpPortMagic (after the cookies',
+// if any) plants its standing entry bound to that UDP peer port (big-endian;
+// 0 is taken as 53), as a UDP feeder's grant is: the entry then holds only
+// for UDP from that port, read in place (bpf/parse.h,
+// sluice_udp_source_port); any other frame of the source has no standing,
+// and its entry's bucket and stamp stay as they were.
+constexpr std::uint8_t kUdpPortMagic[2] = {'S', 'U'};
 
 struct Cookies {
 	bool on = false;
@@ -1146,7 +1156,7 @@ void prove(Instance &in, const sluice_config &cfg, const std::uint8_t *syn, std:
 // ------------------------------------------------------------- seed corpus
 
 void write_file(const std::filesystem::path &p, std::uint8_t scenario, std::uint8_t tuning, std::uint8_t standing,
-		const Bytes &frame, const Bytes &policy = {}, const Bytes &cookie = {})
+		const Bytes &frame, const Bytes &policy = {}, const Bytes &cookie = {}, std::uint16_t udp_port = 0)
 {
 	std::ofstream f(p, std::ios::binary);
 	if (!policy.empty()) {
@@ -1160,6 +1170,11 @@ void write_file(const std::filesystem::path &p, std::uint8_t scenario, std::uint
 		Bytes padded = cookie;
 		padded.resize(kCookieBytes, 0);
 		f.write(reinterpret_cast<const char *>(padded.data()), std::streamsize(padded.size()));
+	}
+	if (udp_port) {
+		f.write(reinterpret_cast<const char *>(kUdpPortMagic), sizeof(kUdpPortMagic));
+		f.put(char(udp_port >> 8));
+		f.put(char(udp_port & 0xff));
 	}
 	f.put(char(scenario));
 	f.put(char(tuning));
@@ -1203,6 +1218,7 @@ void write_corpus(const std::string &dir)
 		std::uint8_t standing = 0;
 		Bytes policy = {}; // kPolicyBytes (zeros past the end): "policies" above
 		Bytes cookie = {}; // kCookieBytes (zeros past the end): "cookies" above
+		std::uint16_t udp_port = 0; // the planted entry bound to it (kUdpPortMagic)
 	};
 	// Frames for the class path: TCP (SYN, ACK, a header cut short), ICMP,
 	// non-first fragments, IPv6 extension headers.
@@ -1288,6 +1304,12 @@ void write_corpus(const std::string &dir)
 		{"ipv4-standing-serving", 0xc0, 0x00, udp4({}, v4), 0x31},
 		{"ipv4-standing-shedding", 0xc4, 0x01, udp4({}, v4), 0x71},
 		{"ipv4-standing-share-shedding", 0xc4, 0x01, udp4({}, v4), 0xf1},
+		// a UDP grant's entry: its port's answers (the frames' source port
+		// is 40000), not another port's, not TCP
+		{"ipv4-standing-udp-port-shedding", 0xc4, 0x01, udp4({}, v4), 0x71, {}, {}, 40000},
+		{"ipv4-standing-udp-other-port-shedding", 0xc4, 0x01, udp4({}, v4), 0x71, {}, {}, 53},
+		{"ipv6-standing-udp-port-vlan-shedding", 0xc4, 0x01, udp6(one_tag, v6), 0x71, {}, {}, 40000},
+		{"ipv4-standing-udp-port-tcp-serving", 0xc0, 0x00, ack4, 0x31, {}, {}, 40000},
 		{"ipv6-standing-share-serving", 0xc0, 0x00, udp6({}, v6), 0xb1},
 		{"ipv6-standing-valve", 0x44, 0x01, udp6({}, v6), 0x13},
 		{"ipv4-newcomer", 0xc4, 0x00, udp4({}, v4), 0x0c},
@@ -1399,7 +1421,7 @@ void write_corpus(const std::string &dir)
 	seeds.insert(seeds.end(), cookie_seeds.begin(), cookie_seeds.end());
 	for (const auto &s : seeds)
 		write_file(std::filesystem::path(dir) / s.name, s.scenario, s.tuning, s.standing, s.frame, s.policy,
-			   s.cookie);
+			   s.cookie, s.udp_port);
 	std::printf("wrote %zu seeds to %s\n", seeds.size(), dir.c_str());
 }
 
@@ -1460,6 +1482,20 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t *data, std::size_t size
 			std::fprintf(stderr, "xdp_fuzz: cookie inputs run with cookies off (see above)\n");
 			told = true;
 		}
+	}
+	// A UDP-port input: the magic, then the port (big-endian).
+	std::uint32_t bound_port = 0;
+	if (size >= sizeof(kUdpPortMagic) && std::memcmp(data, kUdpPortMagic, sizeof(kUdpPortMagic)) == 0) {
+		data += sizeof(kUdpPortMagic);
+		size -= sizeof(kUdpPortMagic);
+		std::uint8_t pb[2] = {};
+		std::size_t n = std::min<std::size_t>(size, 2);
+		std::memcpy(pb, data, n);
+		data += n;
+		size -= n;
+		bound_port = std::uint32_t(pb[0]) << 8 | pb[1];
+		if (bound_port == 0)
+			bound_port = 53;
 	}
 	std::uint8_t scenario = size > 0 ? data[0] : 0;
 	std::uint8_t tuning = size > 1 ? data[1] : 0;
@@ -1535,10 +1571,16 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t *data, std::size_t size
 		for (int w = 0; w < SLUICE_STANDING_WAYS; w++)
 			if (sluice_standing_entry_fp(set.way[w]) == fpr)
 				set.way[w] = 0;
+		set.port[way] = 0;
 		if (has_standing) {
 			set.way[way] = sluice_standing_entry(fpr, sluice_standing_stamp(coarse_ns() + SLUICE_TIME_BIAS));
 			if (standing & 0x40)
 				set.empty_at[way] = 0;
+			// bound to a UDP port: standing for this frame only if it
+			// is UDP from that port, as the host reads it in place
+			set.port[way] = std::uint16_t(bound_port);
+			if (bound_port)
+				has_standing = sluice_udp_source_port(fp, fp + flen) == bound_port;
 		}
 		if (bpf_map_update_elem(in.standing_fd, &set_idx, &set, BPF_ANY))
 			die("standing set update: %s", std::strerror(errno));
@@ -1844,6 +1886,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t *data, std::size_t size
 			bool mine = ip && has_standing && i == set_idx && std::uint32_t(w) == way;
 			if (a.record[w] != b.record[w])
 				die("standing record %u/%d changed: %s", i, w, what.c_str());
+			if (a.port[w] != b.port[w])
+				die("standing port %u/%d changed (%u -> %u): %s", i, w, a.port[w], b.port[w], what.c_str());
 			// seen: every frame of the way's source that reached its
 			// standing bucket, and no other
 			std::uint64_t reached = !mine || !bucket_path || (shedding && cfg.valve_closed) ? 0
