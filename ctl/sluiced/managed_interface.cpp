@@ -240,8 +240,13 @@ Result<std::unique_ptr<ManagedInterface>> ManagedInterface::start(const DaemonOp
 	{
 		const uint32_t ways = m->dp_->standing().sets() * SLUICE_STANDING_WAYS;
 		m->quota_.emplace(ways, opts.standing_prefix_quota, std::min<size_t>(ways, 65536));
-		// Unknown until written: every word is written at the first sweep's end.
-		m->quota_written_.assign(m->quota_->full_words().size(), ~uint64_t(0));
+		// What the map holds now (zeros when loaded, a previous daemon's
+		// words when adopted): only the words that differ are written.
+		// Unread, every word is written at the first sweep's end.
+		if (auto held = m->dp_->standing().prefix_full_words(); !held)
+			log_error(name + ": reading the standing prefix quota's map: " + held.error().describe());
+		else if (held->size() == m->quota_->full_words().size())
+			m->quota_written_ = std::move(*held);
 	}
 	m->valve_.emplace(ValveConfig{.capacity_pps = standing_capacity(opts),
 				      .clear_pps = opts.policy.clear_pps,
@@ -583,6 +588,12 @@ void ManagedInterface::enforce_prefix_quota()
 			 std::to_string(quota_->quota()) + " standing entries: " + std::to_string(evicted) +
 			 " evicted, weakest proof and least recently seen first; " + std::to_string(quota_->prefixes_full()) +
 			 " prefix(es) at their quota take no new source");
+	}
+	if (quota_written_.size() != quota_->full_words().size()) {
+		// never read: every word differs, so every word is written
+		quota_written_.assign(quota_->full_words().begin(), quota_->full_words().end());
+		for (uint64_t &w : quota_written_)
+			w = ~w;
 	}
 	if (auto ok = table.set_prefix_full(quota_->full_words(), quota_written_); !ok)
 		log_error(name_ + ": writing the standing prefix quota: " + ok.error().describe());

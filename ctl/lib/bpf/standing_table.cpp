@@ -145,7 +145,7 @@ Result<StandingRecord> StandingTable::lookup(const Address &addr, const sluice_c
 		if (sluice_standing_entry_fp(set.way[i]) == fp)
 			w = i;
 	if (w < 0)
-		return StandingRecord{false, sluice_standing_reason(0), 0, 0, 0};
+		return StandingRecord{false, sluice_standing_reason(0), 0, 0, 0, 0};
 	const uint64_t entry = set.way[w];
 	const uint32_t record = set.record[w];
 	StandingRecord r{};
@@ -351,6 +351,17 @@ Status StandingTable::set_prefix_full(std::span<const uint64_t> words, std::span
 		written[i] = words[i];
 	}
 	return {};
+}
+
+Result<std::vector<uint64_t>> StandingTable::prefix_full_words() const
+{
+	if (prefix_fd_ < 0)
+		return refused("standing: these pins have no prefix_full map (made by an older build)");
+	std::vector<uint64_t> out(2 * size_t(settings_.penalty_set_mask + 1));
+	for (uint32_t i = 0; i < out.size(); i++)
+		if (int err = bpf_map_lookup_elem(prefix_fd_, &i, &out[i]); err)
+			return fail_errno("reading prefix_full word " + std::to_string(i));
+	return out;
 }
 
 Result<Revoked> StandingTable::revoke_way(uint32_t index, uint32_t fp,

@@ -10,6 +10,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <vector>
 #include <optional>
 #include <span>
 
@@ -124,6 +125,8 @@ public:
 	// from `written` are written, and `written` takes them. Refused on pins
 	// without the map.
 	Status set_prefix_full(std::span<const uint64_t> words, std::span<uint64_t> written) const;
+	// prefix_full as the program reads it, every word.
+	Result<std::vector<uint64_t>> prefix_full_words() const;
 
 private:
 	Status for_each_set(uint32_t first, uint32_t count,
