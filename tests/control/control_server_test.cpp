@@ -6,6 +6,8 @@
 
 #include <gtest/gtest.h>
 
+#include <stdexcept>
+
 #include <atomic>
 #include <cerrno>
 #include <chrono>
@@ -282,6 +284,40 @@ TEST_F(ControlServerTest, MalformedJsonGetsAnErrorAndTheConnectionCarriesOn)
 	r = c.call(R"({"cmd": "status"})");
 	ASSERT_TRUE(r.has_value());
 	EXPECT_EQ((*r)["ok"], true);
+	EXPECT_EQ((*r)["cmd"], "status");
+}
+
+// A handler that throws is an error reply naming the command, and the server
+// (the daemon's loop) goes on serving this client and others.
+TEST_F(ControlServerTest, AHandlerThatThrowsIsAnErrorReplyAndServingGoesOn)
+{
+	start(8, [](const Request &r) -> json {
+		if (r.args.contains("boom"))
+			throw std::out_of_range("a test's bug");
+		if (r.args.contains("int"))
+			throw 42;
+		return echo(r);
+	});
+	Client c(sock());
+	ASSERT_TRUE(c.connected());
+	auto r = c.call(R"({"cmd": "stats", "boom": 1})");
+	ASSERT_TRUE(r.has_value());
+	EXPECT_EQ((*r)["ok"], false);
+	EXPECT_EQ((*r)["kind"], "system");
+	const std::string e = (*r)["error"];
+	EXPECT_NE(e.find("\"stats\""), std::string::npos) << e;
+	EXPECT_NE(e.find("a test's bug"), std::string::npos) << e;
+	r = c.call(R"({"cmd": "audit", "int": 1})");
+	ASSERT_TRUE(r.has_value());
+	EXPECT_EQ((*r)["ok"], false);
+	EXPECT_NE(std::string((*r)["error"]).find("unknown type"), std::string::npos) << *r;
+	r = c.call(R"({"cmd": "status"})");
+	ASSERT_TRUE(r.has_value());
+	EXPECT_EQ((*r)["ok"], true);
+	Client other(sock());
+	ASSERT_TRUE(other.connected());
+	r = other.call(R"({"cmd": "status"})");
+	ASSERT_TRUE(r.has_value());
 	EXPECT_EQ((*r)["cmd"], "status");
 }
 

@@ -31,6 +31,7 @@
 #include <filesystem>
 #include <fstream>
 #include <optional>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -58,6 +59,13 @@ json handler(const Request &r)
 	}
 	if (r.passed_fd)
 		die("a file descriptor was passed although the client sent none");
+	// A handler that throws (as a daemon handler once did on a value of the
+	// wrong type): the server must answer with an error and go on.
+	if (r.args.contains("throw")) {
+		if (r.args["throw"] == "int")
+			throw 7;
+		throw std::runtime_error("thrown by the harness's handler for " + r.cmd);
+	}
 	return ok_reply({{"cmd", r.cmd}, {"args", r.args}});
 }
 
@@ -113,6 +121,8 @@ void write_corpus(const std::string &dir)
 		{"from-fd", "{\"cmd\": \"list_add\", \"iface\": \"eth0\", \"list\": \"deny\", \"from_fd\": true}\n"},
 		{"from-fd-false", "{\"cmd\": \"status\", \"from_fd\": false}\n"},
 		{"crlf", "{\"cmd\": \"status\"}\r\n"},
+		{"handler-throws", "{\"cmd\": \"status\", \"throw\": 1}\n{\"cmd\": \"status\"}\n"
+				   "{\"cmd\": \"audit\", \"throw\": \"int\"}\n{\"cmd\": \"status\"}\n"},
 		{"over-long", std::string(kMaxLineBytes + 1, 'x') + "\n{\"cmd\": \"status\"}\n"},
 		{"exactly-the-limit", "{\"cmd\": \"status\", \"pad\": \"" + std::string(kMaxLineBytes - 28, 'p') + "\"}\n"},
 	};

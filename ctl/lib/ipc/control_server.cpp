@@ -227,6 +227,25 @@ bool ControlServer::next_line(Client &c, std::string &line)
 	}
 }
 
+// A handler's reply; an exception it throws (a bug, or memory gone) is an
+// error reply and a log line, never the end of sluiced: the loop, the
+// breaker and every other client go on.
+static json handled(const ControlServer::Handler &handler, const Request &req)
+{
+	std::string what;
+	try {
+		return handler(req);
+	} catch (const std::exception &e) {
+		what = e.what();
+	} catch (...) {
+		what = "an exception of unknown type";
+	}
+	log_error("control: handling \"" + req.cmd + "\" threw (" + what + "); answered with an error, sluiced goes on");
+	return error_reply(Error{ErrorKind::system, 0,
+				 "sluiced could not complete \"" + req.cmd + "\": " + what +
+					 " (logged; what it did before that stays done)"});
+}
+
 void ControlServer::answer(Client &c, const std::string &line, const Handler &handler)
 {
 	auto req = parse_request(line);
@@ -248,10 +267,10 @@ void ControlServer::answer(Client &c, const std::string &line, const Handler &ha
 		} else {
 			req->passed_fd = c.fds.front();
 			c.fds.erase(c.fds.begin());
-			reply = handler(*req);
+			reply = handled(handler, *req);
 		}
 	} else {
-		reply = handler(*req);
+		reply = handled(handler, *req);
 	}
 	c.out += reply.dump(-1, ' ', false, json::error_handler_t::replace) + "\n";
 	if (c.out.size() > kMaxPendingReply) {
