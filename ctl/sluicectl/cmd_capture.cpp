@@ -45,18 +45,25 @@ void capture_options(po::options_description &options)
 		 ("bytes of each frame copied (" + std::to_string(SLUICE_CAPTURE_SNAPLEN_MIN) + ".." +
 		  std::to_string(SLUICE_CAPTURE_SNAPLEN_MAX) + ", default " + std::to_string(SLUICE_CAPTURE_SNAPLEN_DEFAULT) + ")").c_str())
 		("sample-every", po::value<std::string>()->value_name("N"),
-		 "copy 1 in N of the frames asked for, per CPU (default 1: all)");
+		 "copy 1 in N of the frames asked for, per CPU (default 1: all)")
+		("force", po::bool_switch(), "overwrite FILE if it exists (a regular file; never through a symbolic link)")
+		("file-mode", po::value<std::string>()->value_name("MODE"),
+		 "the mode FILE is created with, octal, at most 0666 (default 0600: the frames are other people's traffic)");
 }
 
 namespace {
 
 using sluice::capture::FileFormat;
 
-// The file or stdout; a file it created is removed again if the capture
-// never starts, one that existed is only truncated once it does.
+// The file or stdout. A new file is created with `mode` exactly (the
+// payloads of whoever was dropped are not everyone's to read); an existing
+// one is refused unless `force`, and then only a regular file, truncated
+// once the capture starts; a symbolic link is never followed (a path in a
+// shared directory could point anywhere the caller may write). A file it
+// created is removed again if the capture never starts.
 class Output {
 public:
-	static Result<Output> open(const std::string &path)
+	static Result<Output> open(const std::string &path, bool force, mode_t mode)
 	{
 		Output o;
 		o.path_ = path;
@@ -66,18 +73,35 @@ public:
 			return o;
 		}
 		o.name_ = path;
-		int fd = ::open(path.c_str(), O_WRONLY | O_CLOEXEC);
-		if (fd < 0 && errno == ENOENT) {
-			fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
-			o.created_ = fd >= 0;
+		const auto refused = [&](const std::string &why, int err) {
+			return sluice::fail(sluice::ErrorKind::refused, "cannot write " + path + ": " + why, err);
+		};
+		int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, mode);
+		o.created_ = fd >= 0;
+		if (fd < 0 && errno == EEXIST) {
+			struct stat lst {};
+			if (::lstat(path.c_str(), &lst) == 0 && S_ISLNK(lst.st_mode))
+				return refused("a symbolic link (never followed; name the file itself)", ELOOP);
+			if (::lstat(path.c_str(), &lst) == 0 && S_ISDIR(lst.st_mode))
+				return refused("a directory", EISDIR);
+			if (!force)
+				return refused("it exists; give --force to overwrite it", EEXIST);
+			fd = ::open(path.c_str(), O_WRONLY | O_NOFOLLOW | O_CLOEXEC);
 		}
 		if (fd < 0)
-			return sluice::fail(sluice::ErrorKind::refused, "cannot write " + path + ": " + std::strerror(errno),
-					    errno);
+			return refused(errno == ELOOP ? std::string("a symbolic link (never followed)") : std::strerror(errno),
+				       errno);
 		struct stat st {};
-		if (fstat(fd, &st) == 0 && S_ISDIR(st.st_mode)) {
+		if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
 			::close(fd);
-			return sluice::fail(sluice::ErrorKind::refused, "cannot write " + path + ": a directory", EISDIR);
+			return refused("not a regular file", EINVAL);
+		}
+		// the mode asked, whatever the umask
+		if (o.created_ && ::fchmod(fd, mode) != 0) {
+			int err = errno;
+			::close(fd);
+			::unlink(path.c_str());
+			return refused(std::string("setting its mode: ") + std::strerror(err), err);
 		}
 		o.fd_ = fd;
 		return o;
@@ -286,7 +310,19 @@ Status do_capture(Context &ctx, const Invocation &inv)
 	const FileFormat format = inv.flag("pcap") ? FileFormat::pcap : FileFormat::pcapng;
 	std::ostream &report = *path == "-" ? ctx.err : (ctx.json ? ctx.out : ctx.err);
 
-	auto out = Output::open(*path);
+	mode_t file_mode = 0600;
+	if (auto t = inv.option("file-mode")) {
+		unsigned long m = 0;
+		size_t used = 0;
+		bool octal = !t->empty() && t->size() <= 4 && t->find_first_not_of("01234567") == std::string::npos;
+		if (octal)
+			m = std::stoul(*t, &used, 8);
+		if (!octal || (m & ~0666ul))
+			return std::unexpected(inv.usage_error("--file-mode " + *t +
+							       ": an octal mode of read and write bits, at most 0666"));
+		file_mode = mode_t(m);
+	}
+	auto out = Output::open(*path, inv.flag("force"), file_mode);
 	if (!out)
 		return std::unexpected(out.error());
 

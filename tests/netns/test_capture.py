@@ -177,11 +177,24 @@ class Capture(unittest.TestCase):
             s = json.loads(out)
             self.assertEqual((s["written"], s["ended"]), (25, "--count 25 reached"))
             self.assertEqual(len(tcpdump_lines(path)), 25)
+            self.assertEqual(os.stat(path).st_mode & 0o777, 0o600, "a new file is the caller's alone")
+            # an existing file: refused, then overwritten with --force
+            p, first = capture(tb, "-w", path, "-j", "--count", "5")
+            rc, out, err = finish(p)
+            self.assertEqual(rc, 1, err)
+            self.assertIn("give --force", first + err)
+            self.assertEqual(len(tcpdump_lines(path)), 25, "the refused capture left the file as it was")
+            p, first = capture(tb, "-w", path, "-j", "--count", "5", "--force")
+            send(tb, 100, HEAVY, size=90)
+            rc, out, err = finish(p)
+            self.assertEqual(rc, 0, err)
+            self.assertEqual(len(tcpdump_lines(path)), 5, "--force: the file holds the new capture alone")
 
             # --duration stops it with nothing to capture, on time
             t0 = time.monotonic()
-            p, _ = capture(tb, "-w", os.path.join(d, "quiet.pcapng"), "-j", "--duration", "1")
+            p, _ = capture(tb, "-w", os.path.join(d, "quiet.pcapng"), "-j", "--duration", "1", "--file-mode", "0640")
             rc, out, err = finish(p)
+            self.assertEqual(os.stat(os.path.join(d, "quiet.pcapng")).st_mode & 0o777, 0o640, "--file-mode 0640")
             took = time.monotonic() - t0
             self.assertEqual(rc, 0, err)
             self.assertEqual(json.loads(out)["written"], 0)
@@ -266,9 +279,10 @@ class Capture(unittest.TestCase):
                 self.assertEqual(len(tcpdump_lines(path)), s["written"])
                 self.assertEqual(control_word(tb)[0], 0)
 
-                # restarted: captures again; then SIGKILLed during a capture
+                # restarted: captures again (over the first file: --force);
+                # then SIGKILLed during a capture
                 d = Daemon(tb, *ARGS).start()
-                a, first = capture(tb, "-w", path)
+                a, first = capture(tb, "-w", path, "--force")
                 self.assertIn("capturing", first)
                 send(tb, 300, "198.18.3.9")
                 time.sleep(0.5)
@@ -292,7 +306,7 @@ class Capture(unittest.TestCase):
                 # a new daemon adopts the pins and captures again
                 d = Daemon(tb, *ARGS).start()
                 self.assertIn("adopted pins", d.output())
-                a, first = capture(tb, "-w", path, "-j", "--count", "3", stdout=subprocess.PIPE)
+                a, first = capture(tb, "-w", path, "-j", "--count", "3", "--force", stdout=subprocess.PIPE)
                 send(tb, 300, "198.18.3.10")
                 rc, out, err = finish(a)
                 self.assertEqual(rc, 0, err)

@@ -594,6 +594,8 @@ class HostileCapture(unittest.TestCase):
             kept = os.path.join(f.tb.rundir, "kept.pcapng")
             with open(kept, "w") as k:
                 k.write("keep")
+            link = os.path.join(f.tb.rundir, "link.pcapng")
+            os.symlink(kept, link)
             cases = [
                 (["capture", IF, "-w", path, "udp", "and", "port", "banana"], 2,
                  ["the filter 'udp and port banana' does not compile"]),
@@ -615,9 +617,16 @@ class HostileCapture(unittest.TestCase):
                 (["capture", IF, "-w", "/proc/sluice-capture.pcapng"], 1, ["cannot write /proc/sluice-capture.pcapng"]),
                 (["capture", IF, "-w", "/nonexistent/dir/x.pcapng"], 1,
                  ["cannot write /nonexistent/dir/x.pcapng: No such file or directory"]),
-                (["capture", IF, "-w", f.tb.rundir], 1, [f"cannot write {f.tb.rundir}"]),
+                (["capture", IF, "-w", f.tb.rundir], 1, [f"cannot write {f.tb.rundir}: a directory"]),
+                # an existing file is never overwritten silently; a symbolic
+                # link is never followed, --force or not; the mode is asked
+                (["capture", IF, "-w", kept], 1, [f"cannot write {kept}: it exists; give --force"]),
+                (["capture", IF, "-w", link], 1, [f"cannot write {link}: a symbolic link"]),
+                (["capture", IF, "-w", link, "--force"], 1, [f"cannot write {link}: a symbolic link"]),
+                (["capture", IF, "-w", path, "--file-mode", "0777"], 2, ["--file-mode 0777", "at most 0666"]),
+                (["capture", IF, "-w", path, "--file-mode", "rw"], 2, ["--file-mode rw"]),
                 (["capture", "nosuchif0", "-w", path], 2, ["sluiced does not manage interface 'nosuchif0'"]),
-                (["capture", "nosuchif0", "-w", kept], 2, ["sluiced does not manage interface 'nosuchif0'"]),
+                (["capture", "nosuchif0", "-w", kept, "--force"], 2, ["sluiced does not manage interface 'nosuchif0'"]),
                 (["capture", "abcdefghijklmnopq", "-w", path], 2, ["is not an interface name"]),
             ]
             for argv, want_rc, words in cases:
