@@ -18,6 +18,7 @@
 #include "sluicectl/client.h"
 #include "sluicectl/command.h"
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <csignal>
@@ -355,11 +356,15 @@ Status do_capture(Context &ctx, const Invocation &inv)
 	for (uint32_t o = 0; o < SLUICE_OUTCOMES; o++)
 		if (*mask & (1u << o))
 			names.emplace_back(sluice::kOutcomeNames[o]);
-	json request = request_for(sluice::Command::capture, {{"iface", *iface},
-							      {"outcomes", names},
-							      {"snaplen", snaplen},
-							      {"sample_every", every},
-							      {"from_fd", true}});
+	json args = {{"iface", *iface}, {"outcomes", names}, {"snaplen", snaplen}, {"sample_every", every},
+		     {"from_fd", true}};
+	// sluiced holds to them too: the frames (when no filter drops any here)
+	// and the time
+	if (count > 0 && !filter)
+		args["count"] = count;
+	if (duration > 0)
+		args["duration_ms"] = std::max<int64_t>(1, static_cast<int64_t>(duration * 1000));
+	json request = request_for(sluice::Command::capture, args);
 	Client client(ctx.socket);
 	auto reply = client.call(request, wr.get());
 	wr.reset(); // sluiced holds the only write end now: its exit is our EOF
@@ -389,15 +394,26 @@ Status do_capture(Context &ctx, const Invocation &inv)
 	std::optional<Error> failure;
 	bool done = false, daemon_ended = false, daemon_vanished = false;
 	char buf[65536];
+	// The lease: renewed every kCaptureRenewS on the request's connection;
+	// sluiced ends a capture whose client stops renewing it.
+	const auto renew_every = std::chrono::duration_cast<clock::duration>(
+		std::chrono::duration<double>(sluice::kCaptureRenewS));
+	auto renew_at = clock::now() + renew_every;
+	const json renewal = request_for(sluice::Command::capture_renew, {{"iface", *iface}});
 	while (!done) {
-		int timeout = -1;
+		if (clock::now() >= renew_at) {
+			(void)client.call(renewal); // refused or gone: the pipe says why it ends
+			renew_at = clock::now() + renew_every;
+		}
+		auto to_renew = std::chrono::duration_cast<std::chrono::milliseconds>(renew_at - clock::now()).count();
+		int timeout = static_cast<int>(std::clamp<long long>(to_renew, 0, 1000));
 		if (deadline) {
 			auto left = std::chrono::duration_cast<std::chrono::milliseconds>(*deadline - clock::now()).count();
 			if (left <= 0) {
 				s.ended = "--duration " + *inv.option("duration") + " s reached";
 				break;
 			}
-			timeout = static_cast<int>(std::min<long long>(left, 1000));
+			timeout = static_cast<int>(std::min<long long>(left, timeout));
 		}
 		pollfd fds[2] = {{rd.get(), POLLIN, 0}, {sfd.get(), POLLIN, 0}};
 		int n = ::poll(fds, 2, timeout);

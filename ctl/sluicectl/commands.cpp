@@ -57,7 +57,7 @@ const Cmd kCommands[] = {
 	{"upstream", do_upstream, {C::upstream},
 	 "show what is announced upstream over BGP (FlowSpec through gobgpd), why and since when",
 	 "upstream [IFACE]", nullptr},
-	{"capture", do_capture, {C::capture},
+	{"capture", do_capture, {C::capture, C::capture_renew},
 	 "write the frames sluice drops (or passes) to a pcapng or pcap file tcpdump and Wireshark read",
 	 "capture IFACE -w FILE|- [--outcome LIST] [--passed] [--count N] [--duration SEC] [--snaplen N] "
 	 "[--sample-every N] [--pcap] [EXPRESSION]",

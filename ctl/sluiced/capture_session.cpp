@@ -63,6 +63,9 @@ Result<std::unique_ptr<CaptureSession>> CaptureSession::start(const std::string 
 	CaptureSession *self = s.get();
 	auto reader = CaptureReader::open(maps.events, kCaptureBufferPagesPerCpu,
 					  [self](const sluice_capture_record &r, const uint8_t *bytes) {
+						  // the frames asked for are passed on: no more
+						  if (self->ask_.max_frames && self->written_ >= self->ask_.max_frames)
+							  return;
 						  capture::FrameHeader h{};
 						  h.time_ns = static_cast<uint64_t>(static_cast<int64_t>(r.time_ns) +
 										    self->realtime_offset_ns_);
@@ -82,7 +85,7 @@ Result<std::unique_ptr<CaptureSession>> CaptureSession::start(const std::string 
 					s->generation_);
 	    !ok)
 		return std::unexpected(ok.error());
-	s->started_mono_s_ = s->renewed_mono_s_ = monotonic_seconds();
+	s->started_mono_s_ = s->renewed_mono_s_ = s->client_renewed_mono_s_ = monotonic_seconds();
 	s->started_at_ = utc_now();
 	log_info(iface + ": capture started by " + s->holder() + ", snaplen " + std::to_string(ask.snaplen) +
 		 ", 1 in " + std::to_string(ask.sample_every));
@@ -151,11 +154,35 @@ bool CaptureSession::serve(double now_mono_s)
 		finish("the reader closed the pipe");
 		return false;
 	}
+	// Ended here, whatever the client does: a client that speaks the
+	// protocol itself holds the interface's one capture no longer than it
+	// renews, and no longer or larger than it asked.
+	if (now_mono_s - client_renewed_mono_s_ > kCaptureLeaseS) {
+		end("its client stopped renewing the lease (" + std::to_string(int(kCaptureLeaseS)) + " s)");
+		return false;
+	}
+	if (ask_.max_frames && written_ >= ask_.max_frames) {
+		end("the " + std::to_string(ask_.max_frames) + " frames asked were passed on");
+		return false;
+	}
+	// (a second past the client's own deadline: it ends its capture first)
+	if (ask_.max_duration_s > 0 && now_mono_s - started_mono_s_ >= ask_.max_duration_s + kCaptureRenewS) {
+		end("the " + std::to_string(ask_.max_duration_s) + " s asked have passed");
+		return false;
+	}
 	if (now_mono_s - renewed_mono_s_ >= kCaptureRenewS) {
 		(void)control_.renew(lease_from_now());
 		renewed_mono_s_ = now_mono_s;
 	}
 	send_stats(false, now_mono_s);
+	return true;
+}
+
+bool CaptureSession::renew(const Request::Peer &peer, double now_mono_s)
+{
+	if (peer.uid != peer_.uid || peer.pid != peer_.pid)
+		return false;
+	client_renewed_mono_s_ = now_mono_s;
 	return true;
 }
 

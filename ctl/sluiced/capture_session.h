@@ -24,6 +24,8 @@ struct CaptureAsk {
 	uint32_t outcome_mask = 0;
 	uint32_t sample_every = 1;
 	uint32_t snaplen = SLUICE_CAPTURE_SNAPLEN_DEFAULT;
+	uint64_t max_frames = 0;   // frames passed on at most (0: no bound)
+	double max_duration_s = 0; // seconds at most (0: no bound)
 };
 
 class CaptureSession {
@@ -35,9 +37,15 @@ public:
 	~CaptureSession(); // turns the capture off (end() first says why)
 
 	void poll_fds(std::vector<pollfd> &fds) const; // the perf buffers' epoll fd, the pipe
-	// After poll: read the frames, pass them on, renew the lease, send the
-	// counts now and then. False once the capture is over (the reader went).
+	// After poll: read the frames, pass them on, renew the data plane's
+	// lease while the client renews its own, send the counts now and then.
+	// False once the capture is over: the reader went, its client stopped
+	// renewing for kCaptureLeaseS, or the frames or the time asked were
+	// reached.
 	bool serve(double now_mono_s);
+	// The client's renewal (capture_renew): true if `peer` is the process
+	// that started the capture.
+	bool renew(const Request::Peer &peer, double now_mono_s);
 	// Tell sluicectl why it ends (best effort) and turn it off.
 	void end(const std::string &why);
 
@@ -59,7 +67,7 @@ private:
 	Request::Peer peer_;
 	uint64_t generation_ = 0;
 	int64_t realtime_offset_ns_ = 0; // CLOCK_REALTIME - CLOCK_MONOTONIC at start
-	double started_mono_s_ = 0, renewed_mono_s_ = 0, stats_mono_s_ = 0;
+	double started_mono_s_ = 0, renewed_mono_s_ = 0, stats_mono_s_ = 0, client_renewed_mono_s_ = 0;
 	std::string started_at_;
 	capture::StreamStats sent_{};
 	uint64_t written_ = 0, lost_pipe_ = 0;

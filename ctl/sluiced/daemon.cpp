@@ -657,8 +657,19 @@ json Daemon::capture(ManagedInterface &mi, const Request &req)
 	auto maps = mi.capture_maps();
 	if (!maps)
 		return error_reply(Error{ErrorKind::refused, 0, mi.name() + ": the data plane is not loaded"});
+	auto count = req.opt_integer("count");
+	auto duration_ms = req.opt_integer("duration_ms");
+	if (!count || !duration_ms)
+		return error_reply(!count ? count.error() : duration_ms.error());
+	if (*count)
+		if (auto ok = named("\"count\"", check_capture_count(**count)); !ok)
+			return error_reply(ok.error());
+	if (*duration_ms)
+		if (auto ok = named("\"duration_ms\"", check_capture_duration_s(double(**duration_ms) / 1000)); !ok)
+			return error_reply(ok.error());
 	Request::Peer peer = req.peer.value_or(Request::Peer{});
-	CaptureAsk ask{mask, static_cast<uint32_t>(*every), static_cast<uint32_t>(*snaplen)};
+	CaptureAsk ask{mask, static_cast<uint32_t>(*every), static_cast<uint32_t>(*snaplen),
+		       *count ? uint64_t(**count) : 0, *duration_ms ? double(**duration_ms) / 1000 : 0};
 	auto session = CaptureSession::start(mi.name(), *maps, req.passed_fd, ask, peer);
 	if (!session)
 		return error_reply(session.error());
@@ -667,6 +678,19 @@ json Daemon::capture(ManagedInterface &mi, const Request &req)
 			 {"outcomes", outcome_list(mask)},
 			 {"snaplen", *snaplen},
 			 {"sample_every", *every}});
+}
+
+json Daemon::capture_renew(ManagedInterface &mi, const Request &req)
+{
+	auto it = captures_.find(mi.name());
+	if (it == captures_.end())
+		return error_reply(Error{ErrorKind::refused, ENOENT, mi.name() + ": no capture is running"});
+	Request::Peer peer = req.peer.value_or(Request::Peer{});
+	if (!it->second->renew(peer, monotonic_seconds()))
+		return error_reply(Error{ErrorKind::refused, EPERM,
+					 mi.name() + ": the capture is " + it->second->holder() +
+						 "'s; only the process that holds it renews it"});
+	return ok_reply({{"iface", mi.name()}, {"lease_s", kCaptureLeaseS}});
 }
 
 void Daemon::end_capture(const std::string &iface, const std::string &why)
@@ -708,6 +732,7 @@ const Daemon::Handler &Daemon::handler(Command c)
 		{Command::upstream, &Daemon::upstream, nullptr},
 		{Command::capture, nullptr, &Daemon::capture},
 		{Command::standing_revoke, nullptr, &Daemon::standing_revoke},
+		{Command::capture_renew, nullptr, &Daemon::capture_renew},
 	};
 	static_assert(std::size(handlers) == kCommandCount, "every command of the registry needs a handler");
 	static_assert(

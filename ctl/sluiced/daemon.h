@@ -53,6 +53,7 @@ private:
 	json explain(const Request &req); // refused (exit 1) for an interface not managed
 	json upstream(const Request &req);
 	json capture(ManagedInterface &mi, const Request &req);
+	json capture_renew(ManagedInterface &mi, const Request &req);
 	// End the capture on `iface`, if one runs, telling its reader why.
 	void end_capture(const std::string &iface, const std::string &why);
 	// The hooks the announcer asks: is a source protected on an interface

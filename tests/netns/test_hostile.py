@@ -685,6 +685,8 @@ class HostileCapture(unittest.TestCase):
                     (req(from_fd=True, **good), (rd,), ["is not the write end of a pipe"]),
                     (json.dumps(dict(cmd="capture", iface="nosuchif0", from_fd=True, **good)).encode(), (wr,),
                      ["sluiced does not manage interface 'nosuchif0'"]),
+                    (req(from_fd=True, count=0, **good), (wr,), ['"count"']),
+                    (req(from_fd=True, duration_ms=-5, **good), (wr,), ['"duration_ms"']),
                 ]
                 for line, fds, words in socket_cases:
                     what = f"socket line {line[:100]!r}"
@@ -697,6 +699,43 @@ class HostileCapture(unittest.TestCase):
                         f.check_unchanged(what)
                         self.capture_off(f, what)
                         self.assertTrue(call(json.dumps(dict(cmd="status")).encode())["ok"])
+                # A raw client that starts a capture and never renews it holds
+                # the interface no longer than the lease: sluiced ends it,
+                # says why on the pipe, and the interface is free again. A
+                # renewal from another process is refused.
+                prd, pwr = os.pipe()
+                try:
+                    r = call(req(from_fd=True, **good), (pwr,))
+                    os.close(pwr)
+                    pwr = -1
+                    self.assertIs(r.get("ok"), True, r)
+                    t0 = time.monotonic()
+                    other = json.loads(subprocess.run(
+                        [sys.executable, "-c",
+                         "import socket, sys\n"
+                         "c = socket.socket(socket.AF_UNIX); c.connect(sys.argv[1])\n"
+                         "c.sendall(sys.argv[2].encode() + b'\\n'); print(c.makefile().readline())\n",
+                         f.tb.socket, json.dumps({"cmd": "capture_renew", "iface": IF})],
+                        capture_output=True, text=True, timeout=CASE_TIMEOUT).stdout)
+                    self.assertIs(other.get("ok"), False, other)
+                    self.assertIn("only the process that holds it", other.get("error", ""), other)
+                    got = b""
+                    while True:  # until sluiced closes its end (EOF)
+                        chunk = os.read(prd, 65536)
+                        if not chunk:
+                            break
+                        got += chunk
+                    held = time.monotonic() - t0
+                    print(f"HOSTILE capture: a raw client that never renews held it {held:.1f} s", file=sys.stderr)
+                    self.assertLess(held, 5 + 3, "ended within the lease and a period")
+                    self.assertGreater(held, 4, "not before the lease ran out")
+                    self.assertIn(b"stopped renewing", got)
+                    self.capture_off(f, "the lease ran out")
+                    self.assertIn("stopped renewing", f.d.output())
+                finally:
+                    os.close(prd)
+                    if pwr >= 0:
+                        os.close(pwr)
             finally:
                 for fd in (rd, wr, regular):
                     os.close(fd)

@@ -41,8 +41,9 @@ enum class Command : uint8_t {
 	upstream,
 	capture,
 	standing_revoke,
+	capture_renew,
 };
-inline constexpr size_t kCommandCount = static_cast<size_t>(Command::standing_revoke) + 1;
+inline constexpr size_t kCommandCount = static_cast<size_t>(Command::capture_renew) + 1;
 
 enum class ArgType : uint8_t {
 	string,      // Request::str
@@ -96,9 +97,13 @@ inline constexpr ArgSpec standing_revoke[] = {{"iface", T::string, true}, {"addr
 inline constexpr ArgSpec explain[] = {{"iface", T::string, true}, {"src", T::string, true},
 				      {"proto", T::string, false}};
 // capture: the outcomes by name, the bytes copied of each frame, 1 in
-// sample_every; the pipe the frames go to comes with it (from_fd).
+// sample_every; the pipe the frames go to comes with it (from_fd). count:
+// frames sluiced passes on at most (the client's --count when it filters
+// nothing); duration_ms: how long at most (--duration). sluiced ends the
+// capture at either, and when its client stops renewing it (capture_renew).
 inline constexpr ArgSpec capture[] = {{"iface", T::string, true}, {"outcomes", T::string_list, true},
-				      {"snaplen", T::integer, true}, {"sample_every", T::integer, true}};
+				      {"snaplen", T::integer, true}, {"sample_every", T::integer, true},
+				      {"count", T::integer, false}, {"duration_ms", T::integer, false}};
 } // namespace command_args
 
 inline constexpr std::array<CommandSpec, kCommandCount> kCommandSpecs = {{
@@ -137,6 +142,8 @@ inline constexpr std::array<CommandSpec, kCommandCount> kCommandSpecs = {{
 	 "copy the frames of the outcomes asked for to the pipe passed with the request, until it closes"},
 	{Command::standing_revoke, "standing_revoke", Access::write, command_args::standing_revoke,
 	 "take an address's standing, and bar it from earning standing for its penalty (doubled on each revocation)"},
+	{Command::capture_renew, "capture_renew", Access::read, command_args::iface,
+	 "renew the lease of the capture this client holds on an interface (sluiced ends one not renewed in time)"},
 }};
 
 constexpr bool registry_in_order()
