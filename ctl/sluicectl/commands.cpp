@@ -135,7 +135,8 @@ void print_command_help(std::ostream &out, const Cmd &cmd)
 	out << "\nRequests to sluiced:";
 	for (size_t i = 0; auto c : cmd.sends) {
 		const auto &spec = sluice::command_spec(c);
-		out << (i++ ? ", " : " ") << spec.name << " (" << sluice::to_string(spec.access) << ")";
+		out << (i++ ? ", " : " ") << spec.name << " (" << sluice::to_string(spec.access)
+		    << (sluice::needs_root(spec) ? ", root only" : ", root or the socket's group") << ")";
 	}
 	if (cmd.from_pins)
 		out << " none: it reads the pins under --pin-dir (root), daemon or not";

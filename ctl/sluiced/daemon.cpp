@@ -753,6 +753,15 @@ json Daemon::handle(const Request &req)
 		return error_reply(Error{ErrorKind::invalid, 0, "unknown command '" + req.cmd + "'"});
 	if (auto ok = check_args(*spec, req); !ok)
 		return error_reply(ok.error());
+	if (needs_root(*spec) && req.peer && req.peer->uid != 0) {
+		log_warn("control: refused \"" + req.cmd + "\" from uid " + std::to_string(req.peer->uid) + " pid " +
+			 std::to_string(req.peer->pid) + " (root only)");
+		return error_reply(Error{ErrorKind::refused, EPERM,
+					 "\"" + req.cmd + "\" " +
+						 (spec->reveals_slots ? "names bucket slot indices"
+								      : "changes what sluiced does") +
+						 ": root only (the socket's group may send the commands that only read)"});
+	}
 	const Handler &h = handler(spec->id);
 	if (h.daemon)
 		return (this->*h.daemon)(req);

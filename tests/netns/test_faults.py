@@ -685,6 +685,22 @@ class Faults(unittest.TestCase):
                 p = as_user(staff, "-j", "status")
                 self.assertEqual(p.returncode, 0, p.stderr)
                 self.assertTrue(json.loads(p.stdout)["daemon"]["running"])
+                # the group reads; changing what sluiced does, or asking for
+                # slot indices (a collision oracle for the hash key), is root's
+                cfg0 = pinned_config(tb)
+                p = as_user(staff, "standing", tb.host_if)
+                self.assertEqual(p.returncode, 0, p.stderr)
+                for args, why in ((("breaker", "trip", tb.host_if), "changes what sluiced does"),
+                                  (("set", tb.host_if, "--rate", "7"), "changes what sluiced does"),
+                                  (("explain", tb.host_if, "198.18.0.9"), "names bucket slot indices"),
+                                  (("bucket", tb.host_if, "198.18.0.9"), "names bucket slot indices")):
+                    p = as_user(staff, *args)
+                    self.assertEqual(p.returncode, 1, f"{args}: {p.stdout}{p.stderr}")
+                    self.assertIn(why + ": root only", p.stderr, args)
+                self.assertEqual(pinned_config(tb), cfg0, "the group's refused requests changed nothing")
+                self.assertEqual(ctl_json(tb, "status", socket=sock)["interfaces"][0]["breaker"]["state"], "serving")
+                time.sleep(0.3)
+                self.assertIn('control: refused "breaker" from uid 65534', d.output())
                 p = as_user(nobody, "status")
                 self.assertEqual(p.returncode, 1)
                 self.assertIn("run as root or as a member of group 'staff'", p.stderr)

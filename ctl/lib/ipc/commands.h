@@ -71,7 +71,17 @@ struct CommandSpec {
 	Access access;
 	std::span<const ArgSpec> args; // checked in this order
 	std::string_view summary;
+	bool reveals_slots = false; // its reply names bucket slot indices
 };
+
+// Who may send it: root always; the socket's group (--socket-group) only a
+// command that reads and names no slot index. A slot index is what the hash
+// key decides: enough of them, for sources of one's choosing, let a caller
+// find sources that share a bucket (a collision oracle for the key).
+inline constexpr bool needs_root(const CommandSpec &s)
+{
+	return s.access != Access::read || s.reveals_slots;
+}
 
 namespace command_args {
 using T = ArgType;
@@ -114,7 +124,7 @@ inline constexpr std::array<CommandSpec, kCommandCount> kCommandSpecs = {{
 	{Command::breaker, "breaker", Access::write, command_args::breaker, "move an interface's breaker"},
 	{Command::set, "set", Access::write, command_args::set, "change the rate and burst every source gets"},
 	{Command::bucket, "bucket", Access::read_or_write, command_args::bucket,
-	 "an address's two slots and their tokens (set: write them)"},
+	 "an address's two slots and their tokens (set: write them)", true},
 	{Command::refill, "refill", Access::write, command_args::refill, "add n tokens to an address's two slots"},
 	{Command::list_add, "list_add", Access::write, command_args::list_change,
 	 "add prefixes to the allow or deny list (all or nothing)"},
@@ -135,7 +145,7 @@ inline constexpr std::array<CommandSpec, kCommandCount> kCommandSpecs = {{
 	{Command::reload, "reload", Access::write, command_args::optional_iface,
 	 "read the policy file again and apply it (all or nothing), to one interface or all"},
 	{Command::explain, "explain", Access::read, command_args::explain,
-	 "the policy class a frame gets and why, its compiled class and its bucket's slots"},
+	 "the policy class a frame gets and why, its compiled class and its bucket's slots", true},
 	{Command::upstream, "upstream", Access::read, command_args::optional_iface,
 	 "what is announced upstream over BGP (FlowSpec through gobgpd), why and since when; the speaker's state"},
 	{Command::capture, "capture", Access::read, command_args::capture,
