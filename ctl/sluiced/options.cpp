@@ -1,6 +1,7 @@
 #include "sluiced/options.h"
 
 #include "base/cookie_mode.h"
+#include "base/fd.h"
 #include "base/limits.h"
 #include "bpf/cgroup_links.h"
 #include "bpf/maps.h"
@@ -14,6 +15,9 @@
 #include <filesystem>
 #include <fstream>
 #include <sstream>
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 namespace po = boost::program_options;
 
@@ -21,18 +25,46 @@ namespace sluice {
 
 namespace {
 
-Result<std::array<uint64_t, 2>> parse_key(const std::string &hex)
+Result<std::array<uint64_t, 2>> parse_key(const std::string &hex, const std::string &path)
 {
 	if (hex.size() != 32)
-		return invalid("--hash-key must be 32 hex digits (128 bits), got " + std::to_string(hex.size()) + " characters");
+		return invalid("--hash-key-file " + path + " must hold 32 hex digits (128 bits), got " +
+			       std::to_string(hex.size()) + " characters");
 	std::array<uint64_t, 2> key{};
 	for (int i = 0; i < 2; i++) {
 		auto part = hex.substr(static_cast<size_t>(i) * 16, 16);
 		auto [end, ec] = std::from_chars(part.data(), part.data() + 16, key[static_cast<size_t>(i)], 16);
 		if (ec != std::errc() || end != part.data() + 16)
-			return invalid("--hash-key must be 32 hex digits");
+			return invalid("--hash-key-file " + path + " must hold 32 hex digits");
 	}
 	return key;
+}
+
+// The key from a file, never from the command line (every user reads
+// /proc/PID/cmdline): a regular file, not a symbolic link, owned by this
+// user, with no bit for the group or others; 32 hex digits and an optional
+// newline.
+Result<std::array<uint64_t, 2>> read_key_file(const std::string &path)
+{
+	UniqueFd fd(::open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC));
+	if (!fd)
+		return fail(ErrorKind::invalid, "--hash-key-file " + path, errno);
+	struct stat st{};
+	if (::fstat(fd.get(), &st) != 0)
+		return fail(ErrorKind::invalid, "--hash-key-file " + path, errno);
+	if (!S_ISREG(st.st_mode))
+		return invalid("--hash-key-file " + path + " is not a regular file");
+	if (st.st_uid != ::geteuid() || (st.st_mode & 077) != 0)
+		return invalid("--hash-key-file " + path + " must be this user's alone (owner uid " +
+			       std::to_string(::geteuid()) + ", no group or other bits: chmod 600)");
+	char buf[64] = {};
+	ssize_t n = ::read(fd.get(), buf, sizeof(buf));
+	if (n < 0)
+		return fail(ErrorKind::invalid, "--hash-key-file " + path, errno);
+	std::string hex(buf, size_t(n));
+	if (!hex.empty() && hex.back() == '\n')
+		hex.pop_back();
+	return parse_key(hex, path);
 }
 
 Result<LogLevel> parse_level(const std::string &s)
@@ -236,7 +268,7 @@ Result<ParsedOptions> parse_daemon_options(int argc, const char *const *argv)
 {
 	ParsedOptions out;
 	DaemonOptions &o = out.options;
-	std::string mode = "native", level = "info", key_hex, metrics_listen;
+	std::string mode = "native", level = "info", key_file, metrics_listen;
 	int64_t rate = static_cast<int64_t>(o.rate_pps), burst = static_cast<int64_t>(o.burst);
 	int64_t slots = o.load.slots, v4 = o.load.v4_prefix, v6 = o.load.v6_prefix;
 	int64_t trip = static_cast<int64_t>(o.policy.trip_pps), clear = -1, periods = o.policy.trip_periods;
@@ -298,7 +330,7 @@ Result<ParsedOptions> parse_daemon_options(int argc, const char *const *argv)
 		("feeder-cgroup", po::value(&o.feeder_cgroup), "the cgroup v2 directory whose sockets grant standing (its descendants too); default: the hierarchy's root, every socket of the host")
 		("top-capacity", po::value(&top_capacity)->default_value(top_capacity), "sources the `sluicectl top` summary tracks (its memory is fixed by this)")
 		("top-window", po::value(&o.top_window_s)->default_value(o.top_window_s), "seconds each `sluicectl top` summary covers")
-		("hash-key", po::value(&key_hex), "SipHash key as 32 hex digits (tests only; default from getrandom)")
+		("hash-key-file", po::value(&key_file), "a file holding the SipHash key as 32 hex digits, mode 0600 (tests only; default from getrandom)")
 		("socket", po::value(&o.socket_path)->default_value(o.socket_path), "control socket path")
 		("socket-group", po::value(&o.socket_group), "group allowed on the control socket (mode 0660)")
 		("pin-dir", po::value(&o.pin_dir)->default_value(o.pin_dir), "bpffs directory for pins (one subdirectory per interface)")
@@ -440,8 +472,8 @@ Result<ParsedOptions> parse_daemon_options(int argc, const char *const *argv)
 	if (auto ok = named("--observe-periods", check_observe_periods(observe_periods)); !ok)
 		return std::unexpected(ok.error());
 	o.load.observe_periods = static_cast<uint32_t>(observe_periods);
-	if (vm.count("hash-key")) { // given but empty is a bad key, not "random"
-		auto k = parse_key(key_hex);
+	if (vm.count("hash-key-file")) { // given but empty is a bad path, not "random"
+		auto k = read_key_file(key_file);
 		if (!k)
 			return std::unexpected(k.error());
 		o.load.hash_key = *k;

@@ -13,6 +13,8 @@
 #include <filesystem>
 #include <fstream>
 #include <initializer_list>
+#include <sys/stat.h>
+#include <unistd.h>
 #include <string>
 #include <unistd.h>
 #include <vector>
@@ -31,6 +33,17 @@ Result<ParsedOptions> parse(std::vector<std::string> args)
 }
 
 // The options with one interface and `extra`, which must parse.
+// A key file for --hash-key-file, `mode` (0600 by default), in a directory
+// that lives as long as the test program.
+std::string key_file(const std::string &content, mode_t mode = 0600)
+{
+	static TempDir dir{"sluice-key-test"};
+	static int n = 0;
+	std::string p = dir.file("key" + std::to_string(n++), content);
+	::chmod(p.c_str(), mode);
+	return p;
+}
+
 DaemonOptions good(std::initializer_list<std::string> extra = {})
 {
 	std::vector<std::string> args{"-i", "eth0"};
@@ -131,7 +144,7 @@ TEST(Options, GoodValuesAreTaken)
 		       "--socket-group", "sluice", "--pin-dir", "/sys/fs/bpf/other", "--period", "0.5", "--trip-pps",
 		       "5000", "--clear-pps", "2000", "--trip-periods", "7", "--hold", "3", "--recovery", "30",
 		       "--recovery-start", "25", "--audit-slots", "1024", "--max-clients", "8", "--log-level", "debug",
-		       "--detach-on-exit", "--hash-key", "000102030405060708090a0b0c0d0E0F"});
+		       "--detach-on-exit", "--hash-key-file", key_file("000102030405060708090a0b0c0d0E0F\n")});
 	EXPECT_EQ(o.interfaces, (std::vector<std::string>{"eth0", "veth1"}));
 	EXPECT_EQ(o.mode, AttachMode::skb);
 	EXPECT_EQ(o.rate_pps, 100000000u);
@@ -374,22 +387,27 @@ TEST(Options, UpstreamAutomaticBlackholeAndCommunities)
 	EXPECT_EQ(on.upstream.speaker.subnet_communities, (std::vector<std::string>{"64500:666", "no-advertise"}));
 }
 
-TEST(Options, RefusesBadHashKey)
+TEST(Options, RefusesBadHashKeyFiles)
 {
-	expect_bad_value("--hash-key", "0123", {"32 hex digits", "got 4 characters"});
-	expect_bad_value("--hash-key", "000102030405060708090a0b0c0d0e0f00", {"32 hex digits"}); // 34
-	expect_bad_value("--hash-key", "000102030405060708090a0b0c0d0e0g", {"32 hex digits"}); // non-hex
-	expect_bad_value("--hash-key", "zz0102030405060708090a0b0c0d0e0f", {"32 hex digits"});
-	expect_bad_value("--hash-key", "0x0102030405060708090a0b0c0d0e0f", {"32 hex digits"});
-	expect_bad_value("--hash-key", "-00102030405060708090a0b0c0d0e0f", {"32 hex digits"});
-	expect_bad_value("--hash-key", "0001020304050607 8090a0b0c0d0e0f", {"32 hex digits"});
-}
-
-TEST(Options, EmptyHashKeyIsRefusedNotRandom)
-{
-	// An empty key is a wrong length, not "pick one for me".
-	expect_invalid({"-i", "eth0", "--hash-key", ""}, {"--hash-key", "32 hex digits"});
-	expect_invalid({"-i", "eth0", "--hash-key="}, {"--hash-key"});
+	expect_bad_value("--hash-key-file", key_file("0123"), {"32 hex digits", "got 4 characters"});
+	expect_bad_value("--hash-key-file", key_file("000102030405060708090a0b0c0d0e0f00"), {"32 hex digits"}); // 34
+	expect_bad_value("--hash-key-file", key_file("000102030405060708090a0b0c0d0e0g"), {"32 hex digits"});
+	expect_bad_value("--hash-key-file", key_file("0x0102030405060708090a0b0c0d0e0f"), {"32 hex digits"});
+	expect_bad_value("--hash-key-file", key_file("0001020304050607 8090a0b0c0d0e0f"), {"32 hex digits"});
+	expect_bad_value("--hash-key-file", key_file(""), {"32 hex digits", "got 0"}); // empty: not "random"
+	// readable by others: refused, whatever it holds
+	expect_bad_value("--hash-key-file", key_file("000102030405060708090a0b0c0d0e0f", 0644), {"chmod 600"});
+	expect_bad_value("--hash-key-file", key_file("000102030405060708090a0b0c0d0e0f", 0640), {"chmod 600"});
+	expect_bad_value("--hash-key-file", "/nonexistent/key", {"--hash-key-file /nonexistent/key"});
+	expect_bad_value("--hash-key-file", "/tmp", {"not a regular file"});
+	// a symbolic link to a good key file is not followed
+	const std::string good = key_file("000102030405060708090a0b0c0d0e0f");
+	const std::string link = good + ".link";
+	ASSERT_EQ(::symlink(good.c_str(), link.c_str()), 0);
+	expect_bad_value("--hash-key-file", link, {"--hash-key-file " + link});
+	::unlink(link.c_str());
+	// the key on the command line is gone
+	expect_invalid({"-i", "eth0", "--hash-key", "000102030405060708090a0b0c0d0e0f"}, {"--hash-key"});
 }
 
 TEST(Options, RefusesOtherBadValues)

@@ -100,7 +100,7 @@ void write_corpus(const std::string &dir)
 		{"minimal", "-i\neth0"},
 		{"every-option",
 		 "-i\neth0\n-i\nveth-host\n--mode\nauto\n--rate\n2000\n--burst\n4000\n--table-size\n1024\n"
-		 "--ipv4-prefix\n24\n--ipv6-prefix\n48\n--dry-run\n--hash-key\n000102030405060708090a0b0c0d0e0f\n"
+		 "--ipv4-prefix\n24\n--ipv6-prefix\n48\n--dry-run\n--hash-key-file\n/nonexistent/key\n"
 		 "--socket\n/run/x.sock\n--socket-group\nadm\n--pin-dir\n/sys/fs/bpf/x\n--period\n0.5\n"
 		 "--trip-pps\n5000\n--clear-pps\n4000\n--trip-periods\n2\n--hold\n3\n--recovery\n5\n"
 		 "--recovery-start\n10\n--audit-slots\n128\n--max-clients\n8\n--log-level\ndebug\n--detach-on-exit"},

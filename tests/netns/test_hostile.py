@@ -316,7 +316,7 @@ class HostileCli(unittest.TestCase):
                 (["-i", IF, "--mode", "turbo"], 2, ["--mode"]),
                 (["-i", IF, "--period", "0"], 2, ["--period must be between 0.01 and 60 seconds"]),
                 (["-i", IF, "--period", "nan"], 2, ["--period must be between 0.01 and 60 seconds"]),
-                (["-i", IF, "--hash-key", "zz"], 2, ["--hash-key must be 32 hex digits (128 bits), got 2 characters"]),
+                (["-i", IF, "--hash-key-file", "/nonexistent/key"], 2, ["--hash-key-file /nonexistent/key"]),
                 (["-i", IF, "--trip-pps", "1", "--clear-pps", "5"], 2, ["--clear-pps must be between 1 and --trip-pps (1)"]),
                 (["-i", IF, "--recovery-start", "0"], 2, ["--recovery-start must be 0.1..100 percent"]),
                 (["-i", IF, "--max-clients", "0"], 2, ["--max-clients must be 1..1024"]),

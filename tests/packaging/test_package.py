@@ -301,7 +301,7 @@ class Config(unittest.TestCase):
                                                         f"sluiced --help says {defaults[key]}")
         # every option an operator sets is there (the test-only key is not)
         for opt in defaults:
-            if opt not in ("help", "config", "hash-key"):
+            if opt not in ("help", "config", "hash-key-file"):
                 self.assertIn(opt, keys, f"sluice.conf does not mention {opt}")
         # everything is commented out: the package changes nothing by itself
         for line in self.conf().splitlines():
