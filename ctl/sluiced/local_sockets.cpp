@@ -82,26 +82,33 @@ template <class Visit> Status dump(int family, int protocol, uint32_t states, Vi
 
 } // namespace
 
-Result<std::vector<Address>> established_peers(PortSpan ephemeral)
+Result<EstablishedPeers> established_peers(PortSpan ephemeral)
 {
-	std::vector<Address> out;
+	EstablishedPeers out;
 	for (int family : {AF_INET, AF_INET6})
 		for (int protocol : {IPPROTO_TCP, IPPROTO_UDP}) {
 			// A connected UDP socket is "established" too.
 			auto ok = dump(family, protocol, 1u << TCP_ESTABLISHED, [&](const inet_diag_msg &m) {
-				if (protocol == IPPROTO_UDP) {
-					uint32_t port = ntohs(m.id.idiag_sport);
-					if (port < ephemeral.lo || port > ephemeral.hi)
-						return; // a server's socket
+				if (protocol == IPPROTO_TCP) {
+					out.tcp.push_back(peer_of(m));
+					return;
 				}
-				out.push_back(peer_of(m));
+				uint32_t port = ntohs(m.id.idiag_sport);
+				if (port < ephemeral.lo || port > ephemeral.hi)
+					return; // a server's socket
+				if (uint16_t peer_port = ntohs(m.id.idiag_dport))
+					out.udp.emplace_back(peer_of(m), peer_port);
 			});
 			if (!ok)
 				return std::unexpected(ok.error());
 		}
 	auto key = [](const Address &a) { return std::make_pair(a.family, a.bytes); };
-	std::sort(out.begin(), out.end(), [&](const Address &a, const Address &b) { return key(a) < key(b); });
-	out.erase(std::unique(out.begin(), out.end()), out.end());
+	std::sort(out.tcp.begin(), out.tcp.end(), [&](const Address &a, const Address &b) { return key(a) < key(b); });
+	out.tcp.erase(std::unique(out.tcp.begin(), out.tcp.end()), out.tcp.end());
+	std::sort(out.udp.begin(), out.udp.end(), [&](const auto &a, const auto &b) {
+		return std::make_pair(key(a.first), a.second) < std::make_pair(key(b.first), b.second);
+	});
+	out.udp.erase(std::unique(out.udp.begin(), out.udp.end()), out.udp.end());
 	return out;
 }
 

@@ -8,7 +8,9 @@
 // made after they are attached). What counts, as for the feeders: every
 // ESTABLISHED TCP socket (a completed handshake, either way), and every
 // connected UDP socket bound to a port of the ephemeral range (a client's; a
-// server's per-client socket on its well-known port does not).
+// server's per-client socket on its well-known port does not), with the
+// peer's port: its grant holds for that port's UDP alone, as the UDP
+// feeders' do.
 //
 // listening_tcp_ports: the local ports of the TCP sockets in LISTEN, for the
 // program's listen_ports map (the cookie path looks a socket up only on
@@ -21,12 +23,18 @@
 
 #include <cstdint>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace sluice {
 
-// Each peer once, v4-mapped IPv6 peers as IPv4.
-Result<std::vector<Address>> established_peers(PortSpan ephemeral);
+struct EstablishedPeers {
+	std::vector<Address> tcp;                        // each once
+	std::vector<std::pair<Address, uint16_t>> udp;   // (peer, its port), each once
+};
+
+// v4-mapped IPv6 peers as IPv4.
+Result<EstablishedPeers> established_peers(PortSpan ephemeral);
 
 // Each port once, ascending, IPv4 and IPv6 listeners together.
 Result<std::vector<uint16_t>> listening_tcp_ports();

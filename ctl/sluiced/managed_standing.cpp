@@ -62,9 +62,15 @@ Result<size_t> ManagedInterface::grant_established_peers(double now_s)
 	auto peers = established_peers(PortSpan{uint16_t(settings.ephemeral_lo), uint16_t(settings.ephemeral_hi)});
 	if (!peers)
 		return std::unexpected(peers.error());
-	if (auto ok = dp_->standing().grant(*peers, SLUICE_BY_EXISTING); !ok)
+	// A TCP peer completed a handshake; a connected UDP socket's peer is
+	// what a UDP feeder's grant is, for its port alone (so a local user's
+	// open UDP sockets buy no more than their connect() did).
+	if (auto ok = dp_->standing().grant(peers->tcp, SLUICE_BY_EXISTING); !ok)
 		return std::unexpected(ok.error());
-	return peers->size();
+	for (const auto &[addr, port] : peers->udp)
+		if (auto ok = dp_->standing().grant(std::span<const Address>(&addr, 1), SLUICE_BY_UDP, port); !ok)
+			return std::unexpected(ok.error());
+	return peers->tcp.size() + peers->udp.size();
 }
 
 Result<RevocationEvent> ManagedInterface::revoke_standing(const std::string &addr_text)

@@ -47,8 +47,10 @@ BOT_BASE = 160
 # connection that closes, a refused connect()
 CLOSES = "198.18.3.240"
 REFUSED = "198.18.3.241"
-# the UDP peer a local client asks (no other test names it)
+# the UDP peer a local client asks (no other test names it), and one a
+# connected UDP socket holds open
 UDP_PEER = "198.18.3.242"
+UDP_HELD = "198.18.3.245"
 # the prefix quota's test: UDP peers 198.18.2.100-199 (in the regular
 # client's /24), a second real client of that /24, a late UDP peer
 QUOTA_BASE = 100
@@ -290,7 +292,9 @@ class Trust(unittest.TestCase):
         """--standing-lapse 2: the peer of a TCP connection that stays open
         (idle) for 8 s still has standing (sluiced refreshes the peers of
         established connections every quarter of the lapse); the peer of a
-        connection that closed lapses."""
+        connection that closed lapses. The peer of a connected UDP socket
+        held open is refreshed as what its connect() granted: UDP from that
+        port alone, never widened to every frame."""
         with Testbed("trust5") as tb, Daemon(tb, *ARGS, "--standing-lapse", "2") as d:
             settle(tb)
             view = StandingView(tb)
@@ -301,21 +305,32 @@ class Trust(unittest.TestCase):
                                          "c = socket.create_connection((sys.argv[1], int(sys.argv[2])))\n"
                                          "print('open', flush=True); time.sleep(8)\n",
                                          tb.host_ip4, str(HTTP_PORT)], stdout=subprocess.PIPE, text=True)
+                # the host's own UDP client socket, connected and held open
+                udp = subprocess.Popen(["ip", "netns", "exec", tb.ns_host, "python3", "-c",
+                                        "import socket, sys, time\n"
+                                        "s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)\n"
+                                        "s.connect((sys.argv[1], 5300)); print('open', flush=True); time.sleep(8)\n",
+                                        UDP_HELD], stdout=subprocess.PIPE, text=True)
                 try:
                     self.assertEqual(proc.stdout.readline().strip(), "open")
                     add_addresses(tb, [CLOSES])
                     self.assertEqual(visit(tb, [CLOSES]), 1, "a connection that closes")
                     wait_until(lambda: view.has_standing(tb.client_ip4) and view.has_standing(CLOSES), 5,
                                what="both peers' standing")
+                    self.assertEqual(udp.stdout.readline().strip(), "open")
                     time.sleep(6)
                     kept, lapsed = view.has_standing(tb.client_ip4), not view.has_standing(CLOSES)
+                    held = standing_of(tb, UDP_HELD)
                 finally:
-                    proc.kill()
-                    proc.wait(timeout=10)
-                    proc.stdout.close()
-                report("5 long-lived", kept=kept, closed_lapsed=lapsed)
+                    for p in (proc, udp):
+                        p.kill()
+                        p.wait(timeout=10)
+                        p.stdout.close()
+                report("5 long-lived", kept=kept, closed_lapsed=lapsed, udp_held=json.dumps(held))
                 self.assertTrue(kept, "the open connection's peer keeps its standing past the lapse")
                 self.assertTrue(lapsed, "the closed connection's peer lapses")
+                self.assertTrue(held["has_standing"], f"the held UDP socket's peer is refreshed: {held}")
+                self.assertEqual((held["reason"], held["udp_port"]), ("udp", 5300), held)
             finally:
                 http.stop()
 

@@ -58,7 +58,7 @@ Address standing_source_address(const __u64 kept[2])
 	return a;
 }
 
-Status StandingTable::grant(std::span<const Address> peers, sluice_standing_reason reason) const
+Status StandingTable::grant(std::span<const Address> peers, sluice_standing_reason reason, uint16_t udp_port) const
 {
 	for (const auto &p : peers)
 		if (p.family != Family::v4 && p.family != Family::v6)
@@ -102,7 +102,7 @@ Status StandingTable::grant(std::span<const Address> peers, sluice_standing_reas
 				continue;
 		}
 		if (sluice_standing_grant_from(&set, sluice_standing_fingerprint(hash), stamp, lapse, reason, kept[0],
-					       kept[1], 0) < 0)
+					       kept[1], udp_port) < 0)
 			continue; // every way holds a stronger proof
 		// The whole set is written back: a feeder's grant into the same set
 		// between the read and this write is lost, as when two CPUs grant

@@ -81,7 +81,8 @@ public:
 	// it, a live one refreshed). An address of neither family is refused
 	// before any write; a failed write stops there (the grants before it
 	// stay: each is a grant the kernel verified).
-	Status grant(std::span<const Address> peers, sluice_standing_reason reason) const;
+	// udp_port: the peer port a UDP grant holds for (0: every frame).
+	Status grant(std::span<const Address> peers, sluice_standing_reason reason, uint16_t udp_port = 0) const;
 	// Has this address live standing now?
 	Result<bool> has_standing(const Address &addr) const;
 	// The entry of this address (masked as the program masks it); live
