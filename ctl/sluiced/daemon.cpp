@@ -429,8 +429,8 @@ UpstreamAnnouncer::Hooks Daemon::upstream_hooks()
 			for (const auto &a : allow->cidrs)
 				if (contains(a, source) || contains(source, a))
 					return "allowlisted (" + a.str() + " on " + iface + ")";
-		if (auto st = it->second->standing(source.addr.str()); st && st->lookup && st->lookup->record.live)
-			return "a source with standing (" + st->lookup->source.str() + " on " + iface + ")";
+		if (auto st = it->second->standing_source(source.addr); st && *st)
+			return "a source with standing (" + (*st)->str() + " on " + iface + ")";
 		return std::nullopt;
 	};
 	h.deny_list = [this](const std::string &iface) {

@@ -880,6 +880,16 @@ FloodSignals ManagedInterface::flood_signals(double now_s, size_t heaviest, bool
 	return f;
 }
 
+Result<std::optional<Cidr>> ManagedInterface::standing_source(const Address &addr) const
+{
+	auto live = dp_->standing().has_standing(addr);
+	if (!live)
+		return std::unexpected(live.error());
+	if (!*live)
+		return std::optional<Cidr>{};
+	return std::optional<Cidr>{source_slots(dp_->settings(), addr).source};
+}
+
 Result<StandingView> ManagedInterface::standing(const std::optional<std::string> &addr_text) const
 {
 	// The address first: a bad one is an input error whatever the maps say.
@@ -893,7 +903,11 @@ Result<StandingView> ManagedInterface::standing(const std::optional<std::string>
 	auto cfg = dp_->config().read();
 	if (!cfg)
 		return std::unexpected(cfg.error());
-	auto table = standing_status(*dp_, *cfg);
+	// The occupancy the sweep counted (a part of the table a period), never
+	// a count of the whole table per request; only before the first sweep
+	// is whole is the table counted here.
+	const auto counted = counted_occupancy();
+	auto table = standing_status(*dp_, *cfg, counted ? &*counted : nullptr);
 	if (!table)
 		return std::unexpected(table.error());
 	StandingView view{name_, *table, std::nullopt};

@@ -71,6 +71,9 @@ public:
 	FloodSignals flood_signals(double now_mono_s, size_t heaviest, bool addresses) const;
 	// The standing table's summary and, with an address, its entry.
 	Result<StandingView> standing(const std::optional<std::string> &addr) const;
+	// The source (masked) addr has standing as, or none: one set read, for
+	// the upstream guard's question about each source it would announce.
+	Result<std::optional<Cidr>> standing_source(const Address &addr) const;
 	// `sluicectl standing revoke`: the address loses its standing (if it
 	// has any) and cannot earn it again for its penalty; logged, counted.
 	Result<RevocationEvent> revoke_standing(const std::string &addr_text);

@@ -252,8 +252,16 @@ class UpstreamTest(unittest.TestCase):
     def test_guards_refuse_and_change_nothing(self):
         tb, speaker, router, d = self.bed("--upstream-max", "2")
         ctl(tb, "allow", "add", tb.host_if, "198.18.2.0/24", check=True)
+        # a source with standing: the host's UDP client asked it (the guard
+        # reads one standing set per source, not the whole table)
+        tb.exec("host", ["python3", "-c", "import socket, sys\n"
+                         "socket.socket(socket.AF_INET, socket.SOCK_DGRAM).connect((sys.argv[1], 53))\n",
+                         "198.18.3.246"], check=True)
+        wait_until(lambda: ctl(tb, "standing", tb.host_if, "198.18.3.246").returncode == 0, 5,
+                   what="198.18.3.246's standing")
         cases = [
             (["198.18.2.5/32"], "its source is allowlisted (198.18.2.0/24"),
+            (["198.18.3.246/32"], "a source with standing (198.18.3.246/32"),
             (["198.18.0.0/16"], "shorter than /24 (--upstream-min-prefix4)"),
             (["198.18.3.1/32", "198.18.3.2/32", "198.18.3.3/32"], "over --upstream-max 2"),
         ]
