@@ -1,0 +1,128 @@
+"""Figure 12: real sources that earned standing, then flood (issue 27),
+before and after earned, bounded trust. N bots (1, 10, 100, 1,000; 1, 10,
+100 with --quick), each its own address of 198.19.132.0/22 (local to the
+attacker's namespace through `ip route add local`, routed to it by the
+router: real, answering addresses, not spoofed), each completes one HTTP
+request to the host (a handshake: standing), then all flood the host
+together with UDP at 150,000 frames a second for 8 s (6 s with --quick),
+routed through the router, while a regular client that used the host before
+makes 10 requests a second. sluiced runs with --rate 5000 --burst 10000
+--trip-pps 10000 --trip-periods 2 --period 0.5 (the issue's own setting).
+Rows: the regular client's requests answered (%), and what the host admitted
+a second over the flood (passed, standing, newcomer: nearly all of it the
+bots'). After: this tree's sluiced; before: the sluiced of the build in
+$SLUICE_BEFORE_BUILD (default /work/before/build, commit 30d29e0, before
+issue 27), as figure 11."""
+
+import dataclasses
+import json
+import os
+import time
+
+import sluice_netns
+from test_standing import HTTP_CLIENT, HTTP_PORT, start_http
+
+from . import fig11_shapes
+from .procs import finish, last_json, log, run, spawn
+from .rows import Rows
+
+ARGS = ("--rate", 5000, "--burst", 10000, "--trip-pps", 10000, "--trip-periods", 2, "--period", 0.5)
+BOTS_NET, BOTS_BASE = "198.19.132.0/22", "198.19.132.1"
+FLOOD_PPS = 150000
+ADMITTED = ("passed", "newcomer", "standing", "allowlisted", "exempt", "cookie_proved")
+
+
+def regular_name(which, n):
+    return f"trust_{n}_bots_{which}_regular_pct"
+
+
+def admitted_name(which, n):
+    return f"trust_{n}_bots_{which}_admitted_pps"
+
+
+@dataclasses.dataclass
+class Trust:
+    rows: list
+    detail: list | None
+
+    @classmethod
+    def from_rows(cls, rows):
+        return cls(rows, None)
+
+
+def admitted(lab, d):
+    c = lab.counters(d)
+    return sum(sum(c.get(o, [])) for o in ADMITTED)
+
+
+def http_client(lab, *args, role="client", timeout=120):
+    p = run(lab.x(role, "python3", HTTP_CLIENT, lab.tb.host_ip4, HTTP_PORT, *args), check=False, timeout=timeout)
+    return json.loads(p.stdout.strip().splitlines()[-1])
+
+
+def one_round(lab, sluiced, sluicectl, n, seconds):
+    sluice_netns.use_tools(sluiced, sluicectl, lab.traffic)
+    try:
+        with lab.daemon(*ARGS) as d:
+            warm = http_client(lab, "--count", 3)
+            # each bot: one request from an address of its own
+            visits = http_client(lab, "--count", n, "--sources-from", BOTS_BASE, "--timeout", 3, role="attacker",
+                                 timeout=60 + 3 * n)
+            time.sleep(0.5)
+            a0, t0 = admitted(lab, d), time.monotonic()
+            flood = spawn(lab.x("attacker", lab.traffic, "flood", "--iface", lab.tb.attacker_if, "--dst-mac",
+                                lab.tb.attacker_gw_mac, "--dst", lab.tb.host_ip4, "--sources", n, "--src-base",
+                                BOTS_BASE, "--pps", FLOOD_PPS, "--duration", seconds))
+            time.sleep(0.5)
+            reg = http_client(lab, "--rate", 10, "--seconds", seconds - 1.0, "--timeout", 1.0)
+            rc, out, err = finish(flood, 60)
+            sent = last_json(out)["sent"]
+            elapsed = time.monotonic() - t0
+            a1 = admitted(lab, d)
+            state = lab.breaker_state(d)
+            summary = lab.ctl_request(d.socket, {"cmd": "standing", "iface": d.iface})
+            revocations = ((summary.get("standing") or {}).get("share") or {}).get("revocations")
+            return {"n": n, "warm_ok": warm["ok"], "visits_ok": visits["ok"], "regular_ok": reg["ok"],
+                    "regular_attempted": reg["attempted"], "admitted": a1 - a0, "seconds": elapsed, "sent": sent,
+                    "state": state, "revocations": revocations}
+    finally:
+        sluice_netns.use_tools(lab.sluiced, lab.sluicectl, lab.traffic)
+
+
+def measure(lab):
+    log("figure 12: real sources with standing flood together, before and after earned, bounded trust")
+    seconds = 6 if lab.quick else 8
+    counts = (1, 10, 100) if lab.quick else (1, 10, 100, 1000)
+    old = fig11_shapes.before_build()
+    builds = [("after", lab.sluiced, lab.sluicectl)]
+    old_sluiced = os.path.join(old, "ctl", "sluiced", "sluiced")
+    old_sluicectl = os.path.join(old, "ctl", "sluicectl", "sluicectl")
+    if os.path.exists(old_sluiced) and os.path.exists(old_sluicectl):
+        builds.insert(0, ("before", old_sluiced, old_sluicectl))
+    else:
+        log(f"  figure 12: no before build at {old} (SLUICE_BEFORE_BUILD): after only")
+    # the bots' addresses: local to the attacker's namespace, routed to it
+    run(lab.x("attacker", "ip", "route", "add", "local", BOTS_NET, "dev", "lo"))
+    run(lab.x("router", "ip", "route", "add", BOTS_NET, "via", lab.tb.attacker_ip4))
+    http = start_http(lab.tb)
+    rows = Rows(12)
+    detail = []
+    try:
+        for n in counts:
+            for which, sluiced, sluicectl in builds:
+                r = one_round(lab, sluiced, sluicectl, n, seconds)
+                r["build"] = which
+                detail.append(r)
+                pct = 100.0 * r["regular_ok"] / max(r["regular_attempted"], 1)
+                note = (f"{n} bots ({r['visits_ok']} completed their request), {FLOOD_PPS} pps together for "
+                        f"{seconds} s ({r['sent']} sent); breaker {r['state']} at the end"
+                        + ("" if r["revocations"] is None else f", {r['revocations']} revocations"))
+                rows.add(regular_name(which, n), "% answered", round(pct, 1), 100.0,
+                         "every request of the regular client", note=note)
+                rows.add(admitted_name(which, n), "pps", round(r["admitted"] / r["seconds"]), FLOOD_PPS,
+                         "the flood's rate", note="passed, standing and newcomer over the flood")
+    finally:
+        http.stop()
+        run(lab.x("router", "ip", "route", "del", BOTS_NET, "via", lab.tb.attacker_ip4), check=False)
+        run(lab.x("attacker", "ip", "route", "del", "local", BOTS_NET, "dev", "lo"), check=False)
+    return Trust(rows, detail)
