@@ -107,15 +107,15 @@ struct {
 	__type(value, struct sluice_penalty_set);
 } standing_penalty SEC(".maps");
 
-/* The per-prefix quota (sluice_abi.h): one bit per standing way, twice,
- * written by the daemon, read by a grant of a new source; max_entries is
- * replaced at load (two words per standing_penalty set). */
+/* The per-prefix quota (sluice_abi.h): a count per standing way's bit,
+ * added to by a grant of a new source, recounted by the daemon;
+ * max_entries is replaced at load (the standing sets x ways). */
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
-	__uint(max_entries, 2 * SLUICE_STANDING_SETS_DEFAULT / SLUICE_PENALTY_SETS_DIVISOR);
+	__uint(max_entries, SLUICE_STANDING_SETS_DEFAULT * SLUICE_STANDING_WAYS);
 	__type(key, __u32);
-	__type(value, __u64);
-} prefix_full SEC(".maps");
+	__type(value, __u32);
+} prefix_count SEC(".maps");
 
 /* The UDP feeders' grant budget, one bucket per local user (uid &
  * (SLUICE_GRANT_QUOTA_SLOTS - 1)), shared by the CPUs (compare-and-swap). */

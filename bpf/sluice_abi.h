@@ -35,8 +35,10 @@
  *    the standing_penalty, grant_quota and own_addrs maps, settings.penalty_set_mask,
  *    config's standing share and grant budget, the "reply" outcome.
  * 11: a UDP grant's standing is bound to its peer's port (the standing
- *    set's port[]); the prefix_full map (the per-prefix quota). */
-#define SLUICE_LAYOUT_VERSION 11
+ *    set's port[]); the prefix_full map (the per-prefix quota).
+ * 12: the per-prefix quota is counted as grants are made: the prefix_count
+ *    map (a count per prefix bit) replaces prefix_full, config.prefix_quota. */
+#define SLUICE_LAYOUT_VERSION 12
 
 /* Table size bounds. The slot table is a BPF_MAP_TYPE_ARRAY whose size is a
  * power of two fixed at load: the index is (hash & (slots - 1)). */
@@ -204,6 +206,10 @@ struct sluice_config {
 	__u64 standing_share_pps;   /* the level as computed (0: none in force) */
 	__u64 standing_capacity_pps;/* what the standing traffic together may take */
 	__u64 grant_rate_per_s;     /* grant_cost_ns as asked */
+	/* Read by the program: the entries one /24 or /48 may hold (prefix_count,
+	 * --standing-prefix-quota); 0: no quota. */
+	__u32 prefix_quota;
+	__u32 _pad3;
 };
 
 /* config.cookie_mode: when a SYN without standing is answered with a
@@ -627,18 +633,24 @@ struct sluice_penalty_set {
 };
 
 /*
- * The per-prefix quota (docs/architecture.md, "Standing buys a share"): one
- * bit per way of the standing table (so one u64 word per 8 sets: W words,
- * as many as standing_penalty has sets), indexed by the keyed hash of a
- * source's /24 (IPv4) or /48 (IPv6), sluice_quota_bit(), in two halves.
- * The daemon counts each prefix's entries in its sweep of the table: words
- * [0, W) mark a prefix that holds its quota (--standing-prefix-quota), and
- * refuse a new source of it whose proof is weaker than a handshake; words
- * [W, 2W) mark one whose quota is all handshakes, and refuse a new
- * handshake too. (Weak grants never keep out a handshake: the sweep evicts
- * them for it.)
+ * The per-prefix quota (docs/architecture.md, "Standing buys a share"): the
+ * prefix_count map, one __u32 per way of the standing table, indexed by the
+ * keyed hash of a source's /24 (IPv4) or /48 (IPv6), sluice_quota_bit().
+ * Bits 15..0 count the prefix's entries, bits 31..16 those of them a
+ * handshake proved. The program adds a new source at its grant (so a quota
+ * holds at once, whatever the rate of grants), and refuses a new source
+ * whose proof is weaker than a handshake once the prefix holds
+ * config.prefix_quota entries, and a new handshake once it holds that many
+ * handshakes (weak grants never keep out a handshake: the daemon's sweep
+ * evicts them for it). Nothing in the program takes an entry away: the
+ * daemon recounts the table every sweep and writes the counts whole.
  */
-#define SLUICE_QUOTA_BITS_PER_WORD 64u
+#define SLUICE_QUOTA_COUNT_MASK 0xffffu
+#define SLUICE_QUOTA_HANDSHAKE_SHIFT 16
+/* The largest quota: a prefix's entries reach at most twice its quota (a
+ * quota of weak grants, then one of handshakes), plus a grant per CPU that
+ * raced past the check, and must stay within bits 15..0. */
+#define SLUICE_PREFIX_QUOTA_MAX 32000u
 
 /* One grant budget per local user (uid & (slots - 1)): the UDP feeders'
  * grants are the only ones a user can make at will, so they are the ones
@@ -694,7 +706,7 @@ struct sluice_observed_set {
 #define SLUICE_PIN_STANDING_PENALTY "standing_penalty"
 #define SLUICE_PIN_GRANT_QUOTA "grant_quota"
 #define SLUICE_PIN_OWN_ADDRS "own_addrs"
-#define SLUICE_PIN_PREFIX_FULL "prefix_full"
+#define SLUICE_PIN_PREFIX_COUNT "prefix_count"
 /* The standing feeders' bpf_links on the cgroup v2 root. */
 #define SLUICE_PIN_SOCKOPS_LINK "sockops_link"
 #define SLUICE_PIN_CONNECT4_LINK "connect4_link"

@@ -267,7 +267,7 @@ static inline __u32 sluice_grant_ask(__u32 reason, __u32 port)
 }
 
 /*
- * The per-prefix quota (sluice_abi.h, prefix_full). A kept source's prefix:
+ * The per-prefix quota (sluice_abi.h, prefix_count). A kept source's prefix:
  * an IPv4 source (::ffff:a.b.c.d) to its /24, an IPv6 one to its /48, as
  * the 16 bytes memory holds (words loaded little-endian). Its bit: the keyed
  * SipHash of that prefix, masked to one bit per way of the table, so an
@@ -296,6 +296,30 @@ static inline __u32 sluice_quota_bit(const __u64 key[2], __u64 k0, __u64 k1, __u
 	__u64 h = sluice_siphash_16(qkey, p[0], p[1], SLUICE_SIPHASH_C, SLUICE_SIPHASH_D);
 
 	return (__u32)h & ((standing_set_mask << 3) | (SLUICE_STANDING_WAYS - 1));
+}
+
+/* Is a prefix whose prefix_count word is `count` closed to a new source of
+ * this proof (sluice_standing_proof) under `quota` (0: no quota)? A weak
+ * proof is refused once the prefix holds `quota` entries, a handshake once
+ * it holds `quota` handshakes. */
+static inline int sluice_prefix_closed(__u32 count, __u32 quota, __u32 proof)
+{
+	__u32 held = proof == SLUICE_PROOF_HANDSHAKE ? count >> SLUICE_QUOTA_HANDSHAKE_SHIFT
+						      : count & SLUICE_QUOTA_COUNT_MASK;
+
+	return quota && held >= quota;
+}
+
+/* A prefix_count word: its entries and its handshakes, each saturated to
+ * its 16 bits. A new source of this proof adds sluice_prefix_count(1, 1)
+ * for a handshake, sluice_prefix_count(1, 0) for any other. */
+static inline __u32 sluice_prefix_count(__u32 entries, __u32 handshakes)
+{
+	if (entries > SLUICE_QUOTA_COUNT_MASK)
+		entries = SLUICE_QUOTA_COUNT_MASK;
+	if (handshakes > SLUICE_QUOTA_COUNT_MASK)
+		handshakes = SLUICE_QUOTA_COUNT_MASK;
+	return (handshakes << SLUICE_QUOTA_HANDSHAKE_SHIFT) | entries;
 }
 
 /* A masked source (struct sluice_source's words) as the standing table keeps

@@ -79,25 +79,21 @@ static __always_inline void kept_source(const struct sluice_source *src, int is_
 	sluice_standing_source(m.w[0], m.w[1], is_v6, out);
 }
 
-/* Is the prefix of this kept source closed to a new grant of this proof
- * (prefix_full: at its quota, or, for a handshake, at its quota of
- * handshakes)? */
-static __always_inline int prefix_full_for(__u64 k0, __u64 k1, __u32 proof)
+/* The prefix_count word of this kept source's prefix (sluice_quota_bit). */
+static __always_inline __u32 *prefix_count_of(__u64 k0, __u64 k1)
 {
 	__u64 key[2] = { settings.hash_key[0], settings.hash_key[1] };
 	__u32 bit = sluice_quota_bit(key, k0, k1, settings.standing_set_mask);
-	__u32 word = bit / SLUICE_QUOTA_BITS_PER_WORD +
-		     (proof == SLUICE_PROOF_HANDSHAKE ? settings.penalty_set_mask + 1 : 0);
-	const __u64 *bits = bpf_map_lookup_elem(&prefix_full, &word);
 
-	return bits && (*bits >> (bit % SLUICE_QUOTA_BITS_PER_WORD)) & 1;
+	return bpf_map_lookup_elem(&prefix_count, &bit);
 }
 
 /*
  * Grant the source of this hash standing for `ask` (sluice_grant_ask: the
  * reason, and a UDP grant's peer port), stamped now: unless its penalty runs
  * (it lost standing for flooding, or an operator revoked it), unless it is
- * new and its prefix is closed to its proof (prefix_full_for), and only into a way
+ * new and its prefix is closed to its proof (sluice_prefix_closed: a new
+ * source granted is counted in its prefix's word at once), and only into a way
  * sluice_standing_victim lets it take. (k0, k1) is the source as kept_source()
  * records it. A global function, verified once: the feeders, the cookie path
  * and observed standing all grant through it (its arguments are scalars:
@@ -114,11 +110,23 @@ __noinline int sluice_grant(__u64 hash, __u64 now, __u64 k0, __u64 k1, __u32 ask
 
 	if (!set || !pen || sluice_penalized(pen, fp, stamp))
 		return 0;
-	if (sluice_standing_find(set, fp, stamp, settings.standing_lapse_ticks) < 0 &&
-	    prefix_full_for(k0, k1, sluice_standing_proof(ask & 0xffu)))
+	__u32 proof = sluice_standing_proof(ask & 0xffu);
+	__u32 *count = NULL;
+
+	if (sluice_standing_find(set, fp, stamp, settings.standing_lapse_ticks) < 0) {
+		__u32 zero = 0;
+		const struct sluice_config *cfg = bpf_map_lookup_elem(&config, &zero);
+
+		count = prefix_count_of(k0, k1);
+		if (!cfg || !count || sluice_prefix_closed(*count, cfg->prefix_quota, proof))
+			return 0;
+	}
+	if (sluice_standing_grant_from(set, fp, stamp, settings.standing_lapse_ticks, ask & 0xffu, k0, k1,
+				       ask >> 16) < 0)
 		return 0;
-	return sluice_standing_grant_from(set, fp, stamp, settings.standing_lapse_ticks, ask & 0xffu, k0, k1,
-					  ask >> 16) >= 0;
+	if (count)
+		__sync_fetch_and_add(count, sluice_prefix_count(1, proof == SLUICE_PROOF_HANDSHAKE));
+	return 1;
 }
 
 /* Observed standing: a frame its slot pair passed while serving counts its

@@ -147,6 +147,7 @@ Result<std::unique_ptr<ManagedInterface>> ManagedInterface::start(const DaemonOp
 		ask.cookie_pps = opts.cookie_pps;
 		ask.grant_rate_per_s = opts.grant_rate_per_s;
 		ask.grant_burst = opts.grant_burst;
+		ask.prefix_quota = opts.standing_prefix_quota;
 		auto budgeted = config_with_budgets(*cfg, ask, m->cpus_);
 		if (!budgeted)
 			return std::unexpected(budgeted.error());
@@ -180,7 +181,8 @@ Result<std::unique_ptr<ManagedInterface>> ManagedInterface::start(const DaemonOp
 		auto cfg = config_with_budgets(initial,
 					       BudgetAsk{opts.rate_pps, opts.burst, opts.standing_rate_pps,
 							 opts.standing_burst, newcomer_pps_asked(opts, m->cpus_),
-							 opts.cookie_pps, opts.grant_rate_per_s, opts.grant_burst},
+							 opts.cookie_pps, opts.grant_rate_per_s, opts.grant_burst,
+							 opts.standing_prefix_quota},
 					       m->cpus_);
 		if (!cfg)
 			return std::unexpected(cfg.error());
@@ -240,13 +242,9 @@ Result<std::unique_ptr<ManagedInterface>> ManagedInterface::start(const DaemonOp
 	{
 		const uint32_t ways = m->dp_->standing().sets() * SLUICE_STANDING_WAYS;
 		m->quota_.emplace(ways, opts.standing_prefix_quota, std::min<size_t>(ways, 65536));
-		// What the map holds now (zeros when loaded, a previous daemon's
-		// words when adopted): only the words that differ are written.
-		// Unread, every word is written at the first sweep's end.
-		if (auto held = m->dp_->standing().prefix_full_words(); !held)
-			log_error(name + ": reading the standing prefix quota's map: " + held.error().describe());
-		else if (held->size() == m->quota_->full_words().size())
-			m->quota_written_ = std::move(*held);
+		// sized once: a recount's reads and counts reuse them
+		m->quota_before_.resize(ways);
+		m->quota_after_.resize(ways);
 	}
 	m->valve_.emplace(ValveConfig{.capacity_pps = standing_capacity(opts),
 				      .clear_pps = opts.policy.clear_pps,
@@ -536,12 +534,7 @@ void ManagedInterface::count_occupancy_part(double now_s)
 		sweep_.sum = {};
 		sweep_.started_s = now_s;
 	}
-	if (sweep_.next_set == 0 && quota_)
-		quota_->begin_sweep();
-	const StandingTable table = dp_->standing();
-	auto part = quota_ ? table.occupancy(sweep_.next_set, occupancy_part_sets_,
-					     [&](const StandingWay &w) { quota_->count(table.quota_bit(w.kept), w.handshake); })
-			   : table.occupancy(sweep_.next_set, occupancy_part_sets_);
+	auto part = dp_->standing().occupancy(sweep_.next_set, occupancy_part_sets_);
 	if (!part) {
 		// Start over next period: a sum with a hole in it is no count.
 		log_error(name_ + ": counting standing entries: " + part.error().describe());
@@ -560,13 +553,28 @@ void ManagedInterface::count_occupancy_part(double now_s)
 	}
 }
 
-// A whole sweep counted every prefix: mark the full ones, and take the
-// excess of those over their quota (a scan of the table, only then).
+// Once a sweep: recount every prefix in one scan of the table (the data
+// plane adds its new sources as it grants them, and never takes one away),
+// take the excess of those over their quota (a second scan, only then), and
+// write the counts back with what the data plane added during the scan
+// (PrefixQuota::prefix_counts). A grant made between the second read and
+// the write is lost from its prefix's count until the next recount (whose
+// eviction then catches an excess).
 void ManagedInterface::enforce_prefix_quota()
 {
 	if (!quota_)
 		return;
 	const StandingTable table = dp_->standing();
+	if (auto ok = table.prefix_counts(quota_before_); !ok) {
+		log_error(name_ + ": reading the standing prefix quota: " + ok.error().describe());
+		return;
+	}
+	quota_->begin_sweep();
+	if (auto ok = table.for_each_live([&](const StandingWay &w) { quota_->count(table.quota_bit(w.kept), w.handshake); });
+	    !ok) {
+		log_error(name_ + ": counting the standing prefix quota: " + ok.error().describe());
+		return;
+	}
 	if (const uint32_t over = quota_->end_sweep()) {
 		auto ok = table.for_each_live([&](const StandingWay &w) {
 			const uint32_t bit = table.quota_bit(w.kept);
@@ -589,13 +597,11 @@ void ManagedInterface::enforce_prefix_quota()
 			 " evicted, weakest proof and least recently seen first; " + std::to_string(quota_->prefixes_full()) +
 			 " prefix(es) at their quota take no new source");
 	}
-	if (quota_written_.size() != quota_->full_words().size()) {
-		// never read: every word differs, so every word is written
-		quota_written_.assign(quota_->full_words().begin(), quota_->full_words().end());
-		for (uint64_t &w : quota_written_)
-			w = ~w;
+	if (auto ok = table.prefix_counts(quota_after_); !ok) {
+		log_error(name_ + ": reading the standing prefix quota: " + ok.error().describe());
+		return;
 	}
-	if (auto ok = table.set_prefix_full(quota_->full_words(), quota_written_); !ok)
+	if (auto ok = table.set_prefix_counts(quota_->prefix_counts(quota_before_, quota_after_)); !ok)
 		log_error(name_ + ": writing the standing prefix quota: " + ok.error().describe());
 }
 

@@ -167,10 +167,10 @@ private:
 	std::optional<AutoPolicy> policy_;
 	std::optional<Valve> valve_;
 	std::optional<StandingGovernor> governor_;
-	// The per-prefix quota (logic/prefix_quota), counted on the occupancy
-	// sweep; prefix_full as last written; entries it evicted.
+	// The per-prefix quota (logic/prefix_quota), recounted once a sweep;
+	// prefix_count as read around a recount; entries it evicted.
 	std::optional<PrefixQuota> quota_;
-	std::vector<uint64_t> quota_written_;
+	std::vector<uint32_t> quota_before_, quota_after_; // prefix_count read around a recount
 	uint64_t quota_evictions_ = 0;
 	void enforce_prefix_quota();
 	bool own_error_ = false; // the last own-address sync failed (logged once)

@@ -414,13 +414,13 @@ TEST(DataplaneStanding, AdoptingPinsOfLayout3IsRefusedWithThePathAndTheFix)
 TEST(DataplaneStanding, AdoptingPinsOfLayout4IsRefusedWithThePathAndTheFix)
 {
 	SLUICE_REQUIRE_ROOT();
-	// Layout 4's settings are layout 11's (the policy classes, the SYN
+	// Layout 4's settings are layout 12's (the policy classes, the SYN
 	// cookies, the port hint, capture, the drop sample's signature and
 	// the trust maps changed maps, not settings; penalty_set_mask took
 	// the padding): the version
 	// alone tells them apart, before any map (the lists' keys grew a set
 	// byte) is compared.
-	static_assert(SLUICE_LAYOUT_VERSION == 11);
+	static_assert(SLUICE_LAYOUT_VERSION == 12);
 	expect_old_layout_refused(4, sizeof(sluice_settings));
 }
 
@@ -474,6 +474,15 @@ TEST(DataplaneStanding, AdoptingPinsOfLayout10IsRefusedWithThePathAndTheFix)
 	// shorter (no peer ports) and it has no prefix_full map: the version
 	// tells them apart first.
 	expect_old_layout_refused(10, sizeof(sluice_settings));
+}
+
+TEST(DataplaneStanding, AdoptingPinsOfLayout11IsRefusedWithThePathAndTheFix)
+{
+	SLUICE_REQUIRE_ROOT();
+	// Layout 11's settings are layout 12's; its config is 8 bytes shorter
+	// (no prefix_quota) and its prefix quota is a bit map (prefix_full),
+	// not counts: the version tells them apart first.
+	expect_old_layout_refused(11, sizeof(sluice_settings));
 }
 
 // The cookie path's port hint (sluice_abi.h, listen_ports): the sockops

@@ -264,6 +264,10 @@ public:
 			err_ = "set_max_entries (standing): " + std::string(std::strerror(-e));
 			return;
 		}
+		if (int e = bpf_map__set_max_entries(skel_->maps.prefix_count, o.standing_sets * SLUICE_STANDING_WAYS)) {
+			err_ = "set_max_entries (prefix_count): " + std::string(std::strerror(-e));
+			return;
+		}
 		if (int e = bpf_map__set_max_entries(skel_->maps.slots, o.slots)) {
 			err_ = "set_max_entries: " + std::string(std::strerror(-e));
 			return;

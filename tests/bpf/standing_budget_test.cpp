@@ -458,3 +458,62 @@ TEST(StandingBudget, ObservedStandingOffHasOneSetAndCountsNothing)
 	for (std::uint64_t e : obs.way)
 		EXPECT_EQ(e, 0u);
 }
+
+// The per-prefix quota holds at once (sluice_abi.h, prefix_count): a grant of
+// a new source adds it to its /24's count, and a prefix at its quota takes no
+// new weak source, while another /24 still does; the daemon's recount (a
+// write of the counts) opens it again.
+TEST(StandingBudget, APrefixAtItsQuotaTakesNoNewSourceUntilItsCountIsWrittenLower)
+{
+	SLUICE_REQUIRE_ROOT();
+	Options o = with(1000, 1000, SLUICE_SERVING);
+	o.observe_periods = 1; // a source's first frame earns (observed) standing
+	o.config.prefix_quota = 3;
+	SLUICE_LOAD_OR_FAIL(s, o);
+	Standing st{s};
+	const int counts_fd = s.map_fd(s.skel()->maps.prefix_count);
+	const std::uint32_t bits = bpf_map__max_entries(s.skel()->maps.prefix_count);
+	EXPECT_EQ(bits, o.standing_sets * SLUICE_STANDING_WAYS) << "one count per way of the table";
+	auto nonzero = [&] {
+		std::vector<std::uint32_t> out;
+		for (std::uint32_t b = 0; b < bits; b++) {
+			std::uint32_t c = 0;
+			EXPECT_EQ(bpf_map_lookup_elem(counts_fd, &b, &c), 0);
+			if (c)
+				out.push_back(c);
+		}
+		std::sort(out.begin(), out.end());
+		return out;
+	};
+	auto has_standing = [&](const char *addr) { return st.way_of(hash_of(s, ip4(addr))) >= 0; };
+	for (int i = 1; i <= 6; i++) {
+		std::string a = "10.41.5." + std::to_string(i);
+		run_counted(s, udp4({}, {.src = ip4(a.c_str())}), 1);
+	}
+	for (int i = 1; i <= 6; i++) {
+		std::string a = "10.41.5." + std::to_string(i);
+		EXPECT_EQ(has_standing(a.c_str()), i <= 3) << a << ": the first 3 of the /24, then none";
+	}
+	run_counted(s, udp4({}, {.src = ip4("10.41.6.1")}), 1);
+	EXPECT_TRUE(has_standing("10.41.6.1")) << "another /24 has a quota of its own";
+	EXPECT_EQ(nonzero(), (std::vector<std::uint32_t>{sluice_prefix_count(1, 0), sluice_prefix_count(3, 0)}));
+
+	// A refresh of a source it holds is no new source: the count stays.
+	run_counted(s, udp4({}, {.src = ip4("10.41.5.1")}), 1);
+	EXPECT_EQ(nonzero(), (std::vector<std::uint32_t>{sluice_prefix_count(1, 0), sluice_prefix_count(3, 0)}));
+
+	// The daemon's recount writes every count: 10.41.5.0/24's entries went.
+	for (std::uint32_t b = 0; b < bits; b++) {
+		std::uint32_t c = 0;
+		ASSERT_EQ(bpf_map_lookup_elem(counts_fd, &b, &c), 0);
+		if (c == sluice_prefix_count(3, 0)) {
+			std::uint32_t two = sluice_prefix_count(2, 0);
+			ASSERT_EQ(bpf_map_update_elem(counts_fd, &b, &two, BPF_EXIST), 0);
+		}
+	}
+	run_counted(s, udp4({}, {.src = ip4("10.41.5.4")}), 1);
+	EXPECT_TRUE(has_standing("10.41.5.4")) << "under its quota again: a new source is granted";
+	EXPECT_EQ(nonzero(), (std::vector<std::uint32_t>{sluice_prefix_count(1, 0), sluice_prefix_count(3, 0)}));
+	run_counted(s, udp4({}, {.src = ip4("10.41.5.5")}), 1);
+	EXPECT_FALSE(has_standing("10.41.5.5")) << "and at it once more";
+}

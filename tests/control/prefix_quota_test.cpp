@@ -1,6 +1,10 @@
-// The per-prefix quota's choices (logic/prefix_quota.h): which prefixes are
-// full, and which entries of a prefix over its quota go first.
+// The per-prefix quota's choices (logic/prefix_quota.h): the counts written
+// back (read as the data plane reads them, bpf/standing.h's
+// sluice_prefix_closed), and which entries of a prefix over its quota go
+// first.
 #include "logic/prefix_quota.h"
+
+#include "bpf/standing.h"
 
 #include <gtest/gtest.h>
 
@@ -10,9 +14,10 @@
 namespace sluice {
 namespace {
 
-bool bit_set(const PrefixQuota &q, uint32_t bit)
+// Does the data plane refuse a new weak source of this prefix?
+bool bit_set(PrefixQuota &q, uint32_t bit)
 {
-	return (q.full_words()[bit / 64] >> (bit % 64)) & 1;
+	return sluice_prefix_closed(q.prefix_counts()[bit], q.quota(), 1);
 }
 
 std::vector<uint32_t> indices(std::span<const QuotaEviction> ev)
@@ -30,7 +35,9 @@ TEST(PrefixQuota, AnEmptyTableHasNoFullPrefix)
 	q.begin_sweep();
 	EXPECT_EQ(q.end_sweep(), 0u);
 	EXPECT_EQ(q.prefixes_full(), 0u);
-	EXPECT_TRUE(std::all_of(q.full_words().begin(), q.full_words().end(), [](uint64_t w) { return w == 0; }));
+	auto counts = q.prefix_counts();
+	EXPECT_EQ(counts.size(), 1024u);
+	EXPECT_TRUE(std::all_of(counts.begin(), counts.end(), [](uint32_t w) { return w == 0; }));
 	EXPECT_TRUE(q.choose().empty());
 }
 
@@ -74,12 +81,14 @@ TEST(PrefixQuota, TheExcessGoesWeakestProofFirstThenOldest)
 	for (const auto &e : chosen)
 		EXPECT_EQ(e.bit, 5u);
 	EXPECT_TRUE(bit_set(q, 5)) << "after the excess goes it still holds its quota";
+	EXPECT_EQ(q.prefix_counts()[5], sluice_prefix_count(3, 1)) << "101, a handshake, left the count: 100 is left";
+	EXPECT_EQ(q.prefix_counts()[9], sluice_prefix_count(1, 0));
 }
 
-bool handshakes_full(const PrefixQuota &q, uint32_t bit)
+// Does the data plane refuse a new handshake of this prefix?
+bool handshakes_full(PrefixQuota &q, uint32_t bit)
 {
-	const size_t half = q.full_words().size() / 2;
-	return (q.full_words()[half + bit / 64] >> (bit % 64)) & 1;
+	return sluice_prefix_closed(q.prefix_counts()[bit], q.quota(), SLUICE_PROOF_HANDSHAKE);
 }
 
 TEST(PrefixQuota, WeakEntriesNeverCloseAPrefixToHandshakes)
@@ -99,7 +108,7 @@ TEST(PrefixQuota, WeakEntriesNeverCloseAPrefixToHandshakes)
 	EXPECT_TRUE(bit_set(q, 41));
 	EXPECT_FALSE(handshakes_full(q, 41));
 	EXPECT_TRUE(handshakes_full(q, 42)) << "a quota of handshakes: a new handshake is refused too";
-	EXPECT_EQ(q.full_words().size(), 2 * (1024 / 64));
+	EXPECT_EQ(q.prefix_counts()[41], sluice_prefix_count(4, 3));
 }
 
 TEST(PrefixQuota, AHandshakeWithRecentTrafficGoesOnlyWhenNothingWeakerIsLeft)
@@ -125,6 +134,40 @@ TEST(PrefixQuota, ASweepStartsItsCountsAfresh)
 	q.count(1, false);
 	EXPECT_EQ(q.end_sweep(), 0u);
 	EXPECT_FALSE(bit_set(q, 1)) << "the prefix's entries lapsed: it may take new sources again";
+}
+
+TEST(PrefixQuota, ACountSaturatesAtSixteenBits)
+{
+	PrefixQuota q(64, 1);
+	q.begin_sweep();
+	for (int i = 0; i < 70000; i++)
+		q.count(4, true);
+	q.end_sweep();
+	EXPECT_EQ(q.prefix_counts()[4], 0xffffffffu) << "entries and handshakes each stop at 65535, neither spills";
+	EXPECT_TRUE(handshakes_full(q, 4));
+}
+
+TEST(PrefixQuota, GrantsTheDataPlaneMadeDuringTheScanAreAddedNotLost)
+{
+	PrefixQuota q(4, 8);
+	q.begin_sweep();
+	q.count(0, true);
+	q.count(1, false);
+	q.end_sweep();
+	// the map before the scan, and after it: bit 0 rose by 2 entries, one of
+	// them a handshake; bit 1 fell (written meanwhile: no rise); bit 2 rose
+	// by 3 weak ones; bit 3 is unchanged
+	const std::vector<uint32_t> before{sluice_prefix_count(1, 1), sluice_prefix_count(5, 0), 0,
+					   sluice_prefix_count(2, 0)};
+	const std::vector<uint32_t> after{sluice_prefix_count(3, 2), sluice_prefix_count(4, 0), sluice_prefix_count(3, 0),
+					  sluice_prefix_count(2, 0)};
+	auto counts = q.prefix_counts(before, after);
+	EXPECT_EQ(counts[0], sluice_prefix_count(3, 2));
+	EXPECT_EQ(counts[1], sluice_prefix_count(1, 0));
+	EXPECT_EQ(counts[2], sluice_prefix_count(3, 0));
+	EXPECT_EQ(counts[3], 0u) << "entries gone since the last write leave the count";
+	EXPECT_EQ(q.prefix_counts(before, std::vector<uint32_t>(3))[0], sluice_prefix_count(1, 1))
+		<< "spans of another size: the recount alone";
 }
 
 TEST(PrefixQuota, OffersBeyondItsCapacityWaitForTheNextSweep)

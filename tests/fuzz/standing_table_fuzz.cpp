@@ -1,7 +1,7 @@
 // standing_table_fuzz.cpp - libFuzzer harness for the daemon's writes to the
 // standing maps of a real, loaded program (ctl/lib/bpf/standing_table.h):
 // grants (sock_diag's kind), the operator's and the governor's revocations,
-// the prefix quota's evictions and its prefix_full words, in any order, on
+// the prefix quota's evictions and its prefix_count recount, in any order, on
 // any address of a small table. Built with ASan and UBSan; needs root (BPF).
 //
 // Input: a sequence of 4-byte operations [op, a, b, c]:
@@ -9,8 +9,8 @@
 //           1 revoke address(a, b) (the operator's)
 //           2 revoke_way(way a, the fingerprint that way holds, or c's)
 //           3 evict_way(way a, the fingerprint that way holds, or c's)
-//           4 set_prefix_full: every word c-patterned, written through a
-//             "written" copy read from the map (as the daemon starts)
+//           4 set_prefix_counts: every count c-patterned, written whole (as
+//             the daemon's recount), and a span one short, refused
 //           5 lookup address(a, b) and has_standing agree
 //   address(a, b): a % 4 picks 198.18.(a/4 % 4).b, 2001:2:0:(a/4 % 4)::b,
 //   127.0.0.b (never granted) or 0.0.0.b (never granted).
@@ -26,7 +26,8 @@
 // than the grant's; a revoked address has none and a penalty that runs; a
 // grant during that penalty grants nothing; an evicted or revoked way holds
 // its fingerprint no more, and evict_way says true only when it held it;
-// prefix_full reads back exactly the words set; a loopback or unspecified
+// prefix_count reads back exactly the counts set, and a span of another size
+// changes none of them; a loopback or unspecified
 // address never gets standing.
 //
 //   --write-corpus=DIR   write the seed corpus and exit
@@ -275,25 +276,27 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			break;
 		}
 		case 4: {
-			auto now = t.prefix_full_words();
-			if (!now)
-				die("reading prefix_full: " + now.error().describe());
-			// written: what the map holds, as the daemon reads it at start
-			std::vector<uint64_t> words(now->size()), written = *now;
-			for (size_t i = 0; i < words.size(); i++)
-				words[i] = (uint64_t(c) * 0x0101010101010101ull) ^ (uint64_t(b) << (i % 56)) ^ i;
-			if (auto ok = t.set_prefix_full(words, written); !ok)
-				die("set_prefix_full: " + ok.error().describe());
-			auto back = t.prefix_full_words();
-			if (!back)
-				die("reading prefix_full back: " + back.error().describe());
-			for (size_t i = 0; i < words.size(); i++)
-				if ((*back)[i] != words[i])
-					die("prefix_full word " + std::to_string(i) + " of " + std::to_string(words.size()) +
-					    " reads back " + std::to_string((*back)[i]) + ", " + std::to_string(words[i]) +
+			const size_t n = size_t(t.sets()) * SLUICE_STANDING_WAYS;
+			std::vector<uint32_t> now(n), same(n), back(n), counts(n);
+			if (auto ok = t.prefix_counts(now); !ok)
+				die("reading prefix_count: " + ok.error().describe());
+			if (t.prefix_counts(std::span<uint32_t>(same).first(n - 1)))
+				die("prefix_counts read into a span one short of the map");
+			for (size_t i = 0; i < counts.size(); i++)
+				counts[i] = (uint32_t(c) * 0x01010101u) ^ (uint32_t(b) << (i % 24)) ^ uint32_t(i);
+			if (t.set_prefix_counts(std::span<const uint32_t>(counts).first(counts.size() - 1)))
+				die("set_prefix_counts took a span one short of the map");
+			if (auto ok = t.prefix_counts(same); !ok || same != now)
+				die("a refused set_prefix_counts changed the map");
+			if (auto ok = t.set_prefix_counts(counts); !ok)
+				die("set_prefix_counts: " + ok.error().describe());
+			if (auto ok = t.prefix_counts(back); !ok)
+				die("reading prefix_count back: " + ok.error().describe());
+			for (size_t i = 0; i < counts.size(); i++)
+				if (back[i] != counts[i])
+					die("prefix_count " + std::to_string(i) + " of " + std::to_string(counts.size()) +
+					    " reads back " + std::to_string(back[i]) + ", " + std::to_string(counts[i]) +
 					    " was set");
-			if (written != words)
-				die("set_prefix_full's written copy is not what it wrote");
 			break;
 		}
 		default: {

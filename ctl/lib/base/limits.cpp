@@ -323,7 +323,7 @@ Status check_revoke_periods(Given periods)
 
 Status check_standing_prefix_quota(Given entries, uint64_t table_entries)
 {
-	return count_within(entries, 1, table_entries);
+	return count_within(entries, 1, std::min<uint64_t>(table_entries, SLUICE_PREFIX_QUOTA_MAX));
 }
 
 Status check_revoke_penalty_s(double seconds)

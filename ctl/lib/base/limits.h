@@ -165,7 +165,8 @@ inline constexpr double kRevokeSecondsMin = 1, kRevokeSecondsMax = 7 * 86400; //
 Status check_revoke_factor(double factor);       // more than 1, finite
 Status check_revoke_periods(Given periods);      // 1..kRevokePeriodsMax
 // --standing-prefix-quota: at least 1; at most the table's entries
-// (standing sets x ways), which is then no bound but a table's own size.
+// (standing sets x ways), which is then no bound but a table's own size,
+// and at most SLUICE_PREFIX_QUOTA_MAX (a prefix's count keeps 16 bits).
 Status check_standing_prefix_quota(Given entries, uint64_t table_entries);
 Status check_revoke_penalty_s(double seconds);   // kRevokeSecondsMin..kRevokeSecondsMax
 // penalty_s (the first penalty, itself valid)..kRevokeSecondsMax

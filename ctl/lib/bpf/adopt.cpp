@@ -102,10 +102,12 @@ Result<Dataplane> Dataplane::adopt(const std::string &dir)
 			return refused("pins under " + dir + " disagree with themselves (penalty map of " +
 				       std::to_string(max_entries[i]) + " sets, settings say " +
 				       std::to_string(dp.settings_.penalty_set_mask + 1) + ")" + fix);
-		else if (maps[i].entries == Entries::quota_words && max_entries[i] != 2 * (dp.settings_.penalty_set_mask + 1))
+		else if (maps[i].entries == Entries::quota_counts &&
+			 max_entries[i] != (dp.settings_.standing_set_mask + 1) * SLUICE_STANDING_WAYS)
 			return refused("pins under " + dir + " disagree with themselves (prefix quota map of " +
-				       std::to_string(max_entries[i]) + " words, settings say " +
-				       std::to_string(2 * (dp.settings_.penalty_set_mask + 1)) + ")" + fix);
+				       std::to_string(max_entries[i]) + " counts, settings say " +
+				       std::to_string((dp.settings_.standing_set_mask + 1) * SLUICE_STANDING_WAYS) + ")" +
+				       fix);
 		else if (maps[i].entries == Entries::observed_sets && max_entries[i] != dp.settings_.observe_set_mask + 1)
 			return refused("pins under " + dir + " disagree with themselves (observed map of " +
 				       std::to_string(max_entries[i]) + " sets, settings say " +

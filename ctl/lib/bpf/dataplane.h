@@ -120,7 +120,7 @@ public:
 	StandingTable standing() const
 	{
 		return StandingTable(maps_.standing.get(), settings_, maps_.standing_penalty.get(),
-				     maps_.own_addrs.get(), maps_.prefix_full.get());
+				     maps_.own_addrs.get(), maps_.prefix_count.get());
 	}
 	// The capture's maps (bpf/capture.h, bpf/capture_maps.h).
 	CaptureMapFds capture_maps() const

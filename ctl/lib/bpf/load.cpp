@@ -110,10 +110,12 @@ Result<Dataplane> Dataplane::load(const LoadOptions &opts, const sluice_config &
 			if (int err = bpf_map__set_max_entries(m.of(skel.get()), s.penalty_set_mask + 1); err)
 				return fail_bpf(err, "sizing the penalty map to " + std::to_string(s.penalty_set_mask + 1) +
 							     " sets");
-		if (m.entries == Entries::quota_words)
-			if (int err = bpf_map__set_max_entries(m.of(skel.get()), 2 * (s.penalty_set_mask + 1)); err)
+		if (m.entries == Entries::quota_counts)
+			if (int err = bpf_map__set_max_entries(m.of(skel.get()), opts.standing_sets * SLUICE_STANDING_WAYS);
+			    err)
 				return fail_bpf(err, "sizing the prefix quota's map to " +
-							     std::to_string(2 * (s.penalty_set_mask + 1)) + " words");
+							     std::to_string(opts.standing_sets * SLUICE_STANDING_WAYS) +
+							     " counts");
 		if (m.entries == Entries::observed_sets)
 			if (int err = bpf_map__set_max_entries(m.of(skel.get()), observed_sets); err)
 				return fail_bpf(err, "sizing the observed map to " + std::to_string(observed_sets) + " sets");

@@ -80,10 +80,9 @@ const std::array<MapPin, 26> kMapPins{{
 	 BPF_MAP_TYPE_ARRAY, 4, sizeof(sluice_slot), Entries::exact, SLUICE_GRANT_QUOTA_SLOTS},
 	{SLUICE_PIN_OWN_ADDRS, &MapFds::own_addrs, [](sluice_bpf *s) { return s->maps.own_addrs; }, BPF_MAP_TYPE_HASH,
 	 sizeof(sluice_addr16), 1, Entries::exact, SLUICE_OWN_ADDRS_MAX},
-	// The per-prefix quota's bits, one per standing way (one word per 8
-	// sets), twice: full, and full of handshakes.
-	{SLUICE_PIN_PREFIX_FULL, &MapFds::prefix_full, [](sluice_bpf *s) { return s->maps.prefix_full; },
-	 BPF_MAP_TYPE_ARRAY, 4, sizeof(__u64), Entries::quota_words, 0},
+	// The per-prefix quota's counts, one per standing way's bit.
+	{SLUICE_PIN_PREFIX_COUNT, &MapFds::prefix_count, [](sluice_bpf *s) { return s->maps.prefix_count; },
+	 BPF_MAP_TYPE_ARRAY, 4, sizeof(__u32), Entries::quota_counts, 0},
 }};
 
 const std::array<FeederPin, 5> kFeederPins{{

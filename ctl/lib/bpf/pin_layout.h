@@ -29,7 +29,7 @@ struct MapFds {
 	UniqueFd slots, config, counters, settings, allow_v4, allow_v6, deny_v4, deny_v6, drop_samples, standing,
 		newcomers, observed, classes, class_v4, class_v6, port_classes, class_counters, cookie_budget,
 		listen_ports, capture, capture_events, capture_stats, standing_penalty, grant_quota, own_addrs,
-		prefix_full;
+		prefix_count;
 };
 
 // The standing table's feeders (bpf/feeders.bpf.h), attached with one bpf_link
@@ -45,7 +45,7 @@ enum class Entries {
 	standing_sets, // the standing sets it is loaded with (LoadOptions::standing_sets, settings.standing_set_mask + 1)
 	observed_sets, // observed standing's sets: the standing sets when on, else 1 (settings.observe_set_mask + 1)
 	penalty_sets,  // revoked standing's sets: penalty_sets(standing sets) (settings.penalty_set_mask + 1)
-	quota_words,   // prefix_full's words: two per penalty set (2 x (settings.penalty_set_mask + 1))
+	quota_counts,  // prefix_count's counts: one per standing way ((settings.standing_set_mask + 1) x ways)
 	possible_cpus, // one per possible CPU (a perf event array: libbpf sizes it at load)
 };
 

@@ -200,11 +200,6 @@ Status StandingTable::for_each_set(uint32_t first_set, uint32_t count,
 	return {};
 }
 
-Result<StandingOccupancy> StandingTable::occupancy(uint32_t first_set, uint32_t count) const
-{
-	return occupancy(first_set, count, {});
-}
-
 // One live way as a scan hands it on.
 static StandingWay way_of(const sluice_standing_set &set, uint32_t idx, uint32_t w, uint32_t stamp)
 {
@@ -217,8 +212,7 @@ static StandingWay way_of(const sluice_standing_set &set, uint32_t idx, uint32_t
 	return out;
 }
 
-Result<StandingOccupancy> StandingTable::occupancy(uint32_t first_set, uint32_t count,
-						   const std::function<void(const StandingWay &)> &each) const
+Result<StandingOccupancy> StandingTable::occupancy(uint32_t first_set, uint32_t count) const
 {
 	const uint32_t end = first_set < sets() ? first_set + std::min(count, sets() - first_set) : first_set;
 	const uint32_t stamp = sluice_standing_stamp(dataplane_now());
@@ -229,8 +223,6 @@ Result<StandingOccupancy> StandingTable::occupancy(uint32_t first_set, uint32_t 
 			if (!sluice_standing_live(set.way[w], stamp, settings_.standing_lapse_ticks))
 				continue;
 			live++;
-			if (each)
-				each(way_of(set, idx, w, stamp));
 		}
 		o.live += live;
 		o.full_sets += live == SLUICE_STANDING_WAYS;
@@ -338,30 +330,59 @@ Result<bool> StandingTable::evict_way(uint32_t index, uint32_t fp) const
 	return true;
 }
 
-Status StandingTable::set_prefix_full(std::span<const uint64_t> words, std::span<uint64_t> written) const
+namespace {
+constexpr uint32_t kCountChunk = 4096; // counts a batch call moves (its keys: 16 KiB of stack)
+} // namespace
+
+Status StandingTable::set_prefix_counts(std::span<const uint32_t> counts) const
 {
 	if (prefix_fd_ < 0)
-		return refused("standing: these pins have no prefix_full map (made by an older build)");
-	const size_t n = std::min(words.size(), written.size());
-	for (uint32_t i = 0; i < n; i++) {
-		if (words[i] == written[i])
-			continue;
-		if (int err = bpf_map_update_elem(prefix_fd_, &i, &words[i], BPF_EXIST); err)
-			return fail_errno("writing prefix_full word " + std::to_string(i));
-		written[i] = words[i];
+		return refused("standing: these pins have no prefix_count map (made by an older build)");
+	const size_t n = size_t(sets()) * SLUICE_STANDING_WAYS;
+	if (counts.size() != n)
+		return invalid("standing: " + std::to_string(counts.size()) + " prefix counts for a map of " +
+			       std::to_string(n));
+	std::array<uint32_t, kCountChunk> keys;
+	for (uint32_t first = 0; first < n; first += kCountChunk) {
+		uint32_t count = uint32_t(std::min<size_t>(kCountChunk, n - first));
+		for (uint32_t k = 0; k < count; k++)
+			keys[k] = first + k;
+		LIBBPF_OPTS(bpf_map_batch_opts, opts);
+		if (int err = bpf_map_update_batch(prefix_fd_, keys.data(), counts.data() + first, &count, &opts); err) {
+			if (err != -EINVAL && err != -EOPNOTSUPP && err != -524 /* ENOTSUPP */)
+				return fail_bpf(err, "writing prefix_count from " + std::to_string(first));
+			// Kernels without batch updates: one count at a time.
+			for (uint32_t k = 0; k < uint32_t(std::min<size_t>(kCountChunk, n - first)); k++)
+				if (bpf_map_update_elem(prefix_fd_, &keys[k], &counts[first + k], BPF_EXIST))
+					return fail_errno("writing prefix_count " + std::to_string(first + k));
+		}
 	}
 	return {};
 }
 
-Result<std::vector<uint64_t>> StandingTable::prefix_full_words() const
+Status StandingTable::prefix_counts(std::span<uint32_t> out) const
 {
 	if (prefix_fd_ < 0)
-		return refused("standing: these pins have no prefix_full map (made by an older build)");
-	std::vector<uint64_t> out(2 * size_t(settings_.penalty_set_mask + 1));
-	for (uint32_t i = 0; i < out.size(); i++)
-		if (int err = bpf_map_lookup_elem(prefix_fd_, &i, &out[i]); err)
-			return fail_errno("reading prefix_full word " + std::to_string(i));
-	return out;
+		return refused("standing: these pins have no prefix_count map (made by an older build)");
+	const size_t n = size_t(sets()) * SLUICE_STANDING_WAYS;
+	if (out.size() != n)
+		return invalid("standing: room for " + std::to_string(out.size()) + " prefix counts, the map has " +
+			       std::to_string(n));
+	std::array<uint32_t, kCountChunk> keys;
+	for (uint32_t first = 0; first < n; first += kCountChunk) {
+		uint32_t count = uint32_t(std::min<size_t>(kCountChunk, n - first)), out_batch = 0;
+		uint32_t in_batch = first - 1; // array batches resume after in_batch
+		LIBBPF_OPTS(bpf_map_batch_opts, opts);
+		int err = bpf_map_lookup_batch(prefix_fd_, first == 0 ? nullptr : &in_batch, &out_batch, keys.data(),
+					       out.data() + first, &count, &opts);
+		if (err && err != -ENOENT) {
+			// Kernels without batch ops: one count at a time.
+			for (uint32_t i = first; i < first + uint32_t(std::min<size_t>(kCountChunk, n - first)); i++)
+				if (bpf_map_lookup_elem(prefix_fd_, &i, &out[i]))
+					return fail_errno("reading prefix_count " + std::to_string(i));
+		}
+	}
+	return {};
 }
 
 Result<Revoked> StandingTable::revoke_way(uint32_t index, uint32_t fp,

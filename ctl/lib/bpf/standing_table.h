@@ -111,10 +111,6 @@ public:
 	// The sets [first, first + count) alone (clipped to the table; capacity
 	// is that part's): the daemon counts the table a part per period.
 	Result<StandingOccupancy> occupancy(uint32_t first, uint32_t count) const;
-	// The same, and `each` called with every live entry of the part (the
-	// per-prefix quota's count rides on the occupancy sweep).
-	Result<StandingOccupancy> occupancy(uint32_t first, uint32_t count,
-					    const std::function<void(const StandingWay &)> &each) const;
 	// The per-prefix quota's bit of a kept source (bpf/standing.h,
 	// sluice_quota_bit, under this table's key and size).
 	uint32_t quota_bit(const uint64_t kept[2]) const;
@@ -122,12 +118,13 @@ public:
 	// (a prefix over its quota gives up its excess; the source may earn
 	// standing again). false: it held another source, or none, by then.
 	Result<bool> evict_way(uint32_t index, uint32_t fp) const;
-	// prefix_full as `words` (one bit per way); only the words that differ
-	// from `written` are written, and `written` takes them. Refused on pins
-	// without the map.
-	Status set_prefix_full(std::span<const uint64_t> words, std::span<uint64_t> written) const;
-	// prefix_full as the program reads it, every word.
-	Result<std::vector<uint64_t>> prefix_full_words() const;
+	// prefix_count as `counts` (one per way's bit, bpf/standing.h's
+	// sluice_prefix_count words), written whole. Refused on pins without the
+	// map, and for a span of another size (the map unchanged).
+	Status set_prefix_counts(std::span<const uint32_t> counts) const;
+	// prefix_count as the program reads it, every count, into `out` (of
+	// the map's size, or refused).
+	Status prefix_counts(std::span<uint32_t> out) const;
 
 private:
 	Status for_each_set(uint32_t first, uint32_t count,

@@ -9,7 +9,8 @@ namespace sluice {
 BudgetAsk budgets_of(const sluice_config &cfg)
 {
 	return BudgetAsk{cfg.rate_pps,       cfg.burst,      cfg.standing_rate_pps, cfg.standing_burst,
-			 cfg.newcomer_pps,   cfg.cookie_pps, cfg.grant_rate_per_s,  cfg.grant_burst};
+			 cfg.newcomer_pps,   cfg.cookie_pps, cfg.grant_rate_per_s,  cfg.grant_burst,
+			 cfg.prefix_quota};
 }
 
 uint64_t cost_ns_for_rate(uint64_t rate_pps)
@@ -63,6 +64,10 @@ Result<sluice_config> config_with_budgets(sluice_config cfg, const BudgetAsk &as
 	if (ask.grant_rate_per_s)
 		if (auto ok = check_grant_burst(ask.grant_burst, Voice::invariant); !ok)
 			return std::unexpected(ok.error());
+	if (ask.prefix_quota)
+		if (auto ok = named("prefix quota", check_standing_prefix_quota(ask.prefix_quota, SLUICE_PREFIX_QUOTA_MAX));
+		    !ok)
+			return std::unexpected(ok.error());
 	PerCpuBucket nb = per_cpu_bucket(ask.newcomer_pps, cpus);
 	PerCpuBucket cb = per_cpu_bucket(ask.cookie_pps, cpus);
 	// (hold for every pps checked above)
@@ -87,6 +92,7 @@ Result<sluice_config> config_with_budgets(sluice_config cfg, const BudgetAsk &as
 	cfg.grant_cost_ns = ask.grant_rate_per_s ? cost_ns_for_rate(ask.grant_rate_per_s) : 0;
 	cfg.grant_burst = ask.grant_burst;
 	cfg.grant_rate_per_s = ask.grant_rate_per_s;
+	cfg.prefix_quota = ask.prefix_quota;
 	return cfg;
 }
 

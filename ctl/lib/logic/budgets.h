@@ -25,6 +25,7 @@ struct BudgetAsk {
 	uint64_t cookie_pps = defaults::kCookiePps; // SYN-ACKs a second; 0: none (every cookie SYN is shed)
 	uint64_t grant_rate_per_s = defaults::kGrantRatePerS; // UDP grants per user a second; 0: none
 	uint64_t grant_burst = defaults::kGrantBurst;
+	uint32_t prefix_quota = defaults::kStandingPrefixQuota; // entries a /24 or /48 may hold; 0: no quota
 };
 
 // What a config asks for now (its bookkeeping fields), to change one part of.

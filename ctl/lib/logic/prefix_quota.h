@@ -1,22 +1,22 @@
 // prefix_quota.h - one /24 (IPv4) or /48 (IPv6) holds only its quota of the
-// standing table. Pure logic: the daemon sweeps the table a part each period
-// (the occupancy sweep it does anyway) and counts each live entry under its
+// standing table. The data plane counts each new source it grants under its
 // prefix's bit (bpf/standing.h, sluice_quota_bit: the keyed hash of the
-// prefix, one bit per way of the table). At the end of a sweep:
-//   - a prefix holding its quota or more has its bit set in prefix_full's
-//     first half, so the data plane refuses a new source of it whose proof
-//     is weaker than a handshake (a refresh of one it holds still passes);
-//   - a prefix holding its quota of handshakes has its bit set in the second
-//     half too, and then refuses a new handshake as well. A handshake is
-//     never refused for weaker entries: a local user's UDP grants cannot
-//     keep a real client of that prefix out (the sweep evicts them for it);
-//   - a prefix holding more than its quota (grants made within a sweep,
-//     before its bit was set) gives up the excess: a second scan offers the
-//     entries of those prefixes here, and the weakest proof, then the least
-//     recently seen, are evicted first, so a source with a handshake and
-//     recent traffic goes only when nothing weaker of its prefix is left.
-// Memory is fixed at construction: a count per bit, the bit words, and a
-// bounded list of candidates (more than that many in one sweep: the rest
+// prefix, one bit per way of the table; the prefix_count map) and refuses a
+// new source of a prefix at its quota at once: a weak proof once the prefix
+// holds its quota, a handshake once it holds its quota of handshakes (weak
+// entries never keep out a handshake). It never takes a count away. Pure
+// logic: every sweep of the table (kOccupancySweepS) the daemon recounts
+// every live entry here, in one scan, and then:
+//   - a prefix holding more than its quota (a handshake that came to a
+//     prefix full of weaker entries, or grants that raced on two CPUs) gives
+//     up the excess: a second scan offers the entries of those prefixes
+//     here, and the weakest proof, then the least recently seen, are evicted
+//     first, so a source with a handshake and recent traffic goes only when
+//     nothing weaker of its prefix is left;
+//   - the counts, after the evictions, are written back whole, so entries
+//     that lapsed or were revoked leave their prefix's count.
+// Memory is fixed at construction: a count per bit, the words written, and
+// a bounded list of candidates (more than that many in one sweep: the rest
 // are handled by the next).
 #pragma once
 
@@ -45,8 +45,8 @@ public:
 	// one, bpf/standing.h's strongest), end.
 	void begin_sweep();
 	void count(uint32_t bit, bool handshake);
-	// The sweep is whole: the bit words are final (full_words()). Returns
-	// the number of prefixes over their quota (0: no eviction scan needed).
+	// The sweep is whole. Returns the number of prefixes over their quota
+	// (0: no eviction scan needed).
 	uint32_t end_sweep();
 	bool over(uint32_t bit) const;
 	// The eviction scan: each live entry of a prefix over its quota
@@ -54,23 +54,31 @@ public:
 	// higher is stronger) and its age in ticks since it was last stamped.
 	void offer(uint32_t bit, uint32_t index, uint32_t fp, uint32_t proof, uint32_t age);
 	// Of the offered entries, the ones to evict: for each prefix, as many
-	// as it holds over its quota, weakest proof first, then the oldest.
-	// Clears the offers.
+	// as it holds over its quota, weakest proof first, then the oldest
+	// (their prefix's counts lose them). Clears the offers.
 	std::span<const QuotaEviction> choose();
-	// prefix_full as it should be: words [0, W) bit b set iff its prefix
-	// holds >= quota entries; words [W, 2W) iff it holds >= quota
-	// handshakes (W: one word per 64 bits).
-	std::span<const uint64_t> full_words() const { return words_; }
+	// prefix_count as it should be written: each bit's entries and
+	// handshakes (bpf/standing.h, sluice_prefix_count), as counted less
+	// what choose() evicted, plus what the data plane added to the map
+	// while the table was scanned (each field's rise from `before`, read
+	// just before the scan, to `after`, read just before this write; none
+	// when either is empty). The scan may have seen some of those grants
+	// already: they are counted twice, until the next recount, so that a
+	// grant during the scan is never lost from its prefix's count.
+	std::span<const uint32_t> prefix_counts(std::span<const uint32_t> before = {},
+						std::span<const uint32_t> after = {});
+	// Prefixes that held their quota or more at the sweep's end.
 	uint32_t prefixes_full() const { return full_; }
 
 private:
 	struct Offer {
 		uint64_t key; // bit << 32 | (3 - proof) << 28 | age: within a bit, the higher goes first
 		uint32_t index, fp;
+		bool handshake;
 	};
 	uint32_t mask_, quota_;
 	std::vector<uint16_t> counts_, handshakes_;
-	std::vector<uint64_t> words_;
+	std::vector<uint32_t> words_;
 	std::vector<Offer> offers_;
 	size_t offered_ = 0;
 	std::vector<QuotaEviction> chosen_;
