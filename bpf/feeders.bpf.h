@@ -118,9 +118,12 @@ static __always_inline int udp_client_socket(struct bpf_sock_addr *ctx, int unbo
 	return port >= settings.ephemeral_lo && port <= settings.ephemeral_hi;
 }
 
-/* The UDP feeders' grant budget: a token of the calling user's bucket
- * (grant_quota, by uid), so one local user grants at most grant_burst
- * entries at once and 1e9 / grant_cost_ns a second; 0 cost: no UDP grants. */
+/* The UDP feeders' grant budget: a token of each of the calling user's
+ * buckets (grant_quota, by uid), so one local user grants at most
+ * grant_burst entries at once and 1e9 / grant_cost_ns a second, and at most
+ * grant_max a lapse time (its total; 0 cost: no such bound); 0 grant cost:
+ * no UDP grants. The rate's token goes first: a burst the rate refuses
+ * spends nothing of the total. */
 static __always_inline int udp_grant_budget(void)
 {
 	__u32 zero = 0;
@@ -129,10 +132,15 @@ static __always_inline int udp_grant_budget(void)
 	if (!cfg || !cfg->grant_cost_ns)
 		return 0;
 	__u32 idx = (__u32)bpf_get_current_uid_gid() & (SLUICE_GRANT_QUOTA_SLOTS - 1);
+	__u32 total_idx = idx + SLUICE_GRANT_QUOTA_SLOTS;
 	struct sluice_slot *b = bpf_map_lookup_elem(&grant_quota, &idx);
+	struct sluice_slot *t = bpf_map_lookup_elem(&grant_quota, &total_idx);
+	__u64 now = SLUICE_CLOCK() + SLUICE_TIME_BIAS;
 
-	return b && sluice_admit1(&b->empty_at, SLUICE_CLOCK() + SLUICE_TIME_BIAS, cfg->grant_cost_ns,
-				  cfg->grant_burst * cfg->grant_cost_ns);
+	if (!b || !t || !sluice_admit1(&b->empty_at, now, cfg->grant_cost_ns, cfg->grant_burst * cfg->grant_cost_ns))
+		return 0;
+	return !cfg->grant_total_cost_ns ||
+	       sluice_admit1(&t->empty_at, now, cfg->grant_total_cost_ns, cfg->grant_max * cfg->grant_total_cost_ns);
 }
 
 /* The peer port a UDP call names (host order; user_port holds it in

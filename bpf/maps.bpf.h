@@ -117,11 +117,12 @@ struct {
 	__type(value, __u32);
 } prefix_count SEC(".maps");
 
-/* The UDP feeders' grant budget, one bucket per local user (uid &
- * (SLUICE_GRANT_QUOTA_SLOTS - 1)), shared by the CPUs (compare-and-swap). */
+/* The UDP feeders' grant budget, two buckets per local user (uid &
+ * (SLUICE_GRANT_QUOTA_SLOTS - 1)): its rate, and its total (sluice_abi.h,
+ * SLUICE_GRANT_QUOTA_ENTRIES), shared by the CPUs (compare-and-swap). */
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
-	__uint(max_entries, SLUICE_GRANT_QUOTA_SLOTS);
+	__uint(max_entries, SLUICE_GRANT_QUOTA_ENTRIES);
 	__type(key, __u32);
 	__type(value, struct sluice_slot);
 } grant_quota SEC(".maps");

@@ -37,7 +37,9 @@
  * 11: a UDP grant's standing is bound to its peer's port (the standing
  *    set's port[]); the prefix_full map (the per-prefix quota).
  * 12: the per-prefix quota is counted as grants are made: the prefix_count
- *    map (a count per prefix bit) replaces prefix_full, config.prefix_quota. */
+ *    map (a count per prefix bit) replaces prefix_full, config.prefix_quota;
+ *    each local user's second grant bucket (grant_quota's upper half,
+ *    config.grant_total_cost_ns and grant_max). */
 #define SLUICE_LAYOUT_VERSION 12
 
 /* Table size bounds. The slot table is a BPF_MAP_TYPE_ARRAY whose size is a
@@ -210,6 +212,16 @@ struct sluice_config {
 	 * --standing-prefix-quota); 0: no quota. */
 	__u32 prefix_quota;
 	__u32 _pad3;
+	/* Read by the program: "so many in all" per local user. A second bucket
+	 * per user (grant_quota's upper half) holds grant_max UDP grants and
+	 * refills them over the lapse time: 1e9 x lapse / grant_max ns a grant
+	 * (0: no such bound). An entry a UDP grant made lapses after the lapse
+	 * time unless its peer keeps it alive, so a user's grants live at once
+	 * number at most about twice grant_max, plus those its peers keep. */
+	__u64 grant_total_cost_ns;
+	__u64 grant_max;
+	/* bookkeeping, not read by the program */
+	__u64 grant_window_s;       /* the lapse time grant_total_cost_ns spreads grant_max over */
 };
 
 /* config.cookie_mode: when a SYN without standing is answered with a
@@ -656,6 +668,10 @@ struct sluice_penalty_set {
  * grants are the only ones a user can make at will, so they are the ones
  * bounded per prover. */
 #define SLUICE_GRANT_QUOTA_SLOTS 4096u
+/* grant_quota's entries: [0, SLOTS) the users' rate buckets (grant_cost_ns,
+ * grant_burst), [SLOTS, 2 x SLOTS) their totals (grant_total_cost_ns,
+ * grant_max). */
+#define SLUICE_GRANT_QUOTA_ENTRIES (2 * SLUICE_GRANT_QUOTA_SLOTS)
 
 /* The host's own addresses (the daemon's network namespace, every
  * interface), as the standing table keeps a source (16 bytes, IPv4 as

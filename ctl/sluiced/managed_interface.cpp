@@ -148,6 +148,8 @@ Result<std::unique_ptr<ManagedInterface>> ManagedInterface::start(const DaemonOp
 		ask.grant_rate_per_s = opts.grant_rate_per_s;
 		ask.grant_burst = opts.grant_burst;
 		ask.prefix_quota = opts.standing_prefix_quota;
+		ask.grant_max = opts.grant_max;
+		ask.grant_window_s = opts.load.standing_lapse_s;
 		auto budgeted = config_with_budgets(*cfg, ask, m->cpus_);
 		if (!budgeted)
 			return std::unexpected(budgeted.error());
@@ -182,7 +184,7 @@ Result<std::unique_ptr<ManagedInterface>> ManagedInterface::start(const DaemonOp
 					       BudgetAsk{opts.rate_pps, opts.burst, opts.standing_rate_pps,
 							 opts.standing_burst, newcomer_pps_asked(opts, m->cpus_),
 							 opts.cookie_pps, opts.grant_rate_per_s, opts.grant_burst,
-							 opts.standing_prefix_quota},
+							 opts.standing_prefix_quota, opts.grant_max, opts.load.standing_lapse_s},
 					       m->cpus_);
 		if (!cfg)
 			return std::unexpected(cfg.error());

@@ -282,6 +282,7 @@ Result<ParsedOptions> parse_daemon_options(int argc, const char *const *argv)
 	int64_t cookie_pps = static_cast<int64_t>(o.cookie_pps);
 	int64_t standing_pps = static_cast<int64_t>(o.standing_capacity_pps);
 	int64_t grant_rate = static_cast<int64_t>(o.grant_rate_per_s), grant_burst = static_cast<int64_t>(o.grant_burst);
+	int64_t grant_max = static_cast<int64_t>(o.grant_max);
 	int64_t revoke_periods = o.revoke.over_periods;
 	int64_t prefix_quota = o.standing_prefix_quota;
 	std::string cookies(cookie_mode_name(o.cookie_mode));
@@ -322,6 +323,7 @@ Result<ParsedOptions> parse_daemon_options(int argc, const char *const *argv)
 		("revoke-penalty-max", po::value(&o.revoke.penalty_max_s)->default_value(o.revoke.penalty_max_s), "... up to this many seconds")
 		("grant-rate", po::value(&grant_rate)->default_value(grant_rate), "standing grants a second one local user's UDP sockets may make (connect/sendto to a peer); 0: UDP grants none")
 		("grant-burst", po::value(&grant_burst)->default_value(grant_burst), "UDP grants one local user may make at once")
+		("grant-max", po::value(&grant_max)->default_value(grant_max), "UDP grants one local user may make in a lapse time (--standing-lapse), so many in all; 0: no such bound")
 		("newcomer-pps", po::value(&newcomer_pps), "while shedding, the pps the sources without standing share, all CPUs together (default: --trip-pps / 10; 0: none)")
 		("cookies", po::value(&cookies)->default_value(cookies), "answer a TCP SYN from a source without standing to a listening port with a SYN cookie from XDP: shedding (while the breaker sheds), always, off (the newcomer budget alone)")
 		("cookie-pps", po::value(&cookie_pps)->default_value(cookie_pps), "SYN-ACKs a second the program may send, all CPUs together (a ceiling on reflection; 0: none, cookie SYNs are shed)")
@@ -469,6 +471,9 @@ Result<ParsedOptions> parse_daemon_options(int argc, const char *const *argv)
 		return std::unexpected(ok.error());
 	o.grant_rate_per_s = static_cast<uint64_t>(grant_rate);
 	o.grant_burst = static_cast<uint64_t>(grant_burst);
+	if (auto ok = named("--grant-max", check_grant_max(grant_max)); !ok)
+		return std::unexpected(ok.error());
+	o.grant_max = static_cast<uint64_t>(grant_max);
 	if (auto ok = named("--observe-periods", check_observe_periods(observe_periods)); !ok)
 		return std::unexpected(ok.error());
 	o.load.observe_periods = static_cast<uint32_t>(observe_periods);

@@ -23,6 +23,7 @@
 #include <netinet/in.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -283,6 +284,59 @@ TEST(DataplaneStanding, AUsersUdpGrantsStopAtItsBudgetAndEvictNoHandshake)
 		ASSERT_TRUE(r);
 		EXPECT_TRUE(r->live) << a << " (a handshake) was evicted by UDP grants";
 	}
+}
+
+// So many in all: a user's second bucket (grant_quota's upper half) holds
+// grant_max grants and refills them over the lapse time, so with the rate's
+// burst to spare the user's UDP grants stop at grant_max, and another user
+// has a total of its own.
+TEST(DataplaneStanding, AUsersUdpGrantsStopAtItsTotalForTheLapseTime)
+{
+	SLUICE_REQUIRE_ROOT();
+	enter_private_net();
+	sluice_config cfg = initial_config();
+	BudgetAsk ask = budgets_of(cfg);
+	ask.grant_max = 7;
+	ask.grant_window_s = defaults::kStandingLapseS;
+	auto budgeted = config_with_budgets(cfg, ask, 1);
+	ASSERT_TRUE(budgeted) << budgeted.error().describe();
+	EXPECT_EQ(budgeted->grant_total_cost_ns, (uint64_t(defaults::kStandingLapseS) * SLUICE_NSEC_PER_SEC + 6) / 7);
+	LoadOptions o;
+	auto loaded = Dataplane::load(o, *budgeted);
+	ASSERT_TRUE(loaded) << loaded.error().describe();
+	Dataplane dp = std::move(*loaded);
+	ASSERT_TRUE(dp.attach_feeders());
+	auto connects = [](uint32_t first, uint32_t n) {
+		for (uint32_t i = first; i < first + n; i++) {
+			Fd u(socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0));
+			sockaddr_in peer{};
+			peer.sin_family = AF_INET;
+			peer.sin_port = htons(53);
+			peer.sin_addr.s_addr = htonl((198u << 24) | (19u << 16) | (i << 8) | 1u); // a /24 each
+			connect(u.fd, reinterpret_cast<sockaddr *>(&peer), sizeof(peer));
+		}
+	};
+	auto live = [&] {
+		auto occ = dp.standing().occupancy();
+		EXPECT_TRUE(occ);
+		return occ ? occ->live : 0;
+	};
+	const uint64_t before = live();
+	connects(0, 40); // 40 < the rate's burst of 100
+	EXPECT_EQ(live() - before, 7u) << "the user's total, not its rate, stopped the grants";
+	// another user (its own buckets): a child process as uid 65534
+	pid_t child = fork();
+	ASSERT_GE(child, 0);
+	if (child == 0) {
+		if (setresuid(65534, 65534, 65534) != 0)
+			_exit(2);
+		connects(100, 20);
+		_exit(0);
+	}
+	int status = 0;
+	ASSERT_EQ(waitpid(child, &status, 0), child);
+	ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+	EXPECT_EQ(live() - before, 14u) << "a second user has a total of its own";
 }
 
 TEST(DataplaneStanding, GrantsFromTheHostRecordTheirReasonAndARefreshKeepsIt)

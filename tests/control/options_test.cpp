@@ -614,6 +614,15 @@ TEST(Options, StandingPrefixQuotaAndFeederCgroup)
 		       {"--standing-prefix-quota", "129"});
 	expect_bad_value("--standing-prefix-quota", "0", {"must be 1..", "got 0"});
 	expect_bad_value("--standing-prefix-quota", "-3");
+	// the largest a prefix's 16-bit count allows, whatever the table
+	expect_bad_value("--standing-prefix-quota", "32001", {"--standing-prefix-quota", "32001"});
+	EXPECT_EQ(good({"--standing-prefix-quota", "32000"}).standing_prefix_quota, 32000u);
+	// so many in all: a user's UDP grants a lapse time; 0 is no such bound
+	EXPECT_EQ(d.grant_max, 1000u);
+	EXPECT_EQ(good({"--grant-max", "0"}).grant_max, 0u);
+	EXPECT_EQ(good({"--grant-max", "1000000"}).grant_max, 1000000u);
+	expect_bad_value("--grant-max", "1000001", {"--grant-max", "1000001"});
+	expect_bad_value("--grant-max", "-1");
 	// a cgroup v2 directory, checked at parse: a file, a missing path and a
 	// directory of another file system are refused, naming the option
 	expect_bad_value("--feeder-cgroup", "/nonexistent/sluice-cgroup", {"--feeder-cgroup", "/nonexistent"});

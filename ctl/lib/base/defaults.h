@@ -45,6 +45,11 @@ inline constexpr uint64_t kStandingCapacityPps = 0;
 // for 100,000 gets these).
 inline constexpr uint64_t kGrantRatePerS = 10;
 inline constexpr uint64_t kGrantBurst = 100;
+// And so many in all: kGrantMax UDP grants per user a lapse time (the
+// rate alone allows 36,100 an hour). 1,000: far more peers than a host's
+// own clients (resolvers, NTP, a service's upstreams) talk to in an hour; a
+// recursive resolver on the host talks to more, and its operator raises it.
+inline constexpr uint64_t kGrantMax = 1000;
 // While shedding, the sources without standing share this budget: a tenth of
 // trip-pps (--newcomer-pps 0 sheds them all, as before standing).
 inline constexpr uint64_t kNewcomerShareDivisor = 10;

@@ -220,6 +220,13 @@ Status check_grant_burst(Given burst, Voice voice)
 	return within(burst, SLUICE_BURST_MIN, SLUICE_BURST_MAX, "grant burst", voice);
 }
 
+Status check_grant_max(Given grants, Voice voice)
+{
+	if (grants.within(0, 0))
+		return {};
+	return within(grants, SLUICE_BURST_MIN, SLUICE_BURST_MAX, "grant total", voice);
+}
+
 Status check_observe_periods(Given periods)
 {
 	if (periods.within(0, SLUICE_OBSERVE_PERIODS_MAX))

@@ -97,6 +97,9 @@ Status check_standing_capacity(Given pps);
 // SLUICE_RATE_MIN..SLUICE_RATE_MAX a second, a burst of SLUICE_BURST_MIN..SLUICE_BURST_MAX
 Status check_grant_rate(Given rate, Voice voice = Voice::input);
 Status check_grant_burst(Given burst, Voice voice = Voice::input);
+// --grant-max: UDP grants per user a lapse time; 0 (no such bound) or as a
+// burst may be (SLUICE_BURST_MIN..SLUICE_BURST_MAX).
+Status check_grant_max(Given grants, Voice voice = Voice::input);
 // observed standing, distinct ticks: 0 (off)..SLUICE_OBSERVE_PERIODS_MAX
 Status check_observe_periods(Given periods);
 // The newcomer budget, all CPUs together: 0 (none), or what `cpus` per-CPU

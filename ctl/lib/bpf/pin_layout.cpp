@@ -77,7 +77,7 @@ const std::array<MapPin, 26> kMapPins{{
 	{SLUICE_PIN_STANDING_PENALTY, &MapFds::standing_penalty, [](sluice_bpf *s) { return s->maps.standing_penalty; },
 	 BPF_MAP_TYPE_ARRAY, 4, sizeof(sluice_penalty_set), Entries::penalty_sets, 0},
 	{SLUICE_PIN_GRANT_QUOTA, &MapFds::grant_quota, [](sluice_bpf *s) { return s->maps.grant_quota; },
-	 BPF_MAP_TYPE_ARRAY, 4, sizeof(sluice_slot), Entries::exact, SLUICE_GRANT_QUOTA_SLOTS},
+	 BPF_MAP_TYPE_ARRAY, 4, sizeof(sluice_slot), Entries::exact, SLUICE_GRANT_QUOTA_ENTRIES},
 	{SLUICE_PIN_OWN_ADDRS, &MapFds::own_addrs, [](sluice_bpf *s) { return s->maps.own_addrs; }, BPF_MAP_TYPE_HASH,
 	 sizeof(sluice_addr16), 1, Entries::exact, SLUICE_OWN_ADDRS_MAX},
 	// The per-prefix quota's counts, one per standing way's bit.

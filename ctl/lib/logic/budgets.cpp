@@ -10,7 +10,7 @@ BudgetAsk budgets_of(const sluice_config &cfg)
 {
 	return BudgetAsk{cfg.rate_pps,       cfg.burst,      cfg.standing_rate_pps, cfg.standing_burst,
 			 cfg.newcomer_pps,   cfg.cookie_pps, cfg.grant_rate_per_s,  cfg.grant_burst,
-			 cfg.prefix_quota};
+			 cfg.prefix_quota,   cfg.grant_max,  cfg.grant_window_s};
 }
 
 uint64_t cost_ns_for_rate(uint64_t rate_pps)
@@ -64,6 +64,11 @@ Result<sluice_config> config_with_budgets(sluice_config cfg, const BudgetAsk &as
 	if (ask.grant_rate_per_s)
 		if (auto ok = check_grant_burst(ask.grant_burst, Voice::invariant); !ok)
 			return std::unexpected(ok.error());
+	if (auto ok = check_grant_max(ask.grant_max, Voice::invariant); !ok)
+		return std::unexpected(ok.error());
+	if (ask.grant_max)
+		if (auto ok = check_standing_lapse_s(ask.grant_window_s); !ok)
+			return std::unexpected(ok.error());
 	if (ask.prefix_quota)
 		if (auto ok = named("prefix quota", check_standing_prefix_quota(ask.prefix_quota, SLUICE_PREFIX_QUOTA_MAX));
 		    !ok)
@@ -93,6 +98,11 @@ Result<sluice_config> config_with_budgets(sluice_config cfg, const BudgetAsk &as
 	cfg.grant_burst = ask.grant_burst;
 	cfg.grant_rate_per_s = ask.grant_rate_per_s;
 	cfg.prefix_quota = ask.prefix_quota;
+	// grant_max tokens over the window: at most 7 days x 1e9 / 1 ns each,
+	// and grant_max x cost is the window itself, far below 2^63
+	cfg.grant_total_cost_ns = ask.grant_max ? ceil_div(ask.grant_window_s * SLUICE_NSEC_PER_SEC, ask.grant_max) : 0;
+	cfg.grant_max = ask.grant_max;
+	cfg.grant_window_s = ask.grant_window_s;
 	return cfg;
 }
 

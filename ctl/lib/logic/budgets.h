@@ -26,6 +26,8 @@ struct BudgetAsk {
 	uint64_t grant_rate_per_s = defaults::kGrantRatePerS; // UDP grants per user a second; 0: none
 	uint64_t grant_burst = defaults::kGrantBurst;
 	uint32_t prefix_quota = defaults::kStandingPrefixQuota; // entries a /24 or /48 may hold; 0: no quota
+	uint64_t grant_max = defaults::kGrantMax;            // UDP grants per user a lapse time; 0: no such bound
+	uint64_t grant_window_s = defaults::kStandingLapseS; // the lapse time (--standing-lapse)
 };
 
 // What a config asks for now (its bookkeeping fields), to change one part of.
