@@ -237,7 +237,14 @@ Result<std::unique_ptr<ManagedInterface>> ManagedInterface::start(const DaemonOp
 		cookie_sysctls().adopt(name, *cfg);
 		log_info(name + ": the cookie sysctls are armed (by a sluiced before this one); adopted");
 	}
-	m->apply_cookies(monotonic_seconds(), m->breaker_.state());
+	if (auto cfg = m->dp_->config().read()) {
+		sluice_config next = *cfg;
+		m->apply_cookies(monotonic_seconds(), m->breaker_.state(), next);
+		if (auto ok = m->write_config(*cfg, next); !ok)
+			log_error(name + ": writing the cookie settings: " + ok.error().describe());
+	} else {
+		log_error(name + ": " + cfg.error().describe());
+	}
 	m->mark_listeners();
 	m->policy_.emplace(opts.policy);
 	m->governor_.emplace(GovernorConfig{standing_capacity(opts), opts.revoke}, m->dp_->standing().sets());
@@ -337,52 +344,60 @@ void ManagedInterface::tick(double now_s)
 	last_counters_ = *counters;
 	last_tick_s_ = read_s;
 
+	// One read of the config and one write a tick: each step below changes
+	// its fields in `next`, and the program sees them all land at once.
 	auto cfg = dp_->config().read();
 	if (!cfg) {
 		log_error(name_ + ": " + cfg.error().describe());
 		return;
 	}
+	sluice_config next = *cfg;
 	PolicyDecision d = policy_->step(policy_sample(read_s, *counters, breaker_.state(), since_mono_s_, *cfg));
 	log_rule(d.rule, d.move.has_value());
-	// The valve sees every period; a breaker move this period writes the
-	// config itself (leaving shedding opens the valve in that write).
+	// The valve sees every period; a breaker move this period sets it itself
+	// (leaving shedding opens the valve).
 	ValveDecision v = valve_->step(valve_sample(now_s, *counters, breaker_.state(), *cfg));
+	std::optional<bool> valve_moved;
 	if (!d.move && v.close) {
-		if (auto ok = dp_->config().write(valve_config(*cfg, *v.close, realtime_ns())); !ok) {
-			log_error(name_ + ": " + (*v.close ? "closing" : "opening") + " the standing valve: " +
-				  ok.error().describe());
-		} else {
-			if (*v.close) {
-				valve_closes_++;
-				log_warn(name_ + ": standing valve closed (" + v.reason +
-					 "): shedding admits the allowlist only");
-			} else {
-				log_info(name_ + ": standing valve opened (" + v.reason + ")");
-			}
-			auto again = dp_->config().read();
-			if (!again) {
-				log_error(name_ + ": " + again.error().describe());
-				return;
-			}
-			*cfg = *again;
-		}
+		next = valve_config(next, *v.close, realtime_ns());
+		valve_moved = *v.close;
 	}
+	std::optional<BreakerState> moved_from;
+	bool admission_moved = false;
 	if (d.move) {
-		if (auto ok = transition(*d.move, false, d.reason); !ok)
+		const BreakerState from = breaker_.state();
+		if (auto ok = stage_transition(next, *d.move, false); !ok)
 			log_error(name_ + ": " + ok.error().describe());
-	} else if (auto next = admission_config(*cfg, breaker_.state(), d)) {
-		if (auto ok = dp_->config().write(*next); !ok)
-			log_error(name_ + ": writing the admission fraction: " + ok.error().describe());
 		else
-			log_debug(name_ + ": admission " + std::to_string(d.admission_ppm / 10000.0) + "%");
+			moved_from = from;
+	} else if (auto admitted = admission_config(next, breaker_.state(), d)) {
+		next = *admitted;
+		admission_moved = true;
 	}
-
-	govern_standing(now_s);
+	govern_standing(now_s, next);
 	if (peer_refresh_s_ > 0 && now_s - peers_granted_s_ >= peer_refresh_s_)
 		if (auto ok = grant_established_peers(now_s); !ok)
 			log_error(name_ + ": refreshing the standing of established connections' peers: " +
 				  ok.error().describe());
-	apply_cookies(now_s, breaker_.state());
+	apply_cookies(now_s, breaker_.state(), next);
+	if (auto ok = write_config(*cfg, next); !ok) {
+		log_error(name_ + ": writing the config" +
+			  (moved_from ? " (the breaker stays " + std::string(to_string(*moved_from)) + ")" : "") + ": " +
+			  ok.error().describe());
+		if (moved_from)
+			breaker_ = Breaker(*moved_from);
+	} else {
+		if (valve_moved && *valve_moved) {
+			valve_closes_++;
+			log_warn(name_ + ": standing valve closed (" + v.reason + "): shedding admits the allowlist only");
+		} else if (valve_moved) {
+			log_info(name_ + ": standing valve opened (" + v.reason + ")");
+		}
+		if (moved_from)
+			commit_transition(*moved_from, *d.move, false, d.reason, cfg->valve_closed);
+		if (admission_moved)
+			log_debug(name_ + ": admission " + std::to_string(d.admission_ppm / 10000.0) + "%");
+	}
 	if (!dp_->feeders_attached() || now_s - listeners_marked_s_ >= kListenerRescanS)
 		mark_listeners();
 	count_occupancy_part(now_s);
@@ -418,17 +433,18 @@ uint32_t interface_mtu(const std::string &name)
 }
 } // namespace
 
-void ManagedInterface::apply_cookies(double now_s, BreakerState state)
+Status ManagedInterface::write_config(const sluice_config &was, const sluice_config &next)
 {
-	auto cfg = dp_->config().read();
-	if (!cfg) {
-		log_error(name_ + ": " + cfg.error().describe());
-		return;
-	}
+	if (std::memcmp(&was, &next, sizeof(next)) == 0)
+		return {};
+	return dp_->config().write(next);
+}
+
+void ManagedInterface::apply_cookies(double now_s, BreakerState state, sluice_config &next)
+{
 	bool want = cookie_mode_ == SLUICE_COOKIES_ALWAYS ||
 		    (cookie_mode_ == SLUICE_COOKIES_SHEDDING &&
 		     (state == BreakerState::shedding || now_s - shed_left_s_ < defaults::kCookieGraceS));
-	sluice_config next = *cfg;
 	CookieSysctls &sysctls = cookie_sysctls();
 	if (want && !sysctls.held_by(name_)) {
 		if (auto ok = sysctls.arm(name_, next); !ok) {
@@ -450,9 +466,6 @@ void ManagedInterface::apply_cookies(double now_s, BreakerState state)
 	next.cookie_wscale = cookie_wscale_for(now);
 	next.cookie_mss4 = cookie_mss_for(mtu, false);
 	next.cookie_mss6 = cookie_mss_for(mtu, true);
-	if (std::memcmp(&next, &*cfg, sizeof(next)) != 0)
-		if (auto ok = dp_->config().write(next); !ok)
-			log_error(name_ + ": writing the cookie settings: " + ok.error().describe());
 }
 
 void ManagedInterface::mark_listeners()
@@ -492,27 +505,41 @@ void ManagedInterface::release_cookies()
 
 Status ManagedInterface::transition(BreakerState to, bool manual, const std::string &why)
 {
-	BreakerState from = breaker_.state();
+	auto cfg = dp_->config().read();
+	if (!cfg)
+		return std::unexpected(cfg.error());
+	sluice_config next = *cfg;
+	const BreakerState from = breaker_.state();
+	if (auto ok = stage_transition(next, to, manual); !ok)
+		return ok;
+	if (auto ok = write_config(*cfg, next); !ok) {
+		breaker_ = Breaker(from);
+		return ok;
+	}
+	commit_transition(from, to, manual, why, cfg->valve_closed);
+	return {};
+}
+
+Status ManagedInterface::stage_transition(sluice_config &next, BreakerState to, bool manual)
+{
+	const BreakerState from = breaker_.state();
 	if (auto ok = breaker_.transition(to); !ok)
 		return ok;
-	// Cookies armed before the program sheds: its first SYN finds the
-	// kernel ready to make a cookie.
+	// Cookies armed before the program sheds, in the same write as the
+	// state: its first SYN finds the kernel ready to make a cookie.
 	if (from == BreakerState::shedding)
 		shed_left_s_ = monotonic_seconds();
-	apply_cookies(monotonic_seconds(), to);
-	auto cfg = dp_->config().read();
-	if (!cfg) {
-		breaker_ = Breaker(from);
-		return std::unexpected(cfg.error());
-	}
-	if (auto ok = dp_->config().write(breaker_config(*cfg, to, manual, policy_->config().start_ppm, realtime_ns()));
-	    !ok) {
-		breaker_ = Breaker(from);
-		return ok;
-	}
+	apply_cookies(monotonic_seconds(), to, next);
+	next = breaker_config(next, to, manual, policy_->config().start_ppm, realtime_ns());
+	return {};
+}
+
+void ManagedInterface::commit_transition(BreakerState from, BreakerState to, bool manual, const std::string &why,
+					 bool valve_was_closed)
+{
 	since_mono_s_ = monotonic_seconds();
 	transitions_[static_cast<uint32_t>(from)][static_cast<uint32_t>(to)]++;
-	if (cfg->valve_closed && to != BreakerState::shedding)
+	if (valve_was_closed && to != BreakerState::shedding)
 		log_info(name_ + ": standing valve opened (the breaker left shedding)");
 	policy_->reset_window();
 	path_.push_back(BreakerStep{realtime_ns(), from, to, manual, manual ? "operator" : why});
@@ -524,7 +551,6 @@ Status ManagedInterface::transition(BreakerState to, bool manual, const std::str
 		log_warn(msg);
 	else
 		log_info(msg);
-	return {};
 }
 
 // A part of the standing table each period, so that a whole sweep takes

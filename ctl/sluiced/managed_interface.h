@@ -101,13 +101,24 @@ public:
 
 private:
 	ManagedInterface() = default;
+	// A breaker move, read, staged and written in one config write (the
+	// operator's; a tick stages its own move into the tick's one write).
 	Status transition(BreakerState to, bool manual, const std::string &why);
+	// The move staged into `next`, the config the caller writes: the cookie
+	// settings for the state moved to, then the state. The breaker in
+	// memory moves at once: after the write, commit_transition() does the
+	// bookkeeping and the log, or the caller puts breaker_ back.
+	Status stage_transition(sluice_config &next, BreakerState to, bool manual);
+	void commit_transition(BreakerState from, BreakerState to, bool manual, const std::string &why,
+			       bool valve_was_closed);
 	// SYN cookies (docs/architecture.md): arm the sysctls while the mode and
 	// the breaker state `state` (the one in force, or the one being moved
 	// to) need them, and for kCookieGraceS after shedding ends; disarm
-	// after; write config's cookie fields (what a SYN-ACK offers under the
-	// sysctls now, the MSS from the interface's MTU).
-	void apply_cookies(double now_s, BreakerState state);
+	// after; config's cookie fields into `next` (what a SYN-ACK offers under
+	// the sysctls now, the MSS from the interface's MTU).
+	void apply_cookies(double now_s, BreakerState state, sluice_config &next);
+	// The config written if `next` differs from `was` (the map as read).
+	Status write_config(const sluice_config &was, const sluice_config &next);
 	// The TCP ports listening now into the program's listen_ports map (the
 	// cookie path's hint; the sockops feeder adds later listen() calls as
 	// they happen, this catches what it cannot see: listeners older than
@@ -119,9 +130,9 @@ private:
 	void mark_listeners();
 	void watch_link();
 	// Standing buys a share (standing_governor.h): once a period, the level
-	// written when it changed (config.standing_share_cost_ns), revocations.
-	// In managed_standing.cpp.
-	void govern_standing(double now_s);
+	// into `next` when it changed (config.standing_share_cost_ns),
+	// revocations. In managed_standing.cpp.
+	void govern_standing(double now_s, sluice_config &next);
 	// The peers of the established TCP connections and connected UDP client
 	// sockets (sock_diag), granted standing (existing) or refreshed: at
 	// start, then every peer_refresh_s_ (a quarter of the lapse, at most

@@ -10,7 +10,7 @@
 
 namespace sluice {
 
-void ManagedInterface::govern_standing(double now_s)
+void ManagedInterface::govern_standing(double now_s, sluice_config &next)
 {
 	if (!governor_)
 		return;
@@ -22,33 +22,24 @@ void ManagedInterface::govern_standing(double now_s)
 		governor_->idle(now_s);
 		return;
 	}
-	auto cfg = dp_->config().read();
-	if (!cfg) {
-		log_error(name_ + ": " + cfg.error().describe());
-		return;
-	}
-	auto step = governor_->step(now_s, dp_->standing(), cfg->standing_rate_pps, name_);
+	const sluice_config was = next; // the share in force (no other step of a tick changes it)
+	auto step = governor_->step(now_s, dp_->standing(), was.standing_rate_pps, name_);
 	if (!step) {
 		log_error(name_ + ": the standing share: " + step.error().describe());
 		return;
 	}
 	const uint64_t cost = step->level_pps ? cost_ns_for_rate(step->level_pps) : 0;
 	const uint64_t capacity = governor_->config().capacity_pps;
-	if (cost == cfg->standing_share_cost_ns && cfg->standing_capacity_pps == capacity)
+	if (cost == was.standing_share_cost_ns && was.standing_capacity_pps == capacity)
 		return;
-	sluice_config next = *cfg;
 	next.standing_share_cost_ns = cost;
 	next.standing_share_pps = step->level_pps;
 	next.standing_capacity_pps = capacity;
-	if (auto ok = dp_->config().write(next); !ok) {
-		log_error(name_ + ": writing the standing share: " + ok.error().describe());
-		return;
-	}
-	if (step->level_pps && !cfg->standing_share_pps)
+	if (step->level_pps && !was.standing_share_pps)
 		log_warn(name_ + ": standing sources ask " + std::to_string(uint64_t(step->demand_pps)) + " pps together (" +
 			 std::to_string(step->asking) + " of them), over the " + std::to_string(capacity) +
 			 " pps they may take: each held to a share of " + std::to_string(step->level_pps) + " pps");
-	else if (!step->level_pps && cfg->standing_share_pps)
+	else if (!step->level_pps && was.standing_share_pps)
 		log_info(name_ + ": standing sources ask " + std::to_string(uint64_t(step->demand_pps)) +
 			 " pps together, within " + std::to_string(capacity) + " pps: no share in force");
 	else
