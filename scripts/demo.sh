@@ -20,8 +20,11 @@
 #   5. summary.
 # scripts/demo.sh --upstream runs another demo instead (docs/upstream.md):
 # gobgpd on the protected host, BIRD 2 on the router, an eBGP session between
-# them; three sources flood, the breaker sheds them and sluiced announces them
-# as source blackhole routes; BIRD installs those, the router's loose uRPF
+# them; three sources prove their addresses (a page each from the host's web
+# server), then flood; the breaker sheds them, sluiced revokes the standing
+# they abuse and announces them as source blackhole routes (only an address
+# proved, then abused, is ever announced by itself: a spoofed flood names
+# anyone); BIRD installs those, the router's loose uRPF
 # drops the flood before the host's link, and after the flood and the hold
 # the routes are withdrawn.
 # Every number printed comes from this run: sluice's counters
@@ -784,14 +787,21 @@ phase5_summary() {
 # ------------------------------------------------------------- upstream
 
 # The upstream demo's own settings: buckets no flood here empties, so that
-# three sources trip the breaker; while it sheds, over UP_TRIGGER_PPS
-# arriving for a second announces the heaviest dropped sources.
+# three sources trip the breaker; while it sheds, the standing sources
+# together may take UP_STANDING_PPS (a share of a third each, which each
+# flooder sends 10x over: revoked within a second; each standing bucket at
+# that share, with a small burst, so that the share holds from the first
+# period and the standing valve stays open), and over UP_TRIGGER_PPS
+# arriving for a second announces the heaviest dropped sources that are
+# proved, then abused.
 HOST_AS=64500 ROUTER_AS=64501
 UP_API=127.0.0.1:50051
 UP_FLOOD_SRC=198.18.3.10 # the first of three flooding sources on the attacker's link
 UP_FLOOD_N=3
 UP_FLOOD_PPS=3000
 UP_TRIGGER_PPS=1500
+UP_STANDING_PPS=300
+UP_STANDING_RATE=100 # UP_STANDING_PPS / UP_FLOOD_N
 UP_HOLD=10         # least seconds an automatic announcement stays
 UP_STEPS=4
 
@@ -841,6 +851,11 @@ all_blackholed() {
 }
 
 # shellcheck disable=SC2317 # (called through wait_for)
+has_signature() {
+	birdc_ show route table flowtab4 | grep -q '^flow4'
+}
+
+# shellcheck disable=SC2317 # (called through wait_for)
 all_in_kernel() {
 	local i
 	for ((i = 0; i < UP_FLOOD_N; i++)); do
@@ -883,7 +898,8 @@ upstream_demo() {
 		command -v "$i" >/dev/null || die "$i is missing (scripts/setup.sh installs gobgpd and bird2)"
 	done
 	RATE=100000 BURST=100000 PERIOD=0.2 TRIP_PPS=2000 TRIP_PERIODS=2 HOLD=1 RECOVERY=1 NEWCOMER_PPS=0
-	DAEMON_EXTRA=(--sample-every 16 --top-window 1 --upstream --upstream-speaker "$UP_API"
+	DAEMON_EXTRA=(--sample-every 16 --top-window 1 --standing-pps "$UP_STANDING_PPS"
+		--standing-rate "$UP_STANDING_RATE" --standing-burst 50 --upstream --upstream-speaker "$UP_API"
 		--upstream-peer "$TB_ROUTER_HOST_IP4" --upstream-prefixes "${TB_HOST_IP4%.*}.0/24"
 		--upstream-pps "$UP_TRIGGER_PPS" --upstream-after 1 --upstream-top "$UP_FLOOD_N"
 		--upstream-mode blackhole --upstream-hold "$UP_HOLD")
@@ -906,9 +922,24 @@ upstream_demo() {
 	wait_for 30 bgp_established || { tail -5 "$TB_RUNDIR/bird.log" >&2; die "no BGP session between gobgpd and BIRD in 30 s"; }
 	say "  gobgpd (AS $HOST_AS, on the host) and BIRD (AS $ROUTER_AS, on the router): session established."
 	say "  sluiced --upstream --upstream-mode blackhole: while the breaker sheds and over $UP_TRIGGER_PPS pps"
-	say "  arrive for 1 s, it announces the $UP_FLOOD_N heaviest dropped sources as blackhole routes."
+	say "  arrive for 1 s, it announces the flood's signature and, as blackhole routes, the $UP_FLOOD_N heaviest"
+	say "  dropped sources whose addresses are proved, then abused (a handshake, then standing revoked)."
 
-	upstream_title 2 "$UP_FLOOD_N sources flood; the breaker sheds them, and sluiced announces them and the flood's signature"
+	upstream_title 2 "$UP_FLOOD_N sources prove their addresses, then flood; sluiced revokes their standing and announces them"
+	# Each flooder's address on the attacker's link, and a page fetched from
+	# it: a completed handshake, which gives it standing (the feeders).
+	start_httpd
+	local ok=0
+	for ((i = 0; i < UP_FLOOD_N; i++)); do
+		tb_exec attacker ip addr add "$(flooder "$i")/24" dev "$TB_ATTACKER_IF"
+		json get ok <<<"$(tb_exec attacker /usr/bin/python3 "$HTTP_CLIENT" "$TB_HOST_IP4" "$HTTP_PORT" --count 1 \
+			--source "$(flooder "$i")")"
+		((REPLY == 1)) && ok=$((ok + 1))
+	done
+	((ok == UP_FLOOD_N)) || fail_phase U2 "$((UP_FLOOD_N - ok)) of the $UP_FLOOD_N flooders could not fetch their page"
+	say "  Each flooder fetches a page from the host first: a completed handshake, so its address is proved:"
+	say "  # sluicectl standing $IFACE $(flooder 0)"
+	ctl standing "$IFACE" "$(flooder 0)" | sed 's/^/  /'
 	local t0 t1
 	t0=${EPOCHREALTIME/./}
 	start_flood --sources "$UP_FLOOD_N" --src-base "$UP_FLOOD_SRC" --pps "$UP_FLOOD_PPS"
@@ -916,6 +947,9 @@ upstream_demo() {
 	say "$(daemon_said serving shedding)"
 	if wait_for 30 all_blackholed; then
 		t1=${EPOCHREALTIME/./}
+		# While it shed, each flooder's standing bucket got its share;
+		# sending far over it, each was revoked: proved, then abused.
+		grep -m "$UP_FLOOD_N" ') revoked: ' "$DAEMON_LOG" | sed 's/^[a-z]*: /  sluiced: /' || true
 		say "  in BIRD $(fmt_s $((t1 - t0))) s after the flood began:"
 		for ((i = 0; i < UP_FLOOD_N; i++)); do
 			birdc_ show route "$(flooder "$i")/32" table master4 all |
@@ -923,7 +957,8 @@ upstream_demo() {
 		done
 		# The flood's signature as a FlowSpec rule (BIRD stores it; a Linux
 		# router does not enforce FlowSpec, the upstream's routers do).
-		wait_for 5 birdc_ show route table flowtab4 || true
+		# (It needs 64 drop samples: it may come a moment after the blackholes.)
+		wait_for 5 has_signature || true
 		birdc_ show route table flowtab4 | grep -E '^flow4' | sed -e 's/^/    /' -e 's/ *\[.*//' || true
 		ctl upstream "$IFACE" | sed 's/^/  | /'
 	else

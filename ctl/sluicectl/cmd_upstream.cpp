@@ -47,8 +47,10 @@ void print_upstream(Context &ctx, const json &r)
 				over += (over.empty() ? "" : " or ") + text_of(a.at("pps")) + " pps";
 			block.row({"automatic", "over " + over + " for " + text_of(a.at("after_s")) +
 							" s while shedding: the flood's signature and the " + text_of(a.at("top")) +
-							" heaviest dropped sources, " + a.at("action").get<std::string>() +
-							(r.value("last_resort", false) ? "; LAST RESORT on: own addresses blackholed" : "")});
+							" heaviest dropped sources proved, then abused, " + a.at("action").get<std::string>() +
+							(r.value("last_resort", false)
+								 ? "; LAST RESORT on: own addresses blackholed, the signature even over protected sources"
+								 : "")});
 			for (const auto &i : a.at("interfaces"))
 				block.row({"  " + i.at("iface").get<std::string>(),
 					   i.at("firing").get<bool>() ? "FIRING: " + i.at("why").get<std::string>() +

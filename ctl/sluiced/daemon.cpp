@@ -421,17 +421,24 @@ json Daemon::upstream(const Request &req)
 UpstreamAnnouncer::Hooks Daemon::upstream_hooks()
 {
 	UpstreamAnnouncer::Hooks h;
-	h.is_protected = [this](const std::string &iface, const Cidr &source) -> std::optional<std::string> {
+	h.protection = [this](const std::string &iface, const std::vector<RuleReach> &reaches) {
+		using Answers = std::vector<std::optional<std::string>>;
 		auto it = ifaces_.find(iface);
 		if (it == ifaces_.end())
-			return std::nullopt;
-		if (auto allow = it->second->list_show(ListKind::allow))
-			for (const auto &a : allow->cidrs)
-				if (contains(a, source) || contains(source, a))
-					return "allowlisted (" + a.str() + " on " + iface + ")";
-		if (auto st = it->second->standing_source(source.addr); st && *st)
-			return "a source with standing (" + (*st)->str() + " on " + iface + ")";
-		return std::nullopt;
+			return Answers(reaches.size()); // no longer managed: its rules are forgotten
+		auto answers = it->second->upstream_protection(reaches);
+		if (!answers) {
+			// Fail closed: what cannot be read may be protected.
+			log_error("upstream: the protection guard: " + answers.error().describe());
+			return Answers(reaches.size(), "a source of unknown protection (" + answers.error().describe() + ")");
+		}
+		return *answers;
+	};
+	h.is_proved = [this](const std::string &iface, const Cidr &source) -> Result<std::optional<std::string>> {
+		auto it = ifaces_.find(iface);
+		if (it == ifaces_.end())
+			return std::optional<std::string>{};
+		return it->second->upstream_proof(source.addr);
 	};
 	h.deny_list = [this](const std::string &iface) {
 		auto it = ifaces_.find(iface);

@@ -914,16 +914,6 @@ FloodSignals ManagedInterface::flood_signals(double now_s, size_t heaviest, bool
 	return f;
 }
 
-Result<std::optional<Cidr>> ManagedInterface::standing_source(const Address &addr) const
-{
-	auto live = dp_->standing().has_standing(addr);
-	if (!live)
-		return std::unexpected(live.error());
-	if (!*live)
-		return std::optional<Cidr>{};
-	return std::optional<Cidr>{source_slots(dp_->settings(), addr).source};
-}
-
 Result<StandingView> ManagedInterface::standing(const std::optional<std::string> &addr_text) const
 {
 	// The address first: a bad one is an input error whatever the maps say.

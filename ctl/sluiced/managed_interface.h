@@ -71,9 +71,16 @@ public:
 	FloodSignals flood_signals(double now_mono_s, size_t heaviest, bool addresses) const;
 	// The standing table's summary and, with an address, its entry.
 	Result<StandingView> standing(const std::optional<std::string> &addr) const;
-	// The source (masked) addr has standing as, or none: one set read, for
-	// the upstream guard's question about each source it would announce.
-	Result<std::optional<Cidr>> standing_source(const Address &addr) const;
+	// The upstream guards' questions (managed_standing.cpp). For each reach,
+	// the protected source a rule of that reach would drop here, said, or
+	// none: an allowlist entry overlapping it (the list read once), else a
+	// live standing entry inside it that the rule's protocol and port reach
+	// (logic/upstream.h, standing_reaches): one standing set read for a reach
+	// no wider than a source's prefix that names no protocol, one scan of the
+	// whole table for all the others together. And whether `addr` is proved,
+	// then abused (its penalty runs), said, or none.
+	Result<std::vector<std::optional<std::string>>> upstream_protection(const std::vector<RuleReach> &reaches) const;
+	Result<std::optional<std::string>> upstream_proof(const Address &addr) const;
 	// `sluicectl standing revoke`: the address loses its standing (if it
 	// has any) and cannot earn it again for its penalty; logged, counted.
 	Result<RevocationEvent> revoke_standing(const std::string &addr_text);

@@ -56,6 +56,50 @@ bool UpstreamAnnouncer::wanted_anywhere(const UpstreamRule &r) const
 	return false;
 }
 
+ProtectedSource UpstreamAnnouncer::protection(const std::string &iface, const std::vector<UpstreamRule> &rules) const
+{
+	std::vector<RuleReach> reaches;
+	for (const auto &r : rules)
+		if (auto reach = rule_reach(r); reach && std::find(reaches.begin(), reaches.end(), *reach) == reaches.end())
+			reaches.push_back(*reach);
+	// Fail closed: no hook, or an answer missing, refuses.
+	std::vector<std::optional<std::string>> answers;
+	if (hooks_.protection && !reaches.empty())
+		answers = hooks_.protection(iface, reaches);
+	answers.resize(reaches.size(), std::optional<std::string>("a source of unknown protection (no answer on " + iface + ")"));
+	return [reaches = std::move(reaches), answers = std::move(answers)](const RuleReach &r) -> std::optional<std::string> {
+		auto it = std::find(reaches.begin(), reaches.end(), r);
+		if (it == reaches.end())
+			return "a source of unknown protection (its reach " + r.sources.str() + " was not asked about)";
+		return answers[static_cast<size_t>(it - reaches.begin())];
+	};
+}
+
+bool UpstreamAnnouncer::protection_waived(const UpstreamRule &r) const
+{
+	// (The only FlowSpec rules without a source are the flood's signatures.)
+	return opts_.last_resort && r.kind == UpstreamKind::flowspec && !r.source;
+}
+
+void UpstreamAnnouncer::refuse_auto(Auto &a, const UpstreamWanted &w, const std::string &why)
+{
+	auto it = std::find_if(a.refused.begin(), a.refused.end(), [&](const auto &x) { return x.first.rule == w.rule; });
+	bool same = it != a.refused.end() && it->second == why;
+	if (it == a.refused.end())
+		a.refused.emplace_back(w, why);
+	else
+		*it = {w, why}; // the reason as of now (its sample counts)
+	if (same)
+		return;
+	refusals_++;
+	log_warn(why + " (automatic, " + w.iface + "): not announced");
+}
+
+void UpstreamAnnouncer::unrefuse_auto(Auto &a, const UpstreamRule &r)
+{
+	std::erase_if(a.refused, [&](const auto &x) { return x.first.rule == r; });
+}
+
 UpstreamAnnouncer::UpstreamAnnouncer(UpstreamOptions opts, Hooks hooks)
 	: opts_(std::move(opts)), hooks_(std::move(hooks)), speaker_(opts_.speaker)
 {
@@ -64,8 +108,12 @@ UpstreamAnnouncer::UpstreamAnnouncer(UpstreamOptions opts, Hooks hooks)
 Result<std::vector<UpstreamRule>> UpstreamAnnouncer::check_sources(const std::string &iface,
 								   const std::vector<Cidr> &sources) const
 {
-	std::vector<UpstreamRule> out;
-	auto is_protected = [&](const Cidr &c) { return hooks_.is_protected(iface, c); };
+	std::vector<UpstreamRule> out, all;
+	for (const auto &s : sources) {
+		auto rules = operator_rules(s);
+		all.insert(all.end(), rules.begin(), rules.end());
+	}
+	auto is_protected = protection(iface, all);
 	for (const auto &s : sources) {
 		auto rules = operator_rules(s);
 		if (rules.empty())
@@ -162,14 +210,17 @@ void UpstreamAnnouncer::observe(const std::string &iface, const FloodSignals &si
 		changed = !a.wanted.empty();
 		a.wanted.clear();
 		a.refused.clear();
+		a.unmatched.clear();
+		a.signature_recheck_s = 0;
 		a.why.clear();
 		a.sources.clear();
 		a.signature.clear();
 		a.spread = false;
 	}
 	if (step.fired_now) {
-		log_warn("upstream: " + iface + ": " + step.why + ": announcing the heaviest dropped sources upstream (at most " +
-			 std::to_string(opts_.automatic.top) + ") and the flood's signature");
+		log_warn("upstream: " + iface + ": " + step.why + ": announcing the flood's signature and the heaviest dropped "
+			 "sources whose addresses are proved, then abused (at most " + std::to_string(opts_.automatic.top) +
+			 ") upstream");
 		a.why = step.why;
 	}
 	if (!step.firing) {
@@ -178,13 +229,14 @@ void UpstreamAnnouncer::observe(const std::string &iface, const FloodSignals &si
 		return;
 	}
 	// While firing, each period: the heaviest sources not yet wanted, up
-	// to --upstream-top sources on this interface.
+	// to --upstream-top sources on this interface, each through the guards
+	// and then the proof (logic/upstream.h, source_proof): heavy in the
+	// samples is what a spoofed flood makes any address it names.
 	auto picked = flood_sources(sig.heaviest, sig.samples, opts_.automatic.top);
 	if (step.fired_now || picked.spread != a.spread)
 		log_info("upstream: " + iface + ": " + picked.why);
 	a.spread = picked.spread;
 	a.sources = picked.why;
-	auto is_protected = [&](const Cidr &c) { return hooks_.is_protected(iface, c); };
 	auto auto_sources = [&] {
 		std::vector<Cidr> out;
 		for (const auto &w : a.wanted)
@@ -192,59 +244,104 @@ void UpstreamAnnouncer::observe(const std::string &iface, const FloodSignals &si
 				out.push_back(*src);
 		return out;
 	};
-	for (const auto &d : picked.sources) {
+	// The flood's signature (logic/upstream.h, flood_signature): one rule
+	// per interface while firing, the first the window's samples give; it
+	// goes first among this interface's rules (--upstream-max keeps the
+	// first), as it matches the flood whatever its sources, spoofed or not.
+	// (The only FlowSpec rule of a.wanted without a source: source rules
+	// carry theirs, the last resort is a blackhole.) A signature the
+	// protection guard refused is looked at again every
+	// kUpstreamReconcileS (an allowlist entry removed, standing lapsed).
+	bool have_signature = std::any_of(a.wanted.begin(), a.wanted.end(), [](const UpstreamWanted &w) {
+		return w.rule.kind == UpstreamKind::flowspec && !w.rule.source;
+	});
+	std::optional<UpstreamWanted> signature;
+	if (!have_signature && now_s >= a.signature_recheck_s) {
+		auto found = flood_signature(sig.signature, opts_.guards, opts_.automatic.action, opts_.automatic.rate_bytes);
+		if (found.why != a.signature)
+			log_info("upstream: " + iface + ": the flood's signature: " + found.why);
+		a.signature = found.why;
+		if (found.rule)
+			signature = UpstreamWanted{*found.rule, iface,
+						   "automatic: " + iface + " " + a.why + "; signature of " +
+							   std::to_string(sig.signature.samples) + " drop samples: " + found.why,
+						   true};
+	}
+	// The candidates' rules, so that one question to the daemon covers them
+	// all (the signature's may scan the standing table).
+	std::vector<std::pair<DroppedSource, std::vector<UpstreamRule>>> candidates;
+	std::vector<UpstreamRule> asked;
+	{
 		auto have = auto_sources();
-		if (std::find(have.begin(), have.end(), d.source) != have.end())
-			continue;
-		if (have.size() >= opts_.automatic.top)
+		for (const auto &d : picked.sources) {
+			if (std::find(have.begin(), have.end(), d.source) != have.end())
+				continue;
+			auto rules = source_rules(opts_.guards, d.source, opts_.mode, opts_.automatic.action,
+						  opts_.automatic.rate_bytes);
+			asked.insert(asked.end(), rules.begin(), rules.end());
+			candidates.emplace_back(d, std::move(rules));
+		}
+	}
+	if (signature)
+		asked.push_back(signature->rule);
+	auto is_protected = protection(iface, asked);
+	for (const auto &[d, rules] : candidates) {
+		if (auto_sources().size() >= opts_.automatic.top)
 			break;
-		auto rules = source_rules(opts_.guards, d.source, opts_.mode, opts_.automatic.action, opts_.automatic.rate_bytes);
+		std::string reason = "automatic: " + iface + " " + a.why + "; " + d.source.str() + " heaviest dropped (" +
+				     std::to_string(d.samples) + " samples)";
 		std::optional<std::string> refusal;
 		if (rules.empty())
 			refusal = "upstream: " + d.source.str() + " refused: no --upstream-prefixes of its family to match on";
 		for (const auto &r : rules)
 			if (auto ok = check_rule(opts_.guards, r, is_protected); !ok && !refusal)
 				refusal = ok.error().message;
+		if (!refusal) {
+			ProvedSource is_proved;
+			if (hooks_.is_proved)
+				is_proved = [&](const Cidr &c) { return hooks_.is_proved(iface, c); };
+			if (auto proof = source_proof(d.source, is_proved))
+				reason += "; proved, then abused: " + *proof;
+			else
+				refusal = proof.error().message;
+		}
 		if (refusal) {
-			if (std::find(a.refused.begin(), a.refused.end(), d.source.str()) == a.refused.end()) {
-				a.refused.push_back(d.source.str());
+			for (const auto &r : rules)
+				refuse_auto(a, {r, iface, reason, true}, *refusal);
+			if (rules.empty() && std::find(a.unmatched.begin(), a.unmatched.end(), d.source) == a.unmatched.end()) {
+				a.unmatched.push_back(d.source);
 				refusals_++;
 				log_warn(*refusal + " (automatic, " + iface + "): not announced");
 			}
 			continue;
 		}
-		std::string reason = "automatic: " + iface + " " + a.why + "; " + d.source.str() + " heaviest dropped (" +
-				     std::to_string(d.samples) + " samples)";
-		for (const auto &r : rules)
+		for (const auto &r : rules) {
+			unrefuse_auto(a, r);
 			if (!has_rule(a.wanted, r)) {
 				a.wanted.push_back({r, iface, reason, true});
 				changed = true;
 			}
+		}
 	}
-	// The flood's signature (logic/upstream.h, flood_signature): one rule
-	// per interface while firing, the first the window's samples give; it
-	// goes first among this interface's rules (--upstream-max keeps the
-	// first), as it matches the flood whatever its sources, spoofed or not.
-	// (The only FlowSpec rule of a.wanted without a source: source rules
-	// carry theirs, the last resort is a blackhole.)
-	bool have_signature = std::any_of(a.wanted.begin(), a.wanted.end(), [](const UpstreamWanted &w) {
-		return w.rule.kind == UpstreamKind::flowspec && !w.rule.source;
-	});
-	if (!have_signature) {
-		auto found = flood_signature(sig.signature, opts_.guards, opts_.automatic.action, opts_.automatic.rate_bytes);
-		if (found.why != a.signature)
-			log_info("upstream: " + iface + ": the flood's signature: " + found.why);
-		a.signature = found.why;
-		if (found.rule) {
-			if (auto ok = check_rule(opts_.guards, *found.rule, nullptr); !ok) {
-				refusals_++;
-				log_warn(ok.error().message + " (automatic signature, " + iface + "): not announced");
-			} else {
-				std::string reason = "automatic: " + iface + " " + a.why + "; signature of " +
-						     std::to_string(sig.signature.samples) + " drop samples: " + found.why;
-				a.wanted.insert(a.wanted.begin(), {*found.rule, iface, reason, true});
-				changed = true;
-			}
+	if (signature) {
+		auto ok = check_rule(opts_.guards, signature->rule, is_protected);
+		if (!ok && opts_.last_resort && check_rule(opts_.guards, signature->rule, nullptr)) {
+			// The operator opted in to the last resort, which takes the
+			// address offline: a signature that drops protected sources'
+			// frames of its shape is less than that.
+			log_warn("upstream: " + iface + ": LAST RESORT (--upstream-blackhole): " +
+				 std::string(opts_.dry_run ? "would announce " : "announcing ") + signature->rule.str() +
+				 " although " + ok.error().message);
+			signature->reason += "; LAST RESORT (--upstream-blackhole): announced over protected sources";
+			ok = {};
+		}
+		if (!ok) {
+			refuse_auto(a, *signature, ok.error().message);
+			a.signature_recheck_s = now_s + defaults::kUpstreamReconcileS;
+		} else {
+			unrefuse_auto(a, signature->rule);
+			a.wanted.insert(a.wanted.begin(), *signature);
+			changed = true;
 		}
 	}
 	// The last resort (--upstream-blackhole), within --upstream-prefixes:
@@ -304,9 +401,21 @@ std::vector<UpstreamWanted> UpstreamAnnouncer::wanted_now()
 		all.insert(all.end(), v.begin(), v.end());
 	for (const auto &[_, a] : auto_)
 		all.insert(all.end(), a.wanted.begin(), a.wanted.end());
+	// The protection guard, asked once per interface for all its rules
+	// (the operator's or the policy file's wider prefixes, and a signature,
+	// cost one scan of its standing table together).
+	std::map<std::string, std::vector<UpstreamRule>> asked;
+	for (const auto &w : all)
+		if (!protection_waived(w.rule))
+			asked[w.iface].push_back(w.rule);
+	std::map<std::string, ProtectedSource> guard;
+	for (const auto &[iface, rules] : asked)
+		guard[iface] = protection(iface, rules);
 	std::vector<UpstreamWanted> out, refused;
 	for (const auto &w : all) {
-		auto is_protected = [&](const Cidr &c) { return hooks_.is_protected(w.iface, c); };
+		ProtectedSource is_protected;
+		if (!protection_waived(w.rule))
+			is_protected = guard.at(w.iface);
 		if (auto ok = check_rule(opts_.guards, w.rule, is_protected); !ok) {
 			bool was_mine = std::any_of(mine_.begin(), mine_.end(), [&](const UpstreamHeld &h) { return h.rule == w.rule; });
 			bool known = has_rule(refused_, w.rule);
@@ -504,6 +613,13 @@ UpstreamView UpstreamAnnouncer::view(const std::optional<std::string> &iface) co
 		if (!iface || w.iface == *iface)
 			v.rules.push_back({w.rule.str(), std::string(gobgp_family(w.rule)), w.iface, w.reason, "refused",
 					   std::nullopt});
+	// The automatic rules refused while firing (a guard, or a source not
+	// proved): why is in the reason, as the log said it.
+	for (const auto &[name, a] : auto_)
+		if (!iface || name == *iface)
+			for (const auto &[w, why] : a.refused)
+				v.rules.push_back({w.rule.str(), std::string(gobgp_family(w.rule)), w.iface,
+						   w.reason + "; not announced: " + why, "refused", std::nullopt});
 	v.mode = opts_.mode == UpstreamMode::flowspec ? "flowspec" : "blackhole";
 	v.auto_bps = opts_.automatic.bps;
 	v.auto_pps = opts_.automatic.pps;

@@ -2,7 +2,8 @@
 // (docs/upstream.md): the rules the operator asked for (`sluicectl deny add
 // IFACE PREFIX --upstream`, `upstream: true` on the policy file's deny list)
 // and the automatic ones while an interface sheds a flood over
-// --upstream-bps/-pps (its heaviest dropped sources; with
+// --upstream-bps/-pps (the flood's signature, and those of its heaviest
+// dropped sources whose addresses are proved, then abused; with
 // --upstream-blackhole, the last resort), checked by logic/upstream's guards, reconciled
 // with gobgpd's paths (upstream/gobgp) when they change and every
 // defaults::kUpstreamReconcileS, so a restarted gobgpd gets them again and a
@@ -48,10 +49,18 @@ struct FloodSignals {
 
 class UpstreamAnnouncer {
 public:
-	// Where a source is protected (allowlisted or with standing) on an
-	// interface, and the deny list of an interface (for adoption at start).
+	// What the daemon answers about an interface: for each reach, the
+	// protected source (allowlisted, or with standing anywhere inside it)
+	// a rule of that reach would drop there, or none (one call reads the
+	// allow list once and the standing table at most once, so a batch of
+	// rules costs one scan); whether a dropped source's address is proved,
+	// then abused (its standing revoked, its penalty running); the deny
+	// list of an interface (for adoption at start).
 	struct Hooks {
-		std::function<std::optional<std::string>(const std::string &iface, const Cidr &source)> is_protected;
+		std::function<std::vector<std::optional<std::string>>(const std::string &iface,
+								      const std::vector<RuleReach> &reaches)>
+			protection;
+		std::function<Result<std::optional<std::string>>(const std::string &iface, const Cidr &source)> is_proved;
 		std::function<std::vector<Cidr>(const std::string &iface)> deny_list;
 		std::function<std::vector<std::string>()> interfaces;
 	};
@@ -94,6 +103,13 @@ private:
 	// One source as the operator's rules announce it (--upstream-mode).
 	std::vector<UpstreamRule> operator_rules(const Cidr &source) const;
 	bool wanted_anywhere(const UpstreamRule &r) const;
+	// The protection guard for `rules` on `iface`: the hook asked once for
+	// all their reaches; a reach it was not asked about is answered as
+	// unreadable (refused), never as unprotected.
+	ProtectedSource protection(const std::string &iface, const std::vector<UpstreamRule> &rules) const;
+	// The flood's signature announced over protected sources: only with the
+	// operator's opt-in to the last resort (--upstream-blackhole).
+	bool protection_waived(const UpstreamRule &r) const;
 
 	// Each interface's automatic state.
 	struct Auto {
@@ -103,8 +119,18 @@ private:
 		std::string why, sources;            // for the view
 		std::string signature;               // the last look at the signature, for the view and the log
 		bool spread = false;                 // the last look found a spread flood (logged when it changes)
-		std::vector<std::string> refused;    // sources refused while this firing (logged once)
+		// Rules refused while this firing, each with why (logged when the
+		// why changes, listed as refused; gone once announced).
+		std::vector<std::pair<UpstreamWanted, std::string>> refused;
+		std::vector<Cidr> unmatched; // sources of a family no own prefix has (logged once)
+		// A signature the protection guard refused is looked at again no
+		// sooner than this (a check may scan the standing table).
+		double signature_recheck_s = 0;
 	};
+	// Record a refusal of an automatic rule: logged and counted when it is
+	// new or its why changed. And forget one (announced now).
+	void refuse_auto(Auto &a, const UpstreamWanted &w, const std::string &why);
+	static void unrefuse_auto(Auto &a, const UpstreamRule &r);
 	std::map<std::string, Auto> auto_;
 	std::map<std::string, std::vector<UpstreamWanted>> policy_; // per interface, the file's
 	std::vector<UpstreamWanted> refused_; // wanted, refused by a guard at the last reconcile

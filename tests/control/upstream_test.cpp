@@ -1,8 +1,15 @@
-// logic/upstream: the rules, the guards and the reconciliation of the
-// announcement set, with no speaker and no daemon.
+// logic/upstream: the rules, the guards (the protection of allowlisted and
+// standing sources over a rule's whole reach, the proof an automatic source
+// rule needs) and the reconciliation of the announcement set, with no
+// speaker and no daemon.
 #include "logic/upstream.h"
 
+#include "bpf/sluice_abi.h"
+#include "logic/classes.h"
+
 #include <gtest/gtest.h>
+
+#include <algorithm>
 
 namespace sluice {
 namespace {
@@ -31,7 +38,7 @@ UpstreamRule from(const char *src)
 	return rules.at(0);
 }
 
-std::optional<std::string> nothing_protected(const Cidr &)
+std::optional<std::string> nothing_protected(const RuleReach &)
 {
 	return std::nullopt;
 }
@@ -104,18 +111,194 @@ TEST(UpstreamGuards, ASourceShorterThanTheBoundIsRefused)
 	EXPECT_TRUE(check_rule(guards(), from("2001:3::/48"), nothing_protected));
 }
 
-TEST(UpstreamGuards, AProtectedSourceIsNeverAnnounced)
+// A protection hook over a list, as the daemon's answers it: an
+// allowlisted prefix overlapping the reach, either way.
+ProtectedSource allowlist_of(std::vector<Cidr> allow)
 {
-	ProtectedSource allowlisted = [](const Cidr &c) -> std::optional<std::string> {
-		if (c.str() == "198.18.2.0/24")
-			return std::string("allowlisted (198.18.2.0/24)");
+	return [allow](const RuleReach &r) -> std::optional<std::string> {
+		for (const auto &a : allow)
+			if (contains(a, r.sources) || contains(r.sources, a))
+				return "an allowlisted prefix (" + a.str() + " on eth0)";
 		return std::nullopt;
 	};
+}
+
+TEST(UpstreamGuards, AProtectedSourceIsNeverAnnounced)
+{
+	auto allowlisted = allowlist_of({cidr("198.18.2.0/24")});
 	auto ok = check_rule(guards(), from("198.18.2.0/24"), allowlisted);
 	ASSERT_FALSE(ok);
-	EXPECT_EQ(ok.error().message, "upstream rule 'dst 198.18.1.0/24 src 198.18.2.0/24 discard' refused: its source is "
-				      "allowlisted (198.18.2.0/24): never announced");
+	EXPECT_EQ(ok.error().kind, ErrorKind::refused);
+	EXPECT_EQ(ok.error().message, "upstream rule 'dst 198.18.1.0/24 src 198.18.2.0/24 discard' refused: it would drop "
+				      "an allowlisted prefix (198.18.2.0/24 on eth0): never announced");
 	EXPECT_TRUE(check_rule(guards(), from("198.18.3.0/24"), allowlisted));
+	// The whole announced prefix: a /24 holding an allowlisted /32, and a
+	// /32 inside an allowlisted /24, are both refused.
+	EXPECT_FALSE(check_rule(guards(), from("198.18.5.0/24"), allowlist_of({cidr("198.18.5.77/32")})));
+	EXPECT_FALSE(check_rule(guards(), from("198.18.2.9/32"), allowlisted));
+}
+
+// The hook is asked about what the rule would drop: a source rule's whole
+// prefix and its protocol and port; a blackhole's whole prefix, every
+// protocol; a rule without a source, every address of its family; a
+// destination blackhole is the operator's opt-in and asks nothing.
+TEST(UpstreamGuards, TheHookIsAskedAboutTheRulesWholeReach)
+{
+	UpstreamRule r = from("198.18.3.0/24");
+	EXPECT_EQ(rule_reach(r), (RuleReach{cidr("198.18.3.0/24"), std::nullopt, std::nullopt}));
+	r.protocol = 17;
+	r.dport = 53;
+	EXPECT_EQ(rule_reach(r), (RuleReach{cidr("198.18.3.0/24"), uint8_t(17), uint16_t(53)}));
+	auto bh = source_rules(guards(), cidr("198.18.4.0/24"), UpstreamMode::blackhole, UpstreamAction::discard, 0).at(0);
+	EXPECT_EQ(rule_reach(bh), (RuleReach{cidr("198.18.4.0/24"), std::nullopt, std::nullopt}));
+	UpstreamRule sig;
+	sig.destination = cidr("2001:2::2/128");
+	sig.protocol = 6;
+	EXPECT_EQ(rule_reach(sig), (RuleReach{cidr("::/0"), uint8_t(6), std::nullopt}));
+	sig.destination = cidr("198.18.1.2/32");
+	EXPECT_EQ(rule_reach(sig), (RuleReach{cidr("0.0.0.0/0"), uint8_t(6), std::nullopt}));
+	EXPECT_FALSE(rule_reach(destination_blackhole(*parse_address("198.18.1.2"))));
+
+	std::vector<RuleReach> asked;
+	ProtectedSource record = [&](const RuleReach &x) -> std::optional<std::string> {
+		asked.push_back(x);
+		return std::nullopt;
+	};
+	EXPECT_TRUE(check_rule(guards(), bh, record));
+	EXPECT_TRUE(check_rule(guards(), sig, record));
+	EXPECT_TRUE(check_rule(guards(), destination_blackhole(*parse_address("198.18.1.2")), record));
+	ASSERT_EQ(asked.size(), 2u);
+	EXPECT_EQ(asked[0].sources, cidr("198.18.4.0/24"));
+	EXPECT_EQ(asked[1].sources, cidr("0.0.0.0/0"));
+}
+
+// The flood's signature names no source: it drops an allowlisted client's
+// frames of its shape as well as the flood's. Refused, saying what it would
+// drop and how the operator opts in; passed with no protection asked (the
+// caller's opt-in) and when nothing is protected.
+TEST(UpstreamGuards, ASignatureCoveringAnAllowlistedClientIsRefused)
+{
+	UpstreamRule sig;
+	sig.destination = cidr("198.18.1.2/32");
+	sig.protocol = 17;
+	sig.dport = 5353;
+	sig.length = 186;
+	auto ok = check_rule(guards(), sig, allowlist_of({cidr("198.18.2.2/32")}));
+	ASSERT_FALSE(ok);
+	EXPECT_EQ(ok.error().kind, ErrorKind::refused);
+	EXPECT_EQ(ok.error().message, "upstream rule 'dst 198.18.1.2/32 proto 17 dport 5353 length 186 discard' refused: it "
+				      "names no source, so it would drop an allowlisted prefix (198.18.2.2/32 on eth0) too: a "
+				      "last resort, announced only with --upstream-blackhole");
+	// An allowlisted IPv6 prefix does not reach an IPv4 signature.
+	EXPECT_TRUE(check_rule(guards(), sig, allowlist_of({cidr("2001:2:0:2::/64")})));
+	EXPECT_TRUE(check_rule(guards(), sig, nothing_protected));
+	EXPECT_TRUE(check_rule(guards(), sig, nullptr)); // the last resort: the caller asks nothing
+	// Every other guard still holds without protection.
+	sig.destination = cidr("198.18.2.2/32");
+	EXPECT_FALSE(check_rule(guards(), sig, nullptr));
+}
+
+// What a standing entry is known to send decides whether a rule reaches it.
+TEST(UpstreamGuards, AStandingEntryIsReachedByWhatItsProofShowsItSends)
+{
+	const PortSpan eph{32768, 60999};
+	auto reach = [](std::optional<uint8_t> proto, std::optional<uint16_t> dport) {
+		return RuleReach{cidr("0.0.0.0/0"), proto, dport};
+	};
+	const StandingProof accepted{SLUICE_BY_ACCEPTED, 0}, cookie{SLUICE_BY_COOKIE, 0},
+		connected{SLUICE_BY_CONNECTED, 0}, existing{SLUICE_BY_EXISTING, 0}, udp{SLUICE_BY_UDP, 53},
+		observed{SLUICE_BY_OBSERVED, 0}, unknown{99, 0};
+	// A rule naming no protocol (a source rule) reaches every entry.
+	for (const auto &e : {accepted, cookie, connected, existing, udp, observed, unknown})
+		EXPECT_TRUE(standing_reaches(e, reach(std::nullopt, std::nullopt), eph));
+	// TCP proofs: TCP rules only.
+	for (const auto &e : {accepted, cookie, connected, existing}) {
+		EXPECT_TRUE(standing_reaches(e, reach(6, 80), eph));
+		EXPECT_FALSE(standing_reaches(e, reach(17, 5353), eph));
+		EXPECT_FALSE(standing_reaches(e, reach(1, std::nullopt), eph));
+	}
+	// A UDP grant: UDP to the host's ephemeral ports (a client socket's).
+	EXPECT_TRUE(standing_reaches(udp, reach(17, std::nullopt), eph));
+	EXPECT_TRUE(standing_reaches(udp, reach(17, 40000), eph));
+	EXPECT_FALSE(standing_reaches(udp, reach(17, 5353), eph));
+	EXPECT_FALSE(standing_reaches(udp, reach(17, 61000), eph));
+	EXPECT_FALSE(standing_reaches(udp, reach(6, 40000), eph));
+	// Port-bound whatever its recorded reason.
+	EXPECT_FALSE(standing_reaches(StandingProof{SLUICE_BY_ACCEPTED, 53}, reach(6, 80), eph));
+	// Observed standing and an unknown reason: everything.
+	EXPECT_TRUE(standing_reaches(observed, reach(1, std::nullopt), eph));
+	EXPECT_TRUE(standing_reaches(unknown, reach(17, 9), eph));
+}
+
+TEST(UpstreamGuards, AReachIndexFindsEveryReachHoldingAnAddress)
+{
+	std::vector<RuleReach> reaches = {
+		{cidr("198.18.3.0/24"), std::nullopt, std::nullopt}, {cidr("0.0.0.0/0"), uint8_t(17), uint16_t(9)},
+		{cidr("198.18.0.0/16"), std::nullopt, std::nullopt}, {cidr("2001:2:0:3::/64"), std::nullopt, std::nullopt},
+		{cidr("0.0.0.0/0"), uint8_t(6), std::nullopt},       {cidr("198.18.3.128/25"), std::nullopt, std::nullopt},
+		{cidr("198.18.3.0/24"), uint8_t(1), std::nullopt}};
+	ReachIndex index(reaches);
+	auto holding = [&](const char *a) {
+		std::vector<size_t> out;
+		index.holding(*parse_address(a), [&](size_t i) { out.push_back(i); });
+		std::sort(out.begin(), out.end());
+		return out;
+	};
+	EXPECT_EQ(holding("198.18.3.7"), (std::vector<size_t>{0, 1, 2, 4, 6}));
+	EXPECT_EQ(holding("198.18.3.200"), (std::vector<size_t>{0, 1, 2, 4, 5, 6}));
+	EXPECT_EQ(holding("198.18.9.1"), (std::vector<size_t>{1, 2, 4}));
+	EXPECT_EQ(holding("203.0.113.1"), (std::vector<size_t>{1, 4}));
+	EXPECT_EQ(holding("2001:2:0:3::1"), (std::vector<size_t>{3})); // no IPv6 /0 asked
+	EXPECT_TRUE(holding("2001:2:0:4::1").empty());
+	ReachIndex none(std::vector<RuleReach>{});
+	bool called = false;
+	none.holding(*parse_address("198.18.3.7"), [&](size_t) { called = true; });
+	EXPECT_FALSE(called);
+}
+
+// An automatic source rule names a source only when its address is proved,
+// then abused: a penalty runs after its standing was revoked.
+TEST(SourceProof, OnlyAProvedThenAbusedAddressIsNamed)
+{
+	auto src = cidr("198.18.3.10/32");
+	auto ok = source_proof(src, [](const Cidr &) -> Result<std::optional<std::string>> {
+		return std::optional<std::string>("its standing was revoked (revocation 1; barred for another 59 s)");
+	});
+	ASSERT_TRUE(ok);
+	EXPECT_EQ(*ok, "its standing was revoked (revocation 1; barred for another 59 s)");
+	auto none = source_proof(src, [](const Cidr &) -> Result<std::optional<std::string>> {
+		return std::optional<std::string>{};
+	});
+	ASSERT_FALSE(none);
+	EXPECT_EQ(none.error().kind, ErrorKind::refused);
+	EXPECT_EQ(none.error().message.rfind("upstream: 198.18.3.10/32 refused: its address is not proved", 0), 0u)
+		<< none.error().message;
+	auto unreadable = source_proof(src, [](const Cidr &) -> Result<std::optional<std::string>> {
+		return fail(ErrorKind::system, "reading penalty set 7", EIO);
+	});
+	ASSERT_FALSE(unreadable);
+	EXPECT_NE(unreadable.error().message.find("cannot be read (reading penalty set 7"), std::string::npos)
+		<< unreadable.error().message;
+	EXPECT_FALSE(source_proof(src, nullptr));
+}
+
+// The filed case: a flood from the attacker's link carrying a victim's
+// address, with random sources beside it. The victim is heavy in the drop
+// samples (concentration alone would name it), and not proved: no rule.
+TEST(SourceProof, ASpoofedFloodNamingAVictimAmongRandomSourcesNamesNoOne)
+{
+	std::vector<DroppedSource> heaviest = {{cidr("198.18.2.77/32"), 700, 0},
+					       {cidr("198.18.120.3/32"), 3, 2},
+					       {cidr("198.19.7.41/32"), 3, 2}};
+	auto picked = flood_sources(heaviest, 1000, 3);
+	ASSERT_FALSE(picked.spread);
+	ASSERT_EQ(picked.sources.size(), 1u); // heavy: 70% of the samples
+	EXPECT_EQ(picked.sources[0].source, cidr("198.18.2.77/32"));
+	// Nothing in the standing table proved it: the penalty map is empty.
+	ProvedSource no_penalty = [](const Cidr &) -> Result<std::optional<std::string>> {
+		return std::optional<std::string>{};
+	};
+	EXPECT_FALSE(source_proof(picked.sources[0].source, no_penalty));
 }
 
 TEST(UpstreamGuards, PortsNeedTcpOrUdpAndARateIsNotZero)
@@ -218,8 +401,8 @@ TEST(UpstreamBlackhole, SourceBasedAndDestinationRulesAndTheirGuards)
 	EXPECT_NE(refused_why(bh("198.18.1.7/32")).find("overlaps --upstream-prefixes"), std::string::npos);
 	EXPECT_NE(refused_why(bh("198.18.0.0/16")).find("overlaps"), std::string::npos);
 	EXPECT_NE(refused_why(bh("2001:2:0:3::/64")).find("overlaps"), std::string::npos); // inside 2001:2::/48
-	EXPECT_NE(refused_why(bh("198.18.3.0/24"), [](const Cidr &) -> std::optional<std::string> { return "allowlisted (x)"; })
-			  .find("allowlisted"),
+	EXPECT_NE(refused_why(bh("198.18.3.0/24"), [](const RuleReach &) -> std::optional<std::string> { return "allowlisted (x)"; })
+			  .find("it would drop allowlisted (x)"),
 		  std::string::npos);
 
 	UpstreamRule last = destination_blackhole(*parse_address("198.18.1.2"));

@@ -20,6 +20,8 @@ import time
 import unittest
 
 from sluice_netns import Daemon, Testbed, Traffic, ctl, ctl_json, in_ci, main, require_root, run, wait_until
+from test_standing import standing_of, start_http
+from test_trust import add_addresses, visit
 
 HOST_AS, ROUTER_AS = 64500, 64501
 TEMPLATES = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tools", "upstream")
@@ -27,7 +29,18 @@ API = "127.0.0.1:50051"
 MARKER = "(4200000000, 7583, 21)"
 OWN4, OWN6 = "198.18.1.0/24", "2001:2:0:1::/64"
 ATTACKER = "198.18.3.7/32"
+# The flooders. In the FlowSpec test two of them first complete a handshake
+# each (their addresses proved), so they earn standing in every daemon on the
+# machine whose feeders sit at the cgroup root: no other test may use them
+# (the blackhole test bars them by the operator's word first, which no later
+# handshake gets past).
 FLOODERS = ["198.18.3.10/32", "198.18.3.11/32", "198.18.3.12/32"]
+# The spoofed flood's victim: an address the flood carries as its source
+# among random ones, which never sent anything itself (no other test uses it).
+VICTIM = "198.18.2.77"
+# The spread flood whose signature covers an allowlisted client: 32 sources
+# from here up (no other test uses them).
+SPREAD_BASE = "198.18.30.1"
 # The automatic announcements, quickly: a 0.2 s period, buckets no flood of
 # the tests empties, the breaker trips over 2000 admitted pps and sheds every
 # source (no newcomer budget); every 16th drop sampled into 1 s windows; over
@@ -260,8 +273,12 @@ class UpstreamTest(unittest.TestCase):
         wait_until(lambda: ctl(tb, "standing", tb.host_if, "198.18.3.246").returncode == 0, 5,
                    what="198.18.3.246's standing")
         cases = [
-            (["198.18.2.5/32"], "its source is allowlisted (198.18.2.0/24"),
-            (["198.18.3.246/32"], "a source with standing (198.18.3.246/32"),
+            (["198.18.2.5/32"], "it would drop an allowlisted prefix (198.18.2.0/24"),
+            (["198.18.3.246/32"], "it would drop a source with standing (198.18.3.246/32"),
+            # the whole announced prefix: a /24 holding a source with
+            # standing (the table scanned; other tests' sources of this /24
+            # may be the one named)
+            (["198.18.3.0/24"], "it would drop a source with standing (198.18.3."),
             (["198.18.0.0/16"], "shorter than /24 (--upstream-min-prefix4)"),
             (["198.18.3.1/32", "198.18.3.2/32", "198.18.3.3/32"], "over --upstream-max 2"),
         ]
@@ -398,26 +415,44 @@ class UpstreamTest(unittest.TestCase):
         self.assertEqual(len(speaker.paths("ipv6-flowspec")), 1)
 
     def test_automatic_flowspec_while_shedding_reaches_bird_and_is_withdrawn_after_the_hold(self):
-        """A non-spoofed flood from three sources trips the breaker; over
-        --upstream-pps for --upstream-after while shedding, the three
-        heaviest dropped sources go out as FlowSpec source rules with the
-        stated action (traffic-rate 100,000 B/s), exact in BIRD's flowtab4,
-        but for the one that is allowlisted (the guard: dropped here by the
-        deny list, never announced, logged and listed as refused); after the
-        flood the breaker recovers and, once the hold is over, they are
-        withdrawn and gone from BIRD."""
+        """Two flooders first prove their addresses: each fetches a page from
+        the host (a completed handshake), so each earns standing. Then they
+        flood with a third, allowlisted and denied: the breaker trips, and
+        while it sheds their standing share is 150 pps each (--standing-pps
+        300), which they send 10x over: the daemon revokes their standing
+        (its penalty runs): proved, then abused. Over --upstream-pps for
+        --upstream-after while shedding, those two go out as FlowSpec source
+        rules with the stated action (traffic-rate 100,000 B/s), exact in
+        BIRD's flowtab4. The allowlisted one never does (the guard: dropped
+        here by the deny list, logged), and neither does the flood's
+        signature, which names no source and so would drop the allowlisted
+        flooder's frames of its shape too (refused, logged, listed as
+        refused: a last resort). The standing valve never closes (the share
+        holds). After the flood the breaker recovers and,
+        once the hold is over, the rules are withdrawn and gone from BIRD."""
         HOLD = 4
-        tb, speaker, router, d = self.bed(*AUTO, "--upstream-hold", str(HOLD), "--upstream-action", "rate:800000")
+        # The standing sources may take 300 pps together, each bucket 150 pps
+        # with a small burst: the share holds from the first period, so the
+        # valve (standing over 2x that) never closes and the flooders' frames
+        # keep reaching their buckets, which is what their revocation measures.
+        tb, speaker, router, d = self.bed(*AUTO, "--standing-pps", "300", "--standing-rate", "150",
+                                          "--standing-burst", "50", "--upstream-hold", str(HOLD),
+                                          "--upstream-action", "rate:800000")
         guarded = FLOODERS[2]
+        proved = [src.split("/")[0] for src in FLOODERS[:2]]
+        http = start_http(tb)
+        self.addCleanup(http.stop)
+        add_addresses(tb, proved)
+        self.assertEqual(visit(tb, proved), 2, "each proving flooder fetched its page")
+        for a in proved:
+            wait_until(lambda: standing_of(tb, a)["has_standing"], 5, what=f"{a}'s standing from its handshake")
         ctl(tb, "allow", "add", tb.host_if, guarded, check=True)
         ctl(tb, "deny", "add", tb.host_if, guarded, check=True)  # dropped (and sampled) all the same
         want = {f"flow4 {{ dst {OWN4}; src {src}; }}" for src in FLOODERS if src != guarded}
-        # and the flood's signature: UDP to port 9 of the host, 64-byte frames (IP length 50)
-        want.add(f"flow4 {{ dst {tb.host_ip4}/32; proto 17; dport 9; length 50; }}")
         f = self.flood(tb, 40, pps=4500)  # 3000 pps admitted (the guarded one is denied): over --trip-pps
         wait_until(lambda: self.breaker(tb) == "shedding", 15, what="the breaker to trip on the flood")
         t_trip = time.monotonic()
-        flows = self.wait_flows(router, lambda fl: set(fl) == want, "the two flooders' rules in BIRD")
+        flows = self.wait_flows(router, lambda fl: set(fl) == want, "the two proved flooders' rules in BIRD")
         t_seen = time.monotonic()
         print(f"\nflood start -> breaker shedding {t_trip - f.started:.1f} s, -> rules in BIRD "
               f"{t_seen - f.started:.1f} s (--upstream-after 1 s)", flush=True)
@@ -427,20 +462,35 @@ class UpstreamTest(unittest.TestCase):
             self.assertEqual(attribute(attrs, "BGP.ext_community"), "(generic, 0x80060000, 0x47c35000)")
             self.assertEqual(attribute(attrs, "BGP.community"), NO_EXPORT)
             self.assertEqual(attribute(attrs, "BGP.large_community"), MARKER)
+        # Abused: the daemon revoked the standing each had earned.
+        self.assertNotIn("standing valve closed", d.output())
+        for a in proved:
+            self.assertRegex(d.output(), rf"standing of {re.escape(a)} \(accepted\) revoked")
         view = ctl_json(tb, "upstream")
         auto = view["auto"]["interfaces"]
         self.assertEqual([(i["iface"], i["firing"]) for i in auto], [(tb.host_if, True)])
         self.assertRegex(auto[0]["why"], r"arriving \d+ pps \(over --upstream-pps 1500\) for \d+ s while shedding")
         rules = [r for r in view["rules"] if r["state"] == "announced"]
-        self.assertEqual(len(rules), 3)
+        self.assertEqual(len(rules), 2)
         for r in rules:
             self.assertTrue(r["reason"].startswith(f"automatic: {tb.host_if} arriving"), r["reason"])
-        self.assertIn(f"upstream rule 'dst {OWN4} src {guarded} rate 100000 B/s' refused: its source is allowlisted "
-                      f"({guarded} on {tb.host_if}): never announced (automatic, {tb.host_if}): not announced",
+            self.assertRegex(r["reason"], r"; proved, then abused: its standing was revoked \(revocation 1; barred for "
+                                          r"another \d+ s\)$")
+        self.assertIn(f"upstream rule 'dst {OWN4} src {guarded} rate 100000 B/s' refused: it would drop an allowlisted "
+                      f"prefix ({guarded} on {tb.host_if}): never announced (automatic, {tb.host_if}): not announced",
                       d.output())
         self.assertNotIn(f"src {guarded};", " ".join(router.flows()))
+        # The signature: refused, since it would drop the allowlisted source's frames too.
+        signature = f"dst {tb.host_ip4}/32 proto 17 dport 9 length 50 rate 100000 B/s"
+        self.assertIn(f"upstream rule '{signature}' refused: it names no source, so it would drop an allowlisted "
+                      f"prefix ({guarded} on {tb.host_if}) too: a last resort, announced only with "
+                      f"--upstream-blackhole (automatic, {tb.host_if}): not announced", d.output())
+        refused = {r["rule"]: r for r in view["rules"] if r["state"] == "refused"}
+        self.assertIn(signature, refused)
+        self.assertIn("not announced: upstream rule", refused[signature]["reason"])
         self.assertIn("automatic FIRING on", ctl(tb, "status", check=True).stdout)
-        self.assertIn("announcing the heaviest dropped sources upstream", d.output())
+        self.assertIn("announcing the flood's signature and the heaviest dropped sources whose addresses are proved",
+                      d.output())
 
         f.stop()
         f.result()
@@ -453,6 +503,92 @@ class UpstreamTest(unittest.TestCase):
         self.assertGreaterEqual(t_gone - t_seen, HOLD - 1.0)
         self.assertIn("the breaker left shedding", d.output())
         self.assertEqual(speaker.paths(), [])
+        # Nothing refused is listed once the firing is over.
+        self.assertEqual([r for r in ctl_json(tb, "upstream")["rules"] if r["state"] == "refused"], [])
+
+    def test_a_spoofed_flood_naming_a_victim_among_random_sources_gets_no_rule_for_the_victim(self):
+        """The filed case: a flood from the attacker's link carrying a
+        victim's address as its source (hping3 -a), 3,000 pps, with 1,000 pps
+        from random sources beside it. The victim carries most of the drop
+        samples, which is all the old choice of sources asked; its address
+        was never proved (no handshake, no standing revoked), so no source
+        rule names it: logged and listed as refused, nothing for it in BIRD
+        or gobgpd. The flood's signature still goes out (it names no source,
+        and drops no protected one)."""
+        tb, speaker, router, d = self.bed(*AUTO, "--upstream-hold", "4")
+        spoofed = Traffic(tb.ns_attacker, "flood", "--iface", tb.attacker_if, "--dst-mac", tb.attacker_gw_mac,
+                          "--dst", tb.host_ip4, "--src", VICTIM, "--pps", 3000, "--duration", 40)
+        self.addCleanup(spoofed.__exit__, None, None, None)
+        randoms = Traffic(tb.ns_attacker, "flood", "--iface", tb.attacker_if, "--dst-mac", tb.attacker_gw_mac,
+                          "--dst", tb.host_ip4, "--random-src", "--pps", 1000, "--duration", 40)
+        self.addCleanup(randoms.__exit__, None, None, None)
+        wait_until(lambda: self.breaker(tb) == "shedding", 15, what="the breaker to trip on the flood")
+        sig = f"flow4 {{ dst {tb.host_ip4}/32; proto 17; dport 9; length 50; }}"
+        self.wait_flows(router, lambda fl: sig in fl, "the flood's signature in BIRD (the trigger fired)")
+        refusal = (f"upstream: {VICTIM}/32 refused: its address is not proved (no standing it earned by a handshake "
+                   f"or a cookie was revoked for abuse: no penalty runs)")
+        wait_until(lambda: refusal in d.output(), 10, what="the victim's refusal in the log")
+        # Concentration alone would have named it: the heaviest carry over half the samples.
+        shares = [int(m) for m in re.findall(r"the 3 heaviest sources carry (\d+)% of the drop samples", d.output())]
+        self.assertTrue(shares and max(shares) >= 50, shares)
+        time.sleep(2)  # ten more periods: still nothing for the victim
+        self.assertEqual(list(router.flows()), [sig])
+        self.assertNotIn(VICTIM, " ".join(speaker.paths()))
+        view = ctl_json(tb, "upstream")
+        states = {r["rule"]: r["state"] for r in view["rules"]}
+        victim_rule = f"dst {OWN4} src {VICTIM}/32 discard"
+        self.assertEqual(states.get(victim_rule), "refused", states)
+        self.assertEqual([r for r, st in states.items() if st == "announced"],
+                         [f"dst {tb.host_ip4}/32 proto 17 dport 9 length 50 discard"])
+        self.assertEqual(d.output().count(refusal), 1)  # logged once, not every period
+        spoofed.stop()
+        randoms.stop()
+        spoofed.result()
+        randoms.result()
+
+    def test_automatic_signature_covering_an_allowlisted_client_is_refused_and_logged(self):
+        """A spread flood of one shape (UDP to port 5353, 200-byte frames, 32
+        sources) while the regular client is allowlisted: the flood's
+        signature names no source, so upstream it would drop the client's
+        frames of that shape too. Refused and logged (what it would drop,
+        and the opt-in), listed as refused, nothing in BIRD. Once the client
+        leaves the allowlist, the signature goes out: the refusal was the
+        allowlist's (it is looked at again every 5 s)."""
+        tb, speaker, router, d = self.bed(*AUTO, "--upstream-hold", "4")
+        client = f"{tb.client_ip4}/32"
+        ctl(tb, "allow", "add", tb.host_if, client, check=True)
+        t = Traffic(tb.ns_attacker, "flood", "--iface", tb.attacker_if, "--dst-mac", tb.attacker_gw_mac,
+                    "--dst", tb.host_ip4, "--sources", 32, "--src-base", SPREAD_BASE,
+                    "--port", 5353, "--size", 200, "--pps", 4000, "--duration", 40)
+        self.addCleanup(t.__exit__, None, None, None)
+        wait_until(lambda: self.breaker(tb) == "shedding", 15, what="the breaker to trip on the flood")
+        rule = f"dst {tb.host_ip4}/32 proto 17 dport 5353 length 186 discard"
+        refusal = (f"upstream rule '{rule}' refused: it names no source, so it would drop an allowlisted prefix "
+                   f"({client} on {tb.host_if}) too: a last resort, announced only with --upstream-blackhole "
+                   f"(automatic, {tb.host_if}): not announced")
+        wait_until(lambda: refusal in d.output(), 20, what="the signature's refusal in the log")
+        t_refused = time.monotonic()
+        view = ctl_json(tb, "upstream")
+        rules = {r["rule"]: r for r in view["rules"]}
+        self.assertEqual(set(rules), {rule})
+        self.assertEqual(rules[rule]["state"], "refused")
+        self.assertRegex(rules[rule]["reason"], rf"^automatic: {tb.host_if} arriving .*; signature of \d+ drop samples: "
+                                                rf".*; not announced: upstream rule '{re.escape(rule)}' refused: ")
+        time.sleep(2)  # ten more periods: not announced after all
+        self.assertEqual(router.flows(), {})
+        self.assertEqual(speaker.paths(), [])
+        self.assertEqual(d.output().count(refusal), 1)  # logged once, not every period or every look
+        self.assertGreaterEqual(view["refusals"], 1)
+
+        ctl(tb, "allow", "del", tb.host_if, client, check=True)
+        want = f"flow4 {{ dst {tb.host_ip4}/32; proto 17; dport 5353; length 186; }}"
+        flows = self.wait_flows(router, lambda fl: want in fl, "the signature in BIRD once the client left the allowlist")
+        print(f"\nsignature refused -> in BIRD after the allowlist entry went {time.monotonic() - t_refused:.1f} s",
+              flush=True)
+        self.assertEqual(list(flows), [want])
+        self.assertEqual(ctl_json(tb, "upstream")["rules"][0]["state"], "announced")
+        t.stop()
+        t.result()
 
     def test_automatic_signature_of_a_spread_flood_reaches_bird_and_is_withdrawn_after_the_hold(self):
         """A flood of one shape (UDP to port 5353 of the host, 200-byte
@@ -502,8 +638,9 @@ class UpstreamTest(unittest.TestCase):
         self.assertEqual(speaker.paths(), [])
 
     def test_automatic_source_blackholes_make_the_router_drop_the_flood(self):
-        """--upstream-mode blackhole: the flooders go out as source-based
-        blackhole routes (RFC 5635) with the host communities; BIRD turns
+        """--upstream-mode blackhole: the flooders, barred by the operator
+        first (`sluicectl standing revoke`: their penalty runs), go out as
+        source-based blackhole routes (RFC 5635) with the host communities; BIRD turns
         them into kernel blackhole routes and the router's loose uRPF on the
         attacker's link drops the flood (IPReversePathFilter counts it, the
         router stops forwarding it to the host); the client is served again;
@@ -536,6 +673,12 @@ class UpstreamTest(unittest.TestCase):
         self.assertEqual(tb.host_ip6, "2001:2:0:1::2")
         self.assertEqual(attribute(attrs, "BGP.next_hop").split()[0], tb.host_ip6)
 
+        # An automatic source rule names only an address proved, then abused
+        # (the FlowSpec test shows the daemon revoking flooders that proved
+        # themselves by a handshake); here the operator's word does it:
+        # `sluicectl standing revoke` bars each flooder (the same penalty).
+        for src in FLOODERS:
+            ctl(tb, "standing", "revoke", tb.host_if, src.split("/")[0], check=True)
         f = self.flood(tb, 60)
         wait_until(lambda: self.breaker(tb) == "shedding", 15, what="the breaker to trip on the flood")
         hosts = [src for src in FLOODERS] + [f"{tb.host_ip4}/32"]

@@ -1,5 +1,6 @@
 #include "logic/upstream.h"
 
+#include "bpf/sluice_abi.h"
 #include "logic/classes.h"
 
 #include <algorithm>
@@ -31,6 +32,17 @@ std::string UpstreamRule::str() const
 	return s;
 }
 
+std::optional<RuleReach> rule_reach(const UpstreamRule &rule)
+{
+	if (rule.kind == UpstreamKind::blackhole_destination)
+		return std::nullopt;
+	if (rule.kind == UpstreamKind::blackhole_source)
+		return RuleReach{rule.destination, std::nullopt, std::nullopt}; // everything from the prefix
+	// FlowSpec: its source, or every address of its family (the prefix /0).
+	Cidr sources = rule.source ? *rule.source : Cidr{Address{rule.family(), {}}, 0};
+	return RuleReach{sources, rule.protocol, rule.dport};
+}
+
 Status check_rule(const UpstreamGuards &guards, const UpstreamRule &rule, const ProtectedSource &is_protected)
 {
 	std::string what = "upstream rule '" + rule.str() + "' refused: ";
@@ -57,8 +69,8 @@ Status check_rule(const UpstreamGuards &guards, const UpstreamRule &rule, const 
 			return refused(what + "its source prefix is shorter than /" + std::to_string(min) + " (--upstream-min-prefix" +
 				       (rule.family() == Family::v4 ? "4" : "6") + ")");
 		if (is_protected)
-			if (auto why = is_protected(rule.destination))
-				return refused(what + "its source is " + *why + ": never announced");
+			if (auto why = is_protected(*rule_reach(rule)))
+				return refused(what + "it would drop " + *why + ": never announced");
 		return {};
 	}
 	if (!own)
@@ -71,8 +83,15 @@ Status check_rule(const UpstreamGuards &guards, const UpstreamRule &rule, const 
 			return refused(what + "its source prefix is shorter than /" + std::to_string(min) + " (--upstream-min-prefix" +
 				       (rule.family() == Family::v4 ? "4" : "6") + ")");
 		if (is_protected)
-			if (auto why = is_protected(*rule.source))
-				return refused(what + "its source is " + *why + ": never announced");
+			if (auto why = is_protected(*rule_reach(rule)))
+				return refused(what + "it would drop " + *why + ": never announced");
+	} else if (is_protected) {
+		// No source: the rule drops whatever matches it, from anyone (the
+		// flood's signature). Dropping a protected source with it is the
+		// last resort's call, the operator's alone.
+		if (auto why = is_protected(*rule_reach(rule)))
+			return refused(what + "it names no source, so it would drop " + *why +
+				       " too: a last resort, announced only with --upstream-blackhole");
 	}
 	if (rule.dport && (!rule.protocol || (*rule.protocol != 6 && *rule.protocol != 17)))
 		return refused(what + "a destination port needs protocol TCP (6) or UDP (17)");
@@ -81,6 +100,81 @@ Status check_rule(const UpstreamGuards &guards, const UpstreamRule &rule, const 
 	if (rule.action == UpstreamAction::rate_limit && rule.rate_bytes == 0)
 		return refused(what + "a rate limit of 0 B/s is a discard: say discard");
 	return {};
+}
+
+bool standing_reaches(const StandingProof &entry, const RuleReach &reach, PortSpan ephemeral)
+{
+	if (!reach.protocol)
+		return true;
+	if (entry.port != 0 || entry.reason == SLUICE_BY_UDP)
+		return *reach.protocol == 17 && (!reach.dport || (*reach.dport >= ephemeral.lo && *reach.dport <= ephemeral.hi));
+	switch (entry.reason) {
+	case SLUICE_BY_ACCEPTED:
+	case SLUICE_BY_CONNECTED:
+	case SLUICE_BY_EXISTING:
+	case SLUICE_BY_COOKIE:
+		return *reach.protocol == 6;
+	default: // observed, or a reason of another build: anything
+		return true;
+	}
+}
+
+namespace {
+// The address's bytes with the bits past `prefix` cleared (aggregate()'s
+// result, a byte at a time: a scan asks this of every standing entry).
+std::array<uint8_t, 16> masked_bytes(const Address &a, uint32_t prefix)
+{
+	std::array<uint8_t, 16> b = a.bytes;
+	const uint32_t bits = a.family == Family::v4 ? 32 : 128;
+	prefix = std::min(prefix, bits);
+	if (prefix % 8)
+		b[prefix / 8] &= static_cast<uint8_t>(0xff00u >> (prefix % 8));
+	for (uint32_t i = (prefix + 7) / 8; i < 16; i++)
+		b[i] = 0;
+	return b;
+}
+} // namespace
+
+ReachIndex::ReachIndex(const std::vector<RuleReach> &reaches)
+{
+	for (size_t i = 0; i < reaches.size(); i++) {
+		const Cidr &c = reaches[i].sources;
+		auto g = std::find_if(groups_.begin(), groups_.end(), [&](const Group &x) {
+			return x.family == c.addr.family && x.prefix == c.prefix;
+		});
+		if (g == groups_.end())
+			g = groups_.insert(groups_.end(), Group{c.addr.family, c.prefix, {}});
+		g->keys.emplace_back(masked_bytes(c.addr, c.prefix), i);
+	}
+	for (auto &g : groups_)
+		std::sort(g.keys.begin(), g.keys.end());
+}
+
+void ReachIndex::holding(const Address &addr, const std::function<void(size_t)> &fn) const
+{
+	for (const auto &g : groups_) {
+		if (g.family != addr.family)
+			continue;
+		auto key = masked_bytes(addr, g.prefix);
+		auto lo = std::lower_bound(g.keys.begin(), g.keys.end(), std::make_pair(key, size_t(0)));
+		for (auto it = lo; it != g.keys.end() && it->first == key; ++it)
+			fn(it->second);
+	}
+}
+
+Result<std::string> source_proof(const Cidr &source, const ProvedSource &is_proved)
+{
+	std::string what = "upstream: " + source.str() + " refused: ";
+	if (!is_proved)
+		return refused(what + "nothing here can prove its address");
+	auto proof = is_proved(source);
+	if (!proof)
+		return refused(what + "whether its address is proved cannot be read (" + proof.error().describe() + ")");
+	if (!*proof)
+		return refused(what + "its address is not proved (no standing it earned by a handshake or a cookie was "
+				      "revoked for abuse: no penalty runs); a flood's samples alone never name a source, since "
+				      "a spoofed flood carries whatever source address it likes");
+	return **proof;
 }
 
 std::vector<UpstreamRule> source_rules(const UpstreamGuards &guards, const Cidr &source)

@@ -8,6 +8,7 @@
 #pragma once
 
 #include "base/address.h"
+#include "base/port_span.h"
 #include "base/result.h"
 
 #include <array>
@@ -63,15 +64,90 @@ struct UpstreamGuards {
 	size_t max = 16;            // announcements at most, all interfaces together
 };
 
-// Whether a source must never be announced: allowlisted or with standing.
-// Returns the reason ("allowlisted (198.18.2.0/24)") or none.
-using ProtectedSource = std::function<std::optional<std::string>(const Cidr &source)>;
+// What a rule would drop upstream, as the protection guard asks it: the
+// sources it matches (its source prefix, the whole prefix; every address of
+// its family when it names no source, as the flood's signature does) and
+// what it names of the frames (none: every protocol, every port).
+struct RuleReach {
+	Cidr sources;
+	std::optional<uint8_t> protocol;
+	std::optional<uint16_t> dport;
+	bool operator==(const RuleReach &) const = default;
+};
+// A rule's reach; none for a destination blackhole (the last resort drops
+// every packet to the address, protected sources' too: that is what the
+// operator opted in to with --upstream-blackhole).
+std::optional<RuleReach> rule_reach(const UpstreamRule &rule);
+
+// Whether a rule of that reach would drop a protected source: an allowlisted
+// prefix overlapping it, or a source with standing anywhere inside it whose
+// standing the rule's protocol and port reach (standing_reaches). Returns
+// what it would drop ("an allowlisted prefix (198.18.2.0/24 on eth0)", "a
+// source with standing (198.18.3.7/32 on eth0, accepted)") or none. A
+// protection that cannot be read is an answer too (the guard fails closed).
+using ProtectedSource = std::function<std::optional<std::string>(const RuleReach &reach)>;
 
 // Refused (ErrorKind::refused, the guard named) when the rule must not be
 // announced: a destination outside the own prefixes, a source prefix shorter
-// than the bound or of the other family, a protected source, a port without
-// TCP or UDP, TCP flags without TCP, a rate of 0.
+// than the bound or of the other family, a rule that would drop a protected
+// source (a source rule: never; a rule that names no source, the flood's
+// signature: only as a last resort, which the caller waives by passing no
+// is_protected), a port without TCP or UDP, TCP flags without TCP, a rate of
+// 0. A null is_protected checks no protection: for the operator's opt-in
+// alone (--upstream-blackhole).
 Status check_rule(const UpstreamGuards &guards, const UpstreamRule &rule, const ProtectedSource &is_protected);
+
+// What a standing entry is known to send, from its proof, and so whether a
+// rule of that reach would drop its frames (docs/upstream.md, "The
+// guards"). A UDP grant (a port-bound entry, or reason udp) is the peer of
+// a host's UDP client socket, and the feeders grant only from a socket bound
+// inside the host's ephemeral port range: its frames are UDP to a port of
+// `ephemeral`, so a rule reaches it when it names UDP and no port or a port
+// of that range. A TCP proof (a handshake to a listener, a cookie, a
+// connection the host opened, or one it found established) shows TCP: a
+// rule reaches it when it names TCP. Observed standing, or a reason this
+// build does not know, shows nothing in particular: every rule reaches it.
+// A rule that names no protocol reaches every entry.
+struct StandingProof {
+	uint32_t reason = 0; // enum sluice_standing_reason
+	uint16_t port = 0;   // 0: every frame; else a UDP grant's peer port
+};
+bool standing_reaches(const StandingProof &entry, const RuleReach &reach, PortSpan ephemeral);
+
+// Which of a set of reaches hold an address, for one scan of the standing
+// table against every wide reach at once: the reaches are grouped by
+// family and prefix length and sorted, so an address costs a binary search
+// per distinct length (at most 33 or 129, a few in practice), not one test
+// per reach.
+class ReachIndex {
+public:
+	explicit ReachIndex(const std::vector<RuleReach> &reaches);
+	// fn(i) for every reach i whose sources hold `addr`.
+	void holding(const Address &addr, const std::function<void(size_t)> &fn) const;
+
+private:
+	struct Group {
+		Family family;
+		uint32_t prefix;
+		std::vector<std::pair<std::array<uint8_t, 16>, size_t>> keys; // masked address bytes, reach index; sorted
+	};
+	std::vector<Group> groups_;
+};
+
+// Whether a dropped source's address is proved, then abused: its standing,
+// earned by a completed handshake, a SYN cookie or a grant, was revoked (by
+// the daemon, for sending far over its share, or by the operator's
+// `sluicectl standing revoke`) and its penalty runs. The proof said
+// ("standing revoked (revocation 1), barred for another 58 s") or none; an
+// error when that cannot be read.
+using ProvedSource = std::function<Result<std::optional<std::string>>(const Cidr &source)>;
+
+// An automatic source rule may name `source` only when its address is
+// proved, then abused (is_proved): the drop samples' concentration alone
+// never names a source, since a spoofed flood names whoever it likes. The
+// proof's text, or refused (ErrorKind::refused) saying why not: no proof,
+// no hook, or a proof that cannot be read.
+Result<std::string> source_proof(const Cidr &source, const ProvedSource &is_proved);
 
 // The FlowSpec rules that ask the network to drop `source` towards this
 // host: one per own prefix of the source's family (a rule without a
@@ -174,12 +250,15 @@ struct DroppedSource {
 	uint64_t error = 0; // samples - error is an underestimate
 };
 
-// The sources worth a source-match rule: of the heaviest `top` (heaviest
-// first), those that surely (samples - error) carry at least
+// The sources heavy enough for a source-match rule: of the heaviest `top`
+// (heaviest first), those that surely (samples - error) carry at least
 // kFloodSourceShare of the window's samples and kFloodSourceSamples samples;
 // none when those `top` together surely carry less than kFloodTopShare of
 // them (a flood spread over many sources, spoofed most likely: a rule per
-// source would not stop it). `why` says which.
+// source would not stop it). `why` says which. Heavy is not enough: each
+// must also pass the guards and source_proof (its address proved, then
+// abused) before it is announced, since one forged source address carried
+// by most of a flood is as heavy as a real flooder.
 inline constexpr double kFloodTopShare = 0.5;
 inline constexpr double kFloodSourceShare = 0.05;
 inline constexpr uint64_t kFloodSourceSamples = 4;
@@ -276,7 +355,8 @@ struct SignatureTally {
 // kSignatureShare. None (and `why` says why) with fewer than
 // kSignatureMinSamples samples, a destination or protocol under that share,
 // or a destination outside `guards.own` (check_rule's guard, said here
-// first).
+// first). The rule found still passes check_rule with the protection guard
+// like every rule: naming no source, it reaches every source of its family.
 struct Signature {
 	std::optional<UpstreamRule> rule;
 	std::string why; // "dst 198.18.1.2 (100%), proto 17 (100%), dport 9 (100%), length 128 (97%); tcp-flags -"
