@@ -33,6 +33,20 @@ def before_build():
     return os.environ.get("SLUICE_BEFORE_BUILD", "/work/before/build")
 
 
+def builds(lab, figure):
+    """[(which, sluiced, sluicectl)]: "before" (from before_build(), when it
+    is there) then "after" (this tree's); figures 11 and 12 run both."""
+    old = before_build()
+    out = [("after", lab.sluiced, lab.sluicectl)]
+    old_sluiced = os.path.join(old, "ctl", "sluiced", "sluiced")
+    old_sluicectl = os.path.join(old, "ctl", "sluicectl", "sluicectl")
+    if os.path.exists(old_sluiced) and os.path.exists(old_sluicectl):
+        out.insert(0, ("before", old_sluiced, old_sluicectl))
+    else:
+        log(f"  figure {figure}: no before build at {old} (SLUICE_BEFORE_BUILD): after only")
+    return out
+
+
 def trip_name(which, shape):
     return f"shapes_{shape}_{which}_trip_s"
 
@@ -86,20 +100,12 @@ def one_flood(lab, sluiced, sluicectl, shape, on, every, seconds):
 def measure(lab):
     log("figure 11: the breaker against steady, bursty and pulsed floods, before and after the window rule")
     seconds = 6 if lab.quick else 10
-    old = before_build()
-    builds = [("after", lab.sluiced, lab.sluicectl)]
-    old_sluiced = os.path.join(old, "ctl", "sluiced", "sluiced")
-    old_sluicectl = os.path.join(old, "ctl", "sluicectl", "sluicectl")
-    if os.path.exists(old_sluiced) and os.path.exists(old_sluicectl):
-        builds.insert(0, ("before", old_sluiced, old_sluicectl))
-    else:
-        log(f"  figure 11: no before build at {old} (SLUICE_BEFORE_BUILD): after only")
     rows = Rows(11)
     detail = []
     bound = 2 * 0.5 + 0.5
     for shape, on, every in SHAPES:
         got = {}
-        for which, sluiced, sluicectl in builds:
+        for which, sluiced, sluicectl in builds(lab, 11):
             tripped, pct, sent = one_flood(lab, sluiced, sluicectl, shape, on, every, seconds)
             got[which] = (tripped, pct)
             detail.append({"shape": shape, "build": which, "trip_s": tripped, "admitted_pct": pct, "sent": sent,

@@ -16,7 +16,6 @@ issue 27), as figure 11."""
 
 import dataclasses
 import json
-import os
 import time
 
 import sluice_netns
@@ -29,7 +28,6 @@ from .rows import Rows
 ARGS = ("--rate", 5000, "--burst", 10000, "--trip-pps", 10000, "--trip-periods", 2, "--period", 0.5)
 BOTS_NET, BOTS_BASE = "198.19.132.0/22", "198.19.132.1"
 FLOOD_PPS = 150000
-ADMITTED = ("passed", "newcomer", "standing", "allowlisted", "exempt", "cookie_proved")
 
 
 def regular_name(which, n):
@@ -50,11 +48,6 @@ class Trust:
         return cls(rows, None)
 
 
-def admitted(lab, d):
-    c = lab.counters(d)
-    return sum(sum(c.get(o, [])) for o in ADMITTED)
-
-
 def http_client(lab, *args, role="client", timeout=120):
     p = run(lab.x(role, "python3", HTTP_CLIENT, lab.tb.host_ip4, HTTP_PORT, *args), check=False, timeout=timeout)
     return json.loads(p.stdout.strip().splitlines()[-1])
@@ -69,7 +62,7 @@ def one_round(lab, sluiced, sluicectl, n, seconds):
             visits = http_client(lab, "--count", n, "--sources-from", BOTS_BASE, "--timeout", 3, role="attacker",
                                  timeout=60 + 3 * n)
             time.sleep(0.5)
-            a0, t0 = admitted(lab, d), time.monotonic()
+            a0, t0 = fig11_shapes.admitted(lab, d), time.monotonic()
             flood = spawn(lab.x("attacker", lab.traffic, "flood", "--iface", lab.tb.attacker_if, "--dst-mac",
                                 lab.tb.attacker_gw_mac, "--dst", lab.tb.host_ip4, "--sources", n, "--src-base",
                                 BOTS_BASE, "--pps", FLOOD_PPS, "--duration", seconds))
@@ -78,7 +71,7 @@ def one_round(lab, sluiced, sluicectl, n, seconds):
             rc, out, err = finish(flood, 60)
             sent = last_json(out)["sent"]
             elapsed = time.monotonic() - t0
-            a1 = admitted(lab, d)
+            a1 = fig11_shapes.admitted(lab, d)
             state = lab.breaker_state(d)
             summary = lab.ctl_request(d.socket, {"cmd": "standing", "iface": d.iface})
             revocations = ((summary.get("standing") or {}).get("share") or {}).get("revocations")
@@ -93,14 +86,7 @@ def measure(lab):
     log("figure 12: real sources with standing flood together, before and after earned, bounded trust")
     seconds = 6 if lab.quick else 8
     counts = (1, 10, 100) if lab.quick else (1, 10, 100, 1000)
-    old = fig11_shapes.before_build()
-    builds = [("after", lab.sluiced, lab.sluicectl)]
-    old_sluiced = os.path.join(old, "ctl", "sluiced", "sluiced")
-    old_sluicectl = os.path.join(old, "ctl", "sluicectl", "sluicectl")
-    if os.path.exists(old_sluiced) and os.path.exists(old_sluicectl):
-        builds.insert(0, ("before", old_sluiced, old_sluicectl))
-    else:
-        log(f"  figure 12: no before build at {old} (SLUICE_BEFORE_BUILD): after only")
+    builds = fig11_shapes.builds(lab, 12)
     # the bots' addresses: local to the attacker's namespace, routed to it
     run(lab.x("attacker", "ip", "route", "add", "local", BOTS_NET, "dev", "lo"))
     run(lab.x("router", "ip", "route", "add", BOTS_NET, "via", lab.tb.attacker_ip4))
