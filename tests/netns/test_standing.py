@@ -369,6 +369,7 @@ def possible_cpus():
 
 DAEMON_ARGS = ("--period", "0.2", "--trip-pps", "5000", "--trip-periods", "2", "--hold", "120",
                "--standing-sets", str(SETS))
+STANDING_FLOOD_CAPACITY = 2000  # --standing-pps of the standing-flood test
 NEWCOMER_PPS = 200  # measurable against a 40,000 pps flood: its burst is 0.1 s of it, 20
 
 
@@ -600,13 +601,18 @@ class Standing(unittest.TestCase):
 
     def test_a_standing_flood_is_held_to_its_share_and_revoked(self):
         """A source with real standing (it completed a TCP handshake) floods
-        at 6x trip-pps while shedding: the daemon holds it to the standing
-        share (one source over the capacity: the capacity, trip-pps) within
-        a period or two, and after --revoke-periods periods over 4x its
-        share revokes its standing, saying so with the figures; from then
-        on its frames are a newcomer's (drop_shed here: no newcomer budget).
-        The valve, a last resort over 2x the capacity, never closes."""
-        with Testbed("stand4") as tb, Daemon(tb, *DAEMON_ARGS, "--newcomer-pps", "0") as d:
+        at 15x the standing capacity while shedding: the daemon holds it to
+        the standing share (one source over the capacity: the capacity,
+        --standing-pps) within a period or two, and after --revoke-periods
+        periods over 4x its share revokes its standing, saying so with the
+        figures; from then on its frames are a newcomer's (drop_shed here:
+        no newcomer budget). The valve, a last resort over 2x the capacity,
+        never closes. (The capacity is 2,000 rather than trip-pps, 5,000, so
+        that the flood stays over the revocation line, 8,000 pps, even when a
+        loaded CI machine sends it at a third of its pace: at 6x, a generator
+        slowed below 20,000 pps once kept its standing.)"""
+        with Testbed("stand4") as tb, Daemon(tb, *DAEMON_ARGS, "--newcomer-pps", "0",
+                                             "--standing-pps", str(STANDING_FLOOD_CAPACITY)) as d:
             settle(tb)
             view = StandingView(tb)
             http = start_http(tb)
@@ -616,8 +622,8 @@ class Standing(unittest.TestCase):
                 wait_until(lambda: view.has_standing(tb.attacker_ip4), 5, what="the attacker's standing")
                 ctl(tb, "breaker", "trip", tb.host_if, check=True)
                 c0 = counters(tb)
-                # (6x: over --revoke-factor 4 x the share, which for one source
-                # over the capacity is the capacity, trip-pps)
+                # (15x: over --revoke-factor 4 x the share, which for one
+                # source over the capacity is the capacity)
                 with inject_bg(tb, "--src", tb.attacker_ip4, "--pps", 30000, "--duration", 30,
                                realtime=True) as flood:
                     t0 = now_s()
