@@ -138,9 +138,20 @@ void cookie_rows(Table &block, const json &c)
 	std::string when = mode == "shedding" ? " (answered while shedding)"
 			   : mode == "always"    ? " (answered in every state)"
 						 : " (a SYN without standing draws on the newcomer budget)";
+	// Through the daemon: off here although asked, because the SYN-ACKs
+	// could not leave the interface (logic/cookies.h, xdp_tx_verdict).
+	const json xdp_tx = c.value("xdp_tx", json());
+	if (mode == "off" && xdp_tx.is_object() && !xdp_tx.at("delivers").get<bool>()) {
+		block.row({"cookies", "off on this interface (--cookies " + text_of(c.at("asked")) +
+					      " asked): " + text_of(xdp_tx.at("why")) + when})
+			.row({"cookie fix", text_of(xdp_tx.at("fix"))});
+		return;
+	}
 	block.row({"cookies", mode + when});
 	if (mode == "off")
 		return;
+	if (xdp_tx.is_object())
+		block.row({"cookie replies", text_of(xdp_tx.at("why"))});
 	const json &offers = c.at("offers");
 	std::string offer = "MSS " + text_of(c.at("mss4")) + " (IPv6 " + text_of(c.at("mss6")) + ")";
 	if (offers.at("timestamps").get<bool>()) {

@@ -2,8 +2,10 @@
 
 #include "sluiced/cookie_sysctls.h"
 #include "sluiced/local_sockets.h"
+#include "sluiced/xdp_tx_path.h"
 
 #include "base/clock.h"
+#include "base/cookie_mode.h"
 #include "base/limits.h"
 #include "base/log.h"
 #include "bpf/cgroup_links.h"
@@ -237,6 +239,7 @@ Result<std::unique_ptr<ManagedInterface>> ManagedInterface::start(const DaemonOp
 		cookie_sysctls().adopt(name, *cfg);
 		log_info(name + ": the cookie sysctls are armed (by a sluiced before this one); adopted");
 	}
+	m->check_xdp_tx();
 	if (auto cfg = m->dp_->config().read()) {
 		sluice_config next = *cfg;
 		m->apply_cookies(monotonic_seconds(), m->breaker_.state(), next);
@@ -379,6 +382,7 @@ void ManagedInterface::tick(double now_s)
 		if (auto ok = grant_established_peers(now_s); !ok)
 			log_error(name_ + ": refreshing the standing of established connections' peers: " +
 				  ok.error().describe());
+	check_xdp_tx();
 	apply_cookies(now_s, breaker_.state(), next);
 	if (auto ok = write_config(*cfg, next); !ok) {
 		log_error(name_ + ": writing the config" +
@@ -440,10 +444,46 @@ Status ManagedInterface::write_config(const sluice_config &was, const sluice_con
 	return dp_->config().write(next);
 }
 
+void ManagedInterface::check_xdp_tx()
+{
+	if (cookie_mode_ == SLUICE_COOKIES_OFF || gone_)
+		return;
+	auto link = read_xdp_tx_link(name_, ifindex_);
+	if (!link) {
+		// The interface itself unreadable (rare: it is there, as watch_link
+		// saw): the last verdict stands, or, before the first, cookies as asked.
+		const std::string e = link.error().describe();
+		if (e != xdp_tx_error_)
+			log_error(name_ + ": cannot tell whether SYN cookies' SYN-ACKs can leave: " + e + "; " +
+				  (xdp_tx_ ? "the last verdict stands" : "taken as they can"));
+		xdp_tx_error_ = e;
+		return;
+	}
+	xdp_tx_error_.clear();
+	XdpTxVerdict v = xdp_tx_verdict(*link);
+	const std::string asked = "--cookies " + std::string(cookie_mode_name(cookie_mode_));
+	if (!v.delivers && (!xdp_tx_ || xdp_tx_->delivers))
+		log_warn(name_ + ": SYN cookies off on this interface (" + asked + " asked): " + v.why +
+			 "; a SYN without standing draws on the newcomer budget instead. Fix: " + v.fix);
+	else if (v.delivers && xdp_tx_ && !xdp_tx_->delivers)
+		log_info(name_ + ": SYN cookies back on (" + asked + "): " + v.why);
+	else if (v.delivers && !xdp_tx_)
+		log_info(name_ + ": SYN cookies' SYN-ACKs can leave: " + v.why);
+	xdp_tx_ = std::move(v);
+}
+
+sluice_cookie_mode ManagedInterface::cookie_mode_in_force_now() const
+{
+	return xdp_tx_ ? cookie_mode_in_force(cookie_mode_, *xdp_tx_) : cookie_mode_;
+}
+
 void ManagedInterface::apply_cookies(double now_s, BreakerState state, sluice_config &next)
 {
-	bool want = cookie_mode_ == SLUICE_COOKIES_ALWAYS ||
-		    (cookie_mode_ == SLUICE_COOKIES_SHEDDING &&
+	// Where the SYN-ACKs cannot leave the mode in force is off: nothing to
+	// arm, and config says so to the program (and to status from the pins).
+	const sluice_cookie_mode mode = cookie_mode_in_force_now();
+	bool want = mode == SLUICE_COOKIES_ALWAYS ||
+		    (mode == SLUICE_COOKIES_SHEDDING &&
 		     (state == BreakerState::shedding || now_s - shed_left_s_ < defaults::kCookieGraceS));
 	CookieSysctls &sysctls = cookie_sysctls();
 	if (want && !sysctls.held_by(name_)) {
@@ -461,7 +501,7 @@ void ManagedInterface::apply_cookies(double now_s, BreakerState state, sluice_co
 	}
 	TcpSettings now = CookieSysctls::read_now();
 	uint32_t mtu = interface_mtu(name_);
-	next.cookie_mode = cookie_mode_;
+	next.cookie_mode = mode;
 	next.cookie_flags = cookie_flags_for(now);
 	next.cookie_wscale = cookie_wscale_for(now);
 	next.cookie_mss4 = cookie_mss_for(mtu, false);
@@ -671,6 +711,10 @@ ManagedStatus ManagedInterface::status() const
 	}
 	st.rule = rule_;
 	st.path.assign(path_.begin(), path_.end());
+	if (cookie_mode_ != SLUICE_COOKIES_OFF) {
+		st.cookies_asked = cookie_mode_;
+		st.xdp_tx = xdp_tx_;
+	}
 	return st;
 }
 

@@ -9,6 +9,7 @@
 #include "bpf/policy_tables.h"
 #include "logic/class_tables.h"
 #include "logic/classes.h"
+#include "logic/cookies.h"
 #include "sluiced/drop_sampler.h"
 #include "base/fd.h"
 #include "sluiced/metrics.h"
@@ -124,6 +125,14 @@ private:
 	// after; config's cookie fields into `next` (what a SYN-ACK offers under
 	// the sysctls now, the MSS from the interface's MTU).
 	void apply_cookies(double now_s, BreakerState state, sluice_config &next);
+	// Whether the SYN-ACKs the program sends with XDP_TX can leave this
+	// interface (logic/cookies.h, xdp_tx_verdict: a veth needs an XDP
+	// program on its peer), read from rtnetlink at start and every period
+	// while cookies are asked for; apply_cookies() keeps them off where
+	// they cannot. Each change of the verdict is logged.
+	void check_xdp_tx();
+	// The mode in force: the one asked where the SYN-ACKs can leave, else off.
+	sluice_cookie_mode cookie_mode_in_force_now() const;
 	// The config written if `next` differs from `was` (the map as read).
 	Status write_config(const sluice_config &was, const sluice_config &next);
 	// The TCP ports listening now into the program's listen_ports map (the
@@ -200,6 +209,8 @@ private:
 	sluice_cookie_mode cookie_mode_ = SLUICE_COOKIES_OFF;
 	double shed_left_s_ = -1e18;     // when the breaker last left shedding (monotonic)
 	std::string cookie_error_;        // the last arming error, logged once
+	std::optional<XdpTxVerdict> xdp_tx_; // none: not read yet (or --cookies off)
+	std::string xdp_tx_error_;        // the last error reading it, logged once
 	std::string listeners_error_;     // the last mark_listeners error, logged once
 	double listeners_marked_s_ = 0;   // when mark_listeners last ran
 	static constexpr double kListenerRescanS = 60;

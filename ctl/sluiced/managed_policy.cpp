@@ -191,14 +191,16 @@ namespace {
 // What the cookie path (bpf/cookie_path.bpf.h, sluice_cookie) does with a frame of
 // this explanation under cfg: the program's own order (the deny list, the
 // class's action, the allowlist while shedding, standing, the valve).
-ExplainView::CookieWay cookie_way(const sluice_config &cfg, const ExplainView &v)
+ExplainView::CookieWay cookie_way(const sluice_config &cfg, const ExplainView &v, const std::string &withheld)
 {
 	ExplainView::CookieWay w;
 	bool shedding = cfg.breaker_state == SLUICE_SHEDDING;
 	w.in_force = cfg.cookie_mode == SLUICE_COOKIES_ALWAYS || (cfg.cookie_mode == SLUICE_COOKIES_SHEDDING && shedding);
 	Protocol p = v.frame.protocol;
 	const Explanation &x = v.explanation;
-	if (cfg.cookie_mode == SLUICE_COOKIES_OFF)
+	if (cfg.cookie_mode == SLUICE_COOKIES_OFF && !withheld.empty())
+		w.why = "off on this interface: " + withheld + "; a SYN without standing takes the newcomer budget while shedding";
+	else if (cfg.cookie_mode == SLUICE_COOKIES_OFF)
 		w.why = "off (--cookies off): a SYN without standing takes the newcomer budget while shedding";
 	else if (p != Protocol::any && p != Protocol::tcp && p != Protocol::tcp_syn)
 		w.why = "not for this frame: cookies answer TCP SYNs only";
@@ -274,7 +276,7 @@ Result<ExplainView> ManagedInterface::explain(const std::string &src, const std:
 	if (!standing)
 		return std::unexpected(standing.error());
 	v.has_standing = standing->live;
-	v.cookie = cookie_way(*cfg, v);
+	v.cookie = cookie_way(*cfg, v, xdp_tx_ && !xdp_tx_->delivers && cookie_mode_ != SLUICE_COOKIES_OFF ? xdp_tx_->why : "");
 	return v;
 }
 

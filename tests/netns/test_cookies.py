@@ -14,6 +14,11 @@ host has never seen (docs/architecture.md, "SYN cookies").
   from before, and puts those back when it exits.
 - --cookies off: the visitor meets the flood as before cookies (no SYN-ACK
   from the program; with no newcomer budget, no connection at all).
+- No XDP program on the veth's peer (the router's side): XDP_TX's SYN-ACKs
+  could not leave, so sluiced keeps cookies off there (status says why and
+  the fix, the sysctls stay as they were, cookie_sent stays 0 under the SYN
+  flood) and the newcomer budget serves the visitors; an XDP program
+  attached to the peer while it runs turns them on within a few periods.
 
 The visitors connect from addresses of their own (a /24 of 198.19.64.0/18
 made local in the client namespace and routed to it by the router), so that
@@ -55,11 +60,12 @@ def visitor_net():
     return f"198.19.{64 + n}.1"
 
 
-def add_visitors(tb, first):
+def add_visitors(tb, first, peer=True):
     """The /24 of `first` local in the client namespace, its replies routed
-    back to the client; and the router's veth ready for the SYN-ACKs the
-    program sends (XDP_TX)."""
-    tb.xdp_tx_peer()
+    back to the client; and (peer) the router's veth ready for the SYN-ACKs
+    the program sends (XDP_TX)."""
+    if peer:
+        tb.xdp_tx_peer()
     net = first.rsplit(".", 1)[0] + ".0/24"
     tb.exec("client", ["ip", "route", "add", "local", net, "dev", "lo"])
     tb.exec("router", ["ip", "route", "add", net, "via", tb.client_ip4])
@@ -131,6 +137,7 @@ class Cookies(unittest.TestCase):
                     self.assertFalse(standing_of(tb, visitor)["has_standing"], "the visitor was never seen")
                     st = iface_status(tb)["cookies"]
                     self.assertEqual(st["mode"], "shedding")
+                    self.assertTrue(st["xdp_tx"]["delivers"], f"the router's veth runs XDP_PASS: {st}")
                     self.assertFalse(st["sysctls_armed"], f"not armed while serving: {st}")
                     self.assertEqual(sysctls(tb), before, "nothing changed while serving")
                     with syn_flood(tb) as flood:
@@ -247,6 +254,73 @@ class Cookies(unittest.TestCase):
                 self.assertEqual(seen["cookie_sent"], 0, seen)
                 self.assertEqual(v["ok"], 0, f"no newcomer budget, no cookies: no connection, as before: {v}")
                 self.assertGreater(seen["drop_shed"], 1000, seen)
+            finally:
+                http.stop()
+
+    def test_without_an_xdp_program_on_the_peer_cookies_stay_off_until_one_is_attached(self):
+        with Testbed("cook4") as tb:
+            visitor = visitor_net()
+            add_visitors(tb, visitor, peer=False)
+            before = sysctls(tb)
+            http = start_http(tb)
+            # A newcomer budget this time: with cookies off it is what serves
+            # a visitor (generous here: the client's SYNs come from the local
+            # machine's scheduler, not from a wire the flood fills).
+            args = list(DAEMON_ARGS)
+            args[args.index("--newcomer-pps") + 1] = "4000"
+            try:
+                with Daemon(tb, *args) as d:
+                    st = iface_status(tb)["cookies"]
+                    text = ctl(tb, "status").stdout
+                    with syn_flood(tb) as flood:
+                        self.shedding_under_flood(tb, d, flood)
+                        during_sysctls = sysctls(tb)
+                        explained = ctl_json(tb, "explain", tb.host_if, visitor, f"tcp-syn/{HTTP_PORT}")["cookie"]
+                        c1 = counters(tb)
+                        v = visits(tb, visitor, 20, timeout=2.0, each_new=True)
+                        c2 = counters(tb)
+                        # The peer gains a program while sluiced runs and the flood goes on.
+                        tb.xdp_tx_peer()
+                        t0 = time.monotonic()
+                        wait_until(lambda: iface_status(tb)["cookies"]["mode"] == "shedding", 5,
+                                   what="cookies to come on once the peer runs XDP")
+                        came_on_s = time.monotonic() - t0
+                        on = iface_status(tb)["cookies"]
+                        c3 = counters(tb)
+                        v2 = visits(tb, visitor.rsplit(".", 1)[0] + ".101", 20, each_new=True)
+                        c4 = counters(tb)
+                        flood.stop()
+                d_out = d.output()
+                off_seen = delta(c2, c1, *OUTCOMES)
+                on_seen = delta(c4, c3, *OUTCOMES)
+                report("4 no XDP on the peer, then XDP_PASS attached", ok_off=v["ok"], attempted_off=v["attempted"],
+                       came_on_s=round(came_on_s, 2), ok_on=v2["ok"], first_syn_on=v2["first_syn"],
+                       off=off_seen, on=on_seen)
+                self.assertEqual(st["mode"], "off", st)
+                self.assertEqual(st["asked"], "shedding", st)
+                self.assertFalse(st["xdp_tx"]["delivers"], st)
+                self.assertIn(tb.router_host_if, st["xdp_tx"]["why"], st)
+                self.assertIn("no XDP program in native mode", st["xdp_tx"]["why"], st)
+                self.assertIn("xdp-pass", st["xdp_tx"]["fix"], st)
+                self.assertIn("run sluice on the peer", st["xdp_tx"]["fix"], st)
+                self.assertFalse(st["sysctls_armed"], st)
+                self.assertIn("off on this interface (--cookies shedding asked)", text)
+                self.assertIn("cookie fix", text)
+                self.assertEqual(during_sysctls, before, "cookies off: nothing armed while shedding")
+                self.assertIn("off on this interface", explained["why"], explained)
+                self.assertEqual(off_seen["cookie_sent"], 0, f"no XDP_TX SYN-ACK into the void: {off_seen}")
+                self.assertGreater(off_seen["drop_shed"], 1000, off_seen)
+                self.assertGreater(off_seen["newcomer"], 0, off_seen)
+                self.assertGreaterEqual(v["ok"], 1, f"the newcomer budget serves a visitor: {v}")
+                self.assertIn("SYN cookies off on this interface", d_out)
+                self.assertIn("SYN cookies back on", d_out)
+                self.assertLess(came_on_s, 2.0, "within a few periods (0.2 s each)")
+                self.assertTrue(on["xdp_tx"]["delivers"], on)
+                self.assertIsNone(on["xdp_tx"]["fix"], on)
+                self.assertGreater(on_seen["cookie_sent"], 1000, on_seen)
+                self.assertGreaterEqual(on_seen["cookie_proved"], 1, on_seen)
+                self.assertGreaterEqual(v2["ok"], 19, f"cookies serve the visitors again: {v2}")
+                self.assertEqual(sysctls(tb), before, "put back after exit")
             finally:
                 http.stop()
 

@@ -199,6 +199,14 @@ json encode(const ManagedStatus &s)
 	j["oper_state"] = s.oper_state;
 	j["pin_dir"] = s.pin_dir;
 	j["policy_file"] = s.policy ? encode(*s.policy) : json(nullptr);
+	// Only the daemon knows what was asked, and whether the SYN-ACKs can leave.
+	if (s.maps && s.cookies_asked) {
+		j["cookies"]["asked"] = std::string(cookie_mode_name(*s.cookies_asked));
+		j["cookies"]["xdp_tx"] = s.xdp_tx ? json{{"delivers", s.xdp_tx->delivers},
+							 {"why", s.xdp_tx->why},
+							 {"fix", s.xdp_tx->fix.empty() ? json(nullptr) : json(s.xdp_tx->fix)}}
+						  : json(nullptr);
+	}
 	return j;
 }
 

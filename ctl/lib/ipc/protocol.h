@@ -73,8 +73,13 @@
 //                        rates: {<outcome>: {pps, bps}}, oper_state (up, down,
 //                        gone, ...), pin_dir, policy_file: null or {file,
 //                        generation, applied, set, classes: [{id, name}], rules,
-//                        reloads_applied, reloads_refused, last_refused}; or {iface, error} if its maps
-//                        cannot be read
+//                        reloads_applied, reloads_refused, last_refused},
+//                        cookies.asked (--cookies; absent when off) and
+//                        cookies.xdp_tx: null (not read yet) or {delivers,
+//                        why, fix (null when it delivers)}: whether the
+//                        SYN-ACKs XDP_TX sends can leave (a veth needs an XDP
+//                        program on its peer); where not, cookies.mode is off;
+//                        or {iface, error} if its maps cannot be read
 //   stats.interfaces[]: {iface, counters: {<outcome>: {packets, bytes}}, rates}
 //   audit.audit:        {slots, swept, violations, last_sweep_violations,
 //                        full_sweeps, last_sweep}

@@ -9,6 +9,7 @@
 #include "bpf/status.h"
 #include "logic/breaker.h"
 #include "logic/classes.h"
+#include "logic/cookies.h"
 #include "logic/policy.h"
 #include "logic/standing_share.h"
 
@@ -63,6 +64,11 @@ struct ManagedStatus {
 	std::optional<PolicyStatus> policy; // none: no policy file
 	std::optional<RuleView> rule;       // the breaker's rule at the last period; none before it
 	std::vector<BreakerStep> path;      // the breaker's last moves, oldest first (kBreakerPathKept)
+	// SYN cookies as asked (--cookies; none: off) and whether their SYN-ACKs
+	// can leave the interface (none: not read yet); where they cannot, the
+	// config's mode (maps.cookies.mode) is off.
+	std::optional<sluice_cookie_mode> cookies_asked;
+	std::optional<XdpTxVerdict> xdp_tx;
 };
 
 // status.daemon

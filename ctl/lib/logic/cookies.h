@@ -21,6 +21,7 @@
 #include "bpf/sluice_abi.h"
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -66,5 +67,41 @@ uint32_t cookie_wscale_for(const TcpSettings &s);
 // (40 for IPv4, 60 for IPv6), at least 536 (RFC 1122's default) and at most
 // 65495.
 uint16_t cookie_mss_for(uint32_t mtu, bool v6);
+
+// Where the SYN-ACKs the program sends back with XDP_TX go (docs/architecture.md,
+// "On veth"), as rtnetlink tells it (sluiced/xdp_tx_path reads it). A veth
+// whose program runs in native mode hands an XDP_TX'd frame to its peer's
+// XDP ring, which only a peer running an XDP program of its own in native
+// mode drains: without one the frame is dropped (the peer's rx_dropped), and
+// with GRO alone it stays in the ring. In skb (generic) mode XDP_TX goes out
+// through the device's own transmit, which reaches any peer. Any other
+// device is taken to deliver: a NIC's driver sends XDP_TX itself.
+struct XdpTxLink {
+	std::string iface;
+	std::string kind;  // IFLA_INFO_KIND ("veth", "bond", ...); "" for a device without one (a NIC)
+	bool skb_mode = false; // the interface's XDP program runs in skb (generic) mode only
+	struct Peer {
+		uint32_t ifindex = 0;           // 0: the veth has no peer now
+		std::optional<int32_t> netnsid; // none: in the interface's own namespace
+		std::string name;               // "" when not read
+		bool native_xdp = false;        // an XDP program runs on it in native (driver) mode
+	};
+	std::optional<Peer> peer; // a veth's, when it could be read
+	std::string peer_error;   // a veth's peer that could not be read: why
+};
+
+struct XdpTxVerdict {
+	bool delivers = true;
+	std::string why; // how the SYN-ACKs leave, or what stops them
+	std::string fix; // when they cannot leave: what the operator does about it
+};
+
+XdpTxVerdict xdp_tx_verdict(const XdpTxLink &link);
+
+// The mode written into config.cookie_mode: the one asked (--cookies) where
+// the SYN-ACKs can leave; off where they cannot (a SYN without standing
+// then draws on the newcomer budget, as with --cookies off, instead of
+// being answered into a void).
+sluice_cookie_mode cookie_mode_in_force(sluice_cookie_mode asked, const XdpTxVerdict &v);
 
 } // namespace sluice
