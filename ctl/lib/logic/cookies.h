@@ -68,9 +68,9 @@ uint32_t cookie_wscale_for(const TcpSettings &s);
 // 65495.
 uint16_t cookie_mss_for(uint32_t mtu, bool v6);
 
-// Where the SYN-ACKs the program sends back with XDP_TX go (docs/architecture.md,
-// "On veth"), as rtnetlink tells it (sluiced/xdp_tx_path reads it). A veth
-// whose program runs in native mode hands an XDP_TX'd frame to its peer's
+// Where the SYN-ACKs the program sends back with XDP_TX go
+// (docs/architecture.md, "Cookies only where their replies can leave"), as
+// rtnetlink tells it (sluiced/xdp_tx_path reads it). A veth whose program runs in native mode hands an XDP_TX'd frame to its peer's
 // XDP ring, which only a peer running an XDP program of its own in native
 // mode drains: without one the frame is dropped (the peer's rx_dropped), and
 // with GRO alone it stays in the ring. In skb (generic) mode XDP_TX goes out
