@@ -147,6 +147,26 @@ TEST(Encode, InterfaceStatusCarriesStandingAndEveryOutcome)
 		EXPECT_TRUE(j["counters"].contains(o)) << o;
 }
 
+TEST(Encode, CookiesWithheldWhereTheirRepliesCannotLeave)
+{
+	ManagedStatus st;
+	st.iface = "veth-host";
+	st.maps = InterfaceStatus{};
+	st.maps->iface = "veth-host";
+	json j = encode(st);
+	EXPECT_FALSE(j["cookies"].contains("asked")) << "--cookies off (or from pins): not read";
+	EXPECT_FALSE(j["cookies"].contains("xdp_tx"));
+	st.cookies_asked = SLUICE_COOKIES_SHEDDING;
+	EXPECT_EQ(encode(st)["cookies"]["xdp_tx"], nullptr) << "not read yet";
+	st.xdp_tx = XdpTxVerdict{false, "no XDP on the peer", "attach one"};
+	j = encode(st);
+	EXPECT_EQ(j["cookies"]["mode"], "off") << "the config's mode in force";
+	EXPECT_EQ(j["cookies"]["asked"], "shedding");
+	EXPECT_EQ(j["cookies"]["xdp_tx"], (json{{"delivers", false}, {"why", "no XDP on the peer"}, {"fix", "attach one"}}));
+	st.xdp_tx = XdpTxVerdict{true, "the driver", ""};
+	EXPECT_EQ(encode(st)["cookies"]["xdp_tx"]["fix"], nullptr);
+}
+
 TEST(Encode, PolicyStatusReloadAndExplain)
 {
 	PolicyStatus p;
