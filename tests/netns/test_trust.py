@@ -100,9 +100,24 @@ def visit(tb, addrs, role="attacker"):
     return json.loads(p.stdout.strip().splitlines()[-1])["ok"]
 
 
-def nobody_connects(tb, addrs):
-    tb.exec("host", ["setpriv", "--reuid=nobody", "--regid=nogroup", "--clear-groups", "/usr/bin/python3", "-c",
-                     NOBODY_CONNECTS] + addrs, check=True, timeout=120)
+# The unprivileged local users of the tests that make UDP grants, a uid each.
+# The feeders sit at the cgroup root, so every daemon running beside a test
+# sees its sockets too and charges them to the uid's grant buckets in its own
+# maps: under one shared uid (nobody), one test's 100,000 connect()s emptied
+# the buckets another test's daemon kept for it, and that test's 100
+# connect()s granted nothing. (No passwd entry is needed for a uid. The two
+# tests also share a /24's quota that way: tests/netns/CMakeLists.txt runs
+# them one at a time.)
+UID_GRANTS = 40001
+UID_QUOTA = 40002
+
+
+def as_user(uid):
+    return ["setpriv", f"--reuid={uid}", f"--regid={uid}", "--clear-groups"]
+
+
+def nobody_connects(tb, addrs, uid=UID_QUOTA):
+    tb.exec("host", as_user(uid) + ["/usr/bin/python3", "-c", NOBODY_CONNECTS] + addrs, check=True, timeout=120)
 
 
 def routed_flood(tb, *args):
@@ -232,8 +247,7 @@ class Trust(unittest.TestCase):
                           "    s.connect((str(ipaddress.ip_address(base + i % 512)), 53))\n"
                           "    s.close()\n"
                           "print(time.monotonic() - t)\n")
-                p = tb.exec("host", ["setpriv", "--reuid=nobody", "--regid=nogroup", "--clear-groups",
-                                     "/usr/bin/python3", "-c", script], timeout=300)
+                p = tb.exec("host", as_user(UID_GRANTS) + ["/usr/bin/python3", "-c", script], timeout=300)
                 secs = float(p.stdout.strip())
                 after = view.live_entries()
                 quota = 100 + 10 * secs
