@@ -78,6 +78,8 @@ static __always_inline __u64 standing_hash(struct budget *bg, const struct sluic
 /* Admit from the standing bucket of way w (never ramped), at its own rate or
  * the fair share, whichever is lower; its burst the time its own rate's
  * burst lasts (at a share of a tenth of the rate, a tenth of the tokens).
+ * The share is the newer sources' when a tenure line is in force and the
+ * way's first grant came after it (docs/architecture.md, "Tenure").
  * Every frame that gets here is counted in seen[w], admitted or not: the
  * daemon's measure of what the source asks (docs/architecture.md, "Standing
  * buys a share"). */
@@ -85,9 +87,14 @@ static __always_inline int standing_admit(const struct sluice_config *cfg, const
 					  struct sluice_standing_set *set, __u32 w, __u64 now)
 {
 	__u64 share = cfg->standing_share_cost_ns;
-	__u64 cost = bg->standing_cost_ns > share ? bg->standing_cost_ns : share;
 
 	w &= SLUICE_STANDING_WAYS - 1;
+	if (cfg->standing_newer_share_cost_ns &&
+	    sluice_standing_granted_after(set->record[w], cfg->standing_tenure_tick))
+		share = cfg->standing_newer_share_cost_ns;
+
+	__u64 cost = bg->standing_cost_ns > share ? bg->standing_cost_ns : share;
+
 	__sync_fetch_and_add(&set->seen[w], 1);
 	return sluice_admit1(&set->empty_at[w], now, cost, bg->standing_burst * bg->standing_cost_ns);
 }

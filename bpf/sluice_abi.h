@@ -39,8 +39,10 @@
  * 12: the per-prefix quota is counted as grants are made: the prefix_count
  *    map (a count per prefix bit) replaces prefix_full, config.prefix_quota;
  *    each local user's second grant bucket (grant_quota's upper half,
- *    config.grant_total_cost_ns and grant_max). */
-#define SLUICE_LAYOUT_VERSION 12
+ *    config.grant_total_cost_ns and grant_max).
+ * 13: tenure: config.standing_newer_share_cost_ns and standing_tenure_tick,
+ *    the share of sources granted after the tenure line. */
+#define SLUICE_LAYOUT_VERSION 13
 
 /* Table size bounds. The slot table is a BPF_MAP_TYPE_ARRAY whose size is a
  * power of two fixed at load: the index is (hash & (slots - 1)). */
@@ -222,6 +224,18 @@ struct sluice_config {
 	__u64 grant_max;
 	/* bookkeeping, not read by the program */
 	__u64 grant_window_s;       /* the lapse time grant_total_cost_ns spreads grant_max over */
+	/* Read by the program (docs/architecture.md, "Tenure: standing from
+	 * before the flood first"): while the standing sources contend, the
+	 * daemon holds a tenure line, a tick some time before the contention
+	 * began. A source whose first grant came after it (record[w]'s tick,
+	 * sluice_standing_granted_after) refills at no more than 1e9 / this
+	 * instead of standing_share_cost_ns: the tenured were water-filled
+	 * first, the newer share what they left. 0: one share for all. */
+	__u64 standing_newer_share_cost_ns;
+	__u32 standing_tenure_tick; /* the line, modulo 2^28 as record[w]'s tick */
+	__u32 _pad4;
+	/* bookkeeping, not read by the program */
+	__u64 standing_newer_share_pps; /* the newer sources' level as computed (0: none) */
 };
 
 /* config.cookie_mode: when a SYN without standing is answered with a

@@ -177,6 +177,17 @@ static inline __u32 sluice_standing_record_age(__u32 record, __u32 stamp)
 	return (stamp - record) & SLUICE_STANDING_RECORD_TICK_MASK;
 }
 
+/* Whether a record's first grant came after the tenure line (a tick, modulo
+ * 2^28 as the record keeps it): 1 when it is later by less than half the
+ * tick's range (2^27 ticks, about 4.5 years, far beyond any lapse). A grant
+ * at the line's own tick is tenured. */
+static inline int sluice_standing_granted_after(__u32 record, __u32 line_tick)
+{
+	__u32 later = (record - line_tick) & SLUICE_STANDING_RECORD_TICK_MASK;
+
+	return later != 0 && later < (SLUICE_STANDING_RECORD_TICK_MASK >> 1) + 1;
+}
+
 /*
  * Grant (or refresh) the standing of fp in its set for `reason`, stamped now;
  * the way written, or -1 when the set has no way this grant may take

@@ -119,12 +119,19 @@ void standing_rows(Table &block, const json &s)
 	if (!s.contains("share"))
 		return;
 	const json &share = s.at("share");
-	block.row({"share", share.at("level_pps").is_null()
-				    ? "none in force (the standing sources ask within " +
-					      text_of(share.at("capacity_pps")) + " pps together)"
-				    : text_of(share.at("level_pps")) + " pps each at most (the standing sources ask over " +
-					      text_of(share.at("capacity_pps")) + " pps together)"})
-		.row({"revoked", text_of(share.at("revocations")) + " since sluiced started"});
+	const std::string over = " (the standing sources ask over " + text_of(share.at("capacity_pps")) + " pps together)";
+	if (share.contains("newer_level_pps") && !share.at("newer_level_pps").is_null())
+		block.row({"share", (share.at("level_pps").is_null() ? std::string("their own rate")
+								      : text_of(share.at("level_pps")) + " pps each at most") +
+					    " with standing from over " + text_of(share.at("tenure_s")) +
+					    " s before the contention, " + text_of(share.at("newer_level_pps")) +
+					    " pps each granted since" + over});
+	else
+		block.row({"share", share.at("level_pps").is_null()
+					    ? "none in force (the standing sources ask within " +
+						      text_of(share.at("capacity_pps")) + " pps together)"
+					    : text_of(share.at("level_pps")) + " pps each at most" + over});
+	block.row({"revoked", text_of(share.at("revocations")) + " since sluiced started"});
 	if (!s.contains("prefix_quota"))
 		return;
 	const json &q = s.at("prefix_quota");

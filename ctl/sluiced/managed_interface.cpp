@@ -250,7 +250,7 @@ Result<std::unique_ptr<ManagedInterface>> ManagedInterface::start(const DaemonOp
 	}
 	m->mark_listeners();
 	m->policy_.emplace(opts.policy);
-	m->governor_.emplace(GovernorConfig{standing_capacity(opts), opts.revoke}, m->dp_->standing().sets());
+	m->governor_.emplace(GovernorConfig{standing_capacity(opts), opts.revoke, opts.standing_tenure_s}, m->dp_->standing().sets());
 	{
 		const uint32_t ways = m->dp_->standing().sets() * SLUICE_STANDING_WAYS;
 		m->quota_.emplace(ways, opts.standing_prefix_quota, std::min<size_t>(ways, 65536));
@@ -981,6 +981,8 @@ Result<StandingView> ManagedInterface::standing(const std::optional<std::string>
 	StandingView view{name_, *table, std::nullopt};
 	if (governor_) {
 		view.share_pps = cfg->standing_share_pps;
+		view.newer_share_pps = cfg->standing_newer_share_cost_ns ? cfg->standing_newer_share_pps : 0;
+		view.tenure_s = governor_->config().tenure_s;
 		view.capacity_pps = cfg->standing_capacity_pps;
 		view.revocations = governor_->revocations();
 		view.recent = governor_->recent();

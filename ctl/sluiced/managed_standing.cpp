@@ -22,7 +22,7 @@ void ManagedInterface::govern_standing(double now_s, sluice_config &next)
 	// as standing, none refused by a rate) and no share is in force: the
 	// table's scan would find no demand, so it is skipped.
 	if (rates_ && (*rates_)[SLUICE_STANDING].pps == 0 && (*rates_)[SLUICE_DROP_RATE].pps == 0 &&
-	    governor_->level_pps() == 0) {
+	    governor_->level_pps() == 0 && governor_->newer_level_pps() == 0) {
 		governor_->idle(now_s);
 		return;
 	}
@@ -33,21 +33,40 @@ void ManagedInterface::govern_standing(double now_s, sluice_config &next)
 		return;
 	}
 	const uint64_t cost = step->level_pps ? cost_ns_for_rate(step->level_pps) : 0;
+	const uint64_t newer_cost = step->newer_level_pps ? cost_ns_for_rate(step->newer_level_pps) : 0;
+	const uint32_t line = newer_cost ? step->tenure_tick : 0;
 	const uint64_t capacity = governor_->config().capacity_pps;
-	if (cost == was.standing_share_cost_ns && was.standing_capacity_pps == capacity)
+	if (cost == was.standing_share_cost_ns && newer_cost == was.standing_newer_share_cost_ns &&
+	    line == was.standing_tenure_tick && was.standing_capacity_pps == capacity)
 		return;
 	next.standing_share_cost_ns = cost;
 	next.standing_share_pps = step->level_pps;
+	next.standing_newer_share_cost_ns = newer_cost;
+	next.standing_newer_share_pps = step->newer_level_pps;
+	next.standing_tenure_tick = line;
 	next.standing_capacity_pps = capacity;
-	if (step->level_pps && !was.standing_share_pps)
+	const bool contended = step->level_pps || step->newer_level_pps;
+	const bool was_contended = was.standing_share_pps || was.standing_newer_share_pps;
+	const auto share = [](uint64_t pps) { return pps ? std::to_string(pps) + " pps" : std::string("their own rate"); };
+	if (contended && !was_contended && step->tenure_held && step->tenured)
 		log_warn(name_ + ": standing sources ask " + std::to_string(uint64_t(step->demand_pps)) + " pps together (" +
 			 std::to_string(step->asking) + " of them), over the " + std::to_string(capacity) +
-			 " pps they may take: each held to a share of " + std::to_string(step->level_pps) + " pps");
-	else if (!step->level_pps && was.standing_share_pps)
+			 " pps they may take: the " + std::to_string(step->tenured) + " with standing from over " +
+			 std::to_string(uint64_t(governor_->config().tenure_s)) + " s before held to " +
+			 share(step->level_pps) + " each, the " + std::to_string(step->asking - step->tenured) +
+			 " granted since to " + share(step->newer_level_pps ? step->newer_level_pps : step->level_pps) +
+			 " each");
+	else if (contended && !was_contended)
+		log_warn(name_ + ": standing sources ask " + std::to_string(uint64_t(step->demand_pps)) + " pps together (" +
+			 std::to_string(step->asking) + " of them), over the " + std::to_string(capacity) +
+			 " pps they may take: each held to a share of " +
+			 std::to_string(step->newer_level_pps ? step->newer_level_pps : step->level_pps) + " pps");
+	else if (!contended && was_contended)
 		log_info(name_ + ": standing sources ask " + std::to_string(uint64_t(step->demand_pps)) +
 			 " pps together, within " + std::to_string(capacity) + " pps: no share in force");
 	else
-		log_debug(name_ + ": standing share " + std::to_string(step->level_pps) + " pps");
+		log_debug(name_ + ": standing share " + share(step->level_pps) + ", granted after the tenure line " +
+			  share(step->newer_level_pps ? step->newer_level_pps : step->level_pps));
 }
 
 Result<size_t> ManagedInterface::grant_established_peers(double now_s)

@@ -317,6 +317,7 @@ Result<ParsedOptions> parse_daemon_options(int argc, const char *const *argv)
 		("standing-burst", po::value(&standing_burst)->default_value(standing_burst), "capacity of a standing source's second bucket")
 		("standing-pps", po::value(&standing_pps)->default_value(standing_pps), "what the standing sources together may take through their standing buckets before the daemon lowers their share so that the sum fits (water-filling; the light keep all of theirs); 0: --trip-pps")
 		("standing-prefix-quota", po::value(&prefix_quota)->default_value(prefix_quota), "standing entries one IPv4 /24 or IPv6 /48 may hold (at most 32000), counted as they are granted: a new UDP or observed source of a prefix at its quota earns none, a new handshake none only once its quota is all handshakes; the excess (handshakes over weaker entries) is evicted at the 5 s recount, weakest proof and least recently seen first")
+		("standing-tenure", po::value(&o.standing_tenure_s)->default_value(o.standing_tenure_s), "while the standing sources ask over --standing-pps together, those with standing from over this many seconds before that began are given their share first, and those granted later share what is left; 0: one share for all")
 		("revoke-factor", po::value(&o.revoke.over_factor)->default_value(o.revoke.over_factor), "a standing source that sends more than this many times its share ...")
 		("revoke-periods", po::value(&revoke_periods)->default_value(revoke_periods), "... for this many periods in a row loses its standing (logged, counted, `sluicectl standing`)")
 		("revoke-penalty", po::value(&o.revoke.penalty_s)->default_value(o.revoke.penalty_s), "seconds a revoked source cannot earn standing again; doubled with each revocation ...")
@@ -447,6 +448,8 @@ Result<ParsedOptions> parse_daemon_options(int argc, const char *const *argv)
 	if (auto ok = named("--standing-pps", check_standing_capacity(standing_pps)); !ok)
 		return std::unexpected(ok.error());
 	o.standing_capacity_pps = static_cast<uint64_t>(standing_pps);
+	if (auto ok = named("--standing-tenure", check_standing_tenure_s(o.standing_tenure_s)); !ok)
+		return std::unexpected(ok.error());
 	if (auto ok = named("--standing-prefix-quota",
 			    check_standing_prefix_quota(prefix_quota, uint64_t(o.load.standing_sets) * SLUICE_STANDING_WAYS));
 	    !ok)

@@ -54,6 +54,7 @@ struct DaemonOptions {
 	// for sending over its share, what UDP grants a local user may make.
 	uint64_t standing_capacity_pps = defaults::kStandingCapacityPps;
 	RevocationConfig revoke;
+	double standing_tenure_s = defaults::kStandingTenureS; // --standing-tenure (logic/standing_share, TenureLine)
 	uint64_t grant_rate_per_s = defaults::kGrantRatePerS;
 	uint64_t grant_burst = defaults::kGrantBurst;
 	uint64_t grant_max = defaults::kGrantMax; // --grant-max: a user's UDP grants a lapse time; 0: no such bound

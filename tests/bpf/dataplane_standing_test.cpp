@@ -468,13 +468,13 @@ TEST(DataplaneStanding, AdoptingPinsOfLayout3IsRefusedWithThePathAndTheFix)
 TEST(DataplaneStanding, AdoptingPinsOfLayout4IsRefusedWithThePathAndTheFix)
 {
 	SLUICE_REQUIRE_ROOT();
-	// Layout 4's settings are layout 12's (the policy classes, the SYN
+	// Layout 4's settings are layout 13's (the policy classes, the SYN
 	// cookies, the port hint, capture, the drop sample's signature and
 	// the trust maps changed maps, not settings; penalty_set_mask took
 	// the padding): the version
 	// alone tells them apart, before any map (the lists' keys grew a set
 	// byte) is compared.
-	static_assert(SLUICE_LAYOUT_VERSION == 12);
+	static_assert(SLUICE_LAYOUT_VERSION == 13);
 	expect_old_layout_refused(4, sizeof(sluice_settings));
 }
 
@@ -533,10 +533,18 @@ TEST(DataplaneStanding, AdoptingPinsOfLayout10IsRefusedWithThePathAndTheFix)
 TEST(DataplaneStanding, AdoptingPinsOfLayout11IsRefusedWithThePathAndTheFix)
 {
 	SLUICE_REQUIRE_ROOT();
-	// Layout 11's settings are layout 12's; its config is 8 bytes shorter
+	// Layout 11's settings are layout 13's; its config is 8 bytes shorter
 	// (no prefix_quota) and its prefix quota is a bit map (prefix_full),
 	// not counts: the version tells them apart first.
 	expect_old_layout_refused(11, sizeof(sluice_settings));
+}
+
+TEST(DataplaneStanding, AdoptingPinsOfLayout12IsRefusedWithThePathAndTheFix)
+{
+	SLUICE_REQUIRE_ROOT();
+	// Layout 12's settings are layout 13's; its config is 24 bytes shorter
+	// (no tenure line, no newer share): the version tells them apart first.
+	expect_old_layout_refused(12, sizeof(sluice_settings));
 }
 
 // The cookie path's port hint (sluice_abi.h, listen_ports): the sockops

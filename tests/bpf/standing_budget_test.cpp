@@ -282,6 +282,52 @@ TEST(StandingBudget, TheShareCapsTheStandingBucket)
 	EXPECT_EQ(d2[SLUICE_STANDING], 8u);
 }
 
+// Tenure (config.standing_newer_share_cost_ns and standing_tenure_tick): a
+// source whose first grant (record[w]'s tick) came after the tenure line
+// refills at the newer sources' share; one granted before it, or at its very
+// tick, at the tenured share (here none: its own rate). Without a newer
+// share every source has the one share.
+TEST(StandingBudget, SourcesGrantedAfterTheTenureLineHaveTheNewerShare)
+{
+	SLUICE_REQUIRE_ROOT();
+	const std::uint32_t now = stamp_now();
+	const std::uint32_t line = (now - 5) & SLUICE_STANDING_RECORD_TICK_MASK;
+	struct Case {
+		const char *addr;
+		std::uint32_t granted; // the record's tick
+		std::uint32_t admitted_with_tiers;
+	};
+	const Case cases[] = {
+		{"10.41.0.21", (line - 1) & SLUICE_STANDING_RECORD_TICK_MASK, 8}, // before the line: its own rate
+		{"10.41.0.22", line, 8},                                          // at it: tenured
+		{"10.41.0.23", now, 4},                                           // after it: 8 tokens' time at twice the cost
+	};
+	for (bool tiers : {true, false}) {
+		Options o = with(kSlow, 3, SLUICE_SHEDDING);
+		set_standing_budget(o.config, kSlow, 8);
+		set_newcomer_budget(o.config, 0, 0);
+		if (tiers) {
+			o.config.standing_newer_share_cost_ns = 2 * o.config.standing_cost_ns;
+			o.config.standing_tenure_tick = line;
+		}
+		SLUICE_LOAD_OR_FAIL(s, o);
+		Standing st{s};
+		int way = 0;
+		for (const Case &c : cases) {
+			const std::uint64_t h = hash_of(s, ip4(c.addr));
+			st.grant(h, now, way);
+			sluice_standing_set set = st.read(st.set_of(h));
+			set.record[way] = sluice_standing_record(SLUICE_BY_ACCEPTED, c.granted);
+			st.write(st.set_of(h), set);
+			way++;
+		}
+		for (const Case &c : cases) {
+			auto d = run_counted(s, udp4({}, {.src = ip4(c.addr)}), 10);
+			EXPECT_EQ(d[SLUICE_STANDING], tiers ? c.admitted_with_tiers : 8u) << c.addr << (tiers ? " tiers" : "");
+		}
+	}
+}
+
 TEST(StandingBudget, TheNewcomerBudgetAdmitsItsBurstThenSheds)
 {
 	SLUICE_REQUIRE_ROOT();

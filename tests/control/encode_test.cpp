@@ -52,7 +52,8 @@ TEST(Encode, StandingSummaryHasNoEntryFields)
 {
 	json j = encode(StandingView{"eth0", table(), std::nullopt});
 	json want = encode(table());
-	want["share"] = {{"level_pps", nullptr}, {"capacity_pps", 0}, {"revocations", 0}, {"recent", json::array()}};
+	want["share"] = {{"level_pps", nullptr}, {"newer_level_pps", nullptr}, {"tenure_s", 0}, {"capacity_pps", 0},
+			 {"revocations", 0}, {"recent", json::array()}};
 	want["prefix_quota"] = {{"quota", 0}, {"prefixes_full", 0}, {"evictions", 0}};
 	EXPECT_EQ(j, (json{{"iface", "eth0"}, {"standing", want}}));
 }
@@ -85,6 +86,10 @@ TEST(Encode, StandingShareAndRevocations)
 	v.recent.push_back(e);
 	json s = encode(v)["standing"]["share"];
 	EXPECT_EQ(s["level_pps"], 196);
+	EXPECT_EQ(s["newer_level_pps"], nullptr) << "no tenure line in force";
+	v.newer_share_pps = 12, v.tenure_s = 300;
+	EXPECT_EQ(encode(v)["standing"]["share"]["newer_level_pps"], 12);
+	EXPECT_EQ(encode(v)["standing"]["share"]["tenure_s"], 300);
 	EXPECT_EQ(s["capacity_pps"], 10000);
 	EXPECT_EQ(s["revocations"], 51);
 	ASSERT_EQ(s["recent"].size(), 1u);

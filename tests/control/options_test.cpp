@@ -617,6 +617,13 @@ TEST(Options, StandingPrefixQuotaAndFeederCgroup)
 	// the largest a prefix's 16-bit count allows, whatever the table
 	expect_bad_value("--standing-prefix-quota", "32001", {"--standing-prefix-quota", "32001"});
 	EXPECT_EQ(good({"--standing-prefix-quota", "32000"}).standing_prefix_quota, 32000u);
+	// tenure: seconds, 0 (one level) or 1 up to the longest lapse
+	EXPECT_EQ(d.standing_tenure_s, 300);
+	EXPECT_EQ(good({"--standing-tenure", "0"}).standing_tenure_s, 0);
+	EXPECT_EQ(good({"--standing-tenure", "604800"}).standing_tenure_s, 604800);
+	expect_bad_value("--standing-tenure", "0.5", {"--standing-tenure", "0.5"});
+	expect_bad_value("--standing-tenure", "604801", {"--standing-tenure", "604801"});
+	expect_bad_value("--standing-tenure", "-1");
 	// so many in all: a user's UDP grants a lapse time; 0 is no such bound
 	EXPECT_EQ(d.grant_max, 1000u);
 	EXPECT_EQ(good({"--grant-max", "0"}).grant_max, 0u);

@@ -155,6 +155,119 @@ bool next_period(UnresponsiveTracker &t, uint32_t fp, double offered_pps, double
 	return t.observe(kWay, fp, offered_pps, share_pps);
 }
 
+// --- tiered_share_levels, TenureLine ---
+
+TieredLevels tiers(std::vector<double> tenured, std::vector<double> newer, double capacity)
+{
+	return tiered_share_levels(tenured, newer, capacity, kCeiling, kFloor);
+}
+
+TEST(TieredShareLevels, TheTenuredKeepTheirRateWhileAThousandNewerShareTheRest)
+{
+	// figure 12's shape: one regular at 60 pps with standing from before,
+	// 1,000 bots at 150 pps granted just before their flood, a capacity of
+	// 10,000. One level for all would give each 9.99 pps.
+	std::vector<double> all(1000, 150.0);
+	all.push_back(60);
+	EXPECT_LT(level(all, 10000), 10);
+	auto t = tiers({60}, std::vector<double>(1000, 150.0), 10000);
+	EXPECT_DOUBLE_EQ(t.tenured, kCeiling); // the regular keeps all of its 60
+	EXPECT_DOUBLE_EQ(t.newer, 9.94);       // (10,000 - 60) / 1,000
+	EXPECT_NEAR(60 + served(std::vector<double>(1000, 150.0), t.newer), 10000, 1e-6);
+}
+
+TEST(TieredShareLevels, TenuredOverTheCapacityLeaveTheNewerTheFloor)
+{
+	auto t = tiers({5000, 5000, 100}, {10, 20}, 6000);
+	EXPECT_DOUBLE_EQ(t.tenured, 2950); // 6,000 - 100 over the two heavy
+	EXPECT_DOUBLE_EQ(t.newer, kFloor);
+	// exactly at the capacity: no level for the tenured, nothing left either
+	t = tiers({4000, 2000}, {10}, 6000);
+	EXPECT_DOUBLE_EQ(t.tenured, kCeiling);
+	EXPECT_DOUBLE_EQ(t.newer, kFloor);
+}
+
+TEST(TieredShareLevels, NoTenuredIsOneLevelForTheNewer)
+{
+	std::vector<double> newer{10, 20, 1000, 2000, 5000};
+	auto t = tiers({}, newer, 330);
+	EXPECT_DOUBLE_EQ(t.tenured, kCeiling);
+	EXPECT_DOUBLE_EQ(t.newer, level(newer, 330));
+}
+
+TEST(TieredShareLevels, NoContentionGivesBothTheCeiling)
+{
+	auto t = tiers({10, 20}, {30, 40}, 100);
+	EXPECT_DOUBLE_EQ(t.tenured, kCeiling);
+	EXPECT_DOUBLE_EQ(t.newer, kCeiling);
+}
+
+TEST(TieredShareLevels, TheServedSumIsTheCapacityForRandomDemands)
+{
+	std::mt19937_64 rng(27);
+	std::uniform_real_distribution<double> d(0, 1000);
+	for (int round = 0; round < 200; round++) {
+		std::vector<double> tenured(rng() % 20), newer(1 + rng() % 50);
+		for (double &x : tenured)
+			x = d(rng);
+		for (double &x : newer)
+			x = d(rng);
+		const double capacity = d(rng) * 10;
+		const std::vector<double> t0 = tenured, n0 = newer;
+		auto t = tiered_share_levels(tenured, newer, capacity, kCeiling, 0);
+		const double total = served(t0, t.tenured) + served(n0, t.newer);
+		double asked = 0;
+		for (double x : t0)
+			asked += x;
+		for (double x : n0)
+			asked += x;
+		EXPECT_NEAR(total, std::min(capacity, asked), 1e-6 * (1 + capacity)) << round;
+		// a newer source never gets more than a tenured one held to a level
+		if (t.tenured < kCeiling)
+			EXPECT_LE(t.newer, t.tenured) << round;
+	}
+}
+
+TEST(TenureLine, DrawnTenureBeforeTheContentionAndHeldThroughAPauseShorterThanTheTenure)
+{
+	TenureLine line(300);
+	EXPECT_FALSE(line.observe(100, false));
+	EXPECT_FALSE(line.held());
+	EXPECT_TRUE(line.observe(1000, true)); // drawn now
+	EXPECT_TRUE(line.held());
+	EXPECT_DOUBLE_EQ(line.line_s(), 700);
+	EXPECT_FALSE(line.observe(1001, true)); // held, not drawn again
+	EXPECT_FALSE(line.observe(1200, false));
+	EXPECT_TRUE(line.held());                // a pause of 199 s
+	EXPECT_FALSE(line.observe(1250, true));  // the flood is back: the same line
+	EXPECT_DOUBLE_EQ(line.line_s(), 700);
+	EXPECT_FALSE(line.observe(1549, false));
+	EXPECT_TRUE(line.held());
+	EXPECT_FALSE(line.observe(1550, false)); // 300 s without contention: released
+	EXPECT_FALSE(line.held());
+	EXPECT_TRUE(line.observe(2000, true)); // a new contention: a new line
+	EXPECT_DOUBLE_EQ(line.line_s(), 1700);
+}
+
+TEST(TenureLine, ContentionAfterAGapLongerThanTheTenureDrawsANewLine)
+{
+	// the daemon skips the periods in which nothing reached a standing
+	// bucket: the next call may come long after the last
+	TenureLine line(60);
+	EXPECT_TRUE(line.observe(100, true));
+	EXPECT_TRUE(line.observe(500, true));
+	EXPECT_DOUBLE_EQ(line.line_s(), 440);
+	EXPECT_FALSE(line.observe(559, true)); // 59 s since: the same line
+	EXPECT_DOUBLE_EQ(line.line_s(), 440);
+}
+
+TEST(TenureLine, ATenureOfZeroNeverDrawsALine)
+{
+	TenureLine line(0);
+	EXPECT_FALSE(line.observe(1000, true));
+	EXPECT_FALSE(line.held());
+}
+
 TEST(UnresponsiveTracker, AFloodIsRevokedAtExactlyItsOverPeriodsThPeriod)
 {
 	RevocationConfig cfg; // 4 x share, 3 periods

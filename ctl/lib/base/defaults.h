@@ -97,6 +97,14 @@ inline constexpr double kRevokePenaltyS = 60;
 // An hour at most (the standing lapse's default): a source that keeps earning
 // standing and losing it is shut out for longer each time, never for good.
 inline constexpr double kRevokePenaltyMaxS = 3600;
+// Tenure (logic/standing_share, TenureLine): while the standing sources
+// contend, those with standing from over this many seconds before the
+// contention began are water-filled first. Five minutes: bots that earn their
+// standing with one request each just before their flood (the usual way to
+// buy it) share what the regulars leave; to be tenured they must hold it,
+// live, for five minutes before the flood, and a flood that pauses keeps its
+// line until it has been quiet that long (docs/security.md, the trust model).
+inline constexpr double kStandingTenureS = 300;
 // Observed standing: off unless asked (docs/security.md says why).
 inline constexpr uint32_t kObservePeriods = 0;
 

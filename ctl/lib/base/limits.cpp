@@ -338,6 +338,13 @@ Status check_revoke_penalty_s(double seconds)
 	return seconds_within(seconds, kRevokeSecondsMin, kRevokeSecondsMax);
 }
 
+Status check_standing_tenure_s(double seconds)
+{
+	if (seconds == 0)
+		return {};
+	return seconds_within(seconds, kRevokeSecondsMin, double(SLUICE_STANDING_LAPSE_MAX_S));
+}
+
 Status check_revoke_penalty_max_s(double seconds, double penalty_s)
 {
 	if (seconds >= penalty_s && seconds <= kRevokeSecondsMax)

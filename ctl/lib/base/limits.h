@@ -172,6 +172,8 @@ Status check_revoke_periods(Given periods);      // 1..kRevokePeriodsMax
 // and at most SLUICE_PREFIX_QUOTA_MAX (a prefix's count keeps 16 bits).
 Status check_standing_prefix_quota(Given entries, uint64_t table_entries);
 Status check_revoke_penalty_s(double seconds);   // kRevokeSecondsMin..kRevokeSecondsMax
+// --standing-tenure: 0 (one level for all) or kRevokeSecondsMin..SLUICE_STANDING_LAPSE_MAX_S
+Status check_standing_tenure_s(double seconds);
 // penalty_s (the first penalty, itself valid)..kRevokeSecondsMax
 Status check_revoke_penalty_max_s(double seconds, double penalty_s);
 

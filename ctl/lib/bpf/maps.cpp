@@ -2,6 +2,7 @@
 
 #include "base/limits.h"
 #include "bpf/bucket.h"
+#include "bpf/standing.h"
 #include "logic/budgets.h"
 #include "logic/source.h"
 
@@ -59,6 +60,12 @@ Status validate_config(const sluice_config &c)
 	if (c.standing_share_cost_ns)
 		if (auto ok = check_cost_ns(c.standing_share_cost_ns, "standing_share_cost_ns"); !ok)
 			return ok;
+	if (c.standing_newer_share_cost_ns)
+		if (auto ok = check_cost_ns(c.standing_newer_share_cost_ns, "standing_newer_share_cost_ns"); !ok)
+			return ok;
+	if (c.standing_tenure_tick > SLUICE_STANDING_RECORD_TICK_MASK)
+		return refused("invariant standing_tenure_tick < 2^28 violated: rejected " +
+			       std::to_string(c.standing_tenure_tick));
 	if (c.grant_cost_ns) {
 		if (auto ok = check_cost_ns(c.grant_cost_ns, "grant_cost_ns"); !ok)
 			return ok;

@@ -208,7 +208,8 @@ static StandingWay way_of(const sluice_standing_set &set, uint32_t idx, uint32_t
 			sluice_standing_proof(sluice_standing_record_reason(set.record[w])),
 			sluice_standing_proof(sluice_standing_record_reason(set.record[w])) == SLUICE_PROOF_HANDSHAKE,
 			standing_source_address(&set.source[2 * w]),
-			sluice_standing_age(set.way[w], stamp), set.port[w], {set.source[2 * w], set.source[2 * w + 1]}};
+			sluice_standing_age(set.way[w], stamp), set.port[w], {set.source[2 * w], set.source[2 * w + 1]},
+			set.record[w]};
 	return out;
 }
 

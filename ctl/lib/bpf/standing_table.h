@@ -53,6 +53,7 @@ struct StandingWay {
 	uint32_t age;     // ticks (2^30 ns) since it was last stamped (a grant, or a shed frame)
 	uint16_t port;    // 0: every frame; else UDP from this peer port alone
 	uint64_t kept[2]; // the source as the record keeps it (sluice_standing_source's 16 bytes)
+	uint32_t record;  // record[w]: its reason and its first grant's tick (sluice_standing_granted_after)
 };
 
 // The source a standing record keeps (sluice_standing_source's 16 bytes).

@@ -107,6 +107,8 @@ json encode(const StandingView &v)
 	for (const auto &e : v.recent)
 		recent.push_back(encode(e));
 	j["standing"]["share"] = {{"level_pps", v.share_pps ? json(v.share_pps) : json(nullptr)},
+				  {"newer_level_pps", v.newer_share_pps ? json(v.newer_share_pps) : json(nullptr)},
+				  {"tenure_s", v.tenure_s},
 				  {"capacity_pps", v.capacity_pps},
 				  {"revocations", v.revocations},
 				  {"recent", recent}};
@@ -399,7 +401,10 @@ json encode(const UpstreamView &v)
 		{"speaker", {{"address", v.speaker},
 			     {"up", v.speaker_up},
 			     {"last_error", v.last_error.empty() ? json(nullptr) : json(v.last_error)},
-			     {"last_call_ms", v.last_call_ms}}},
+			     {"last_call_ms", v.last_call_ms},
+			     {"answered_ago_s", v.answered_ago_s ? json(*v.answered_ago_s) : json(nullptr)}}},
+		{"intended", v.intended},
+		{"in_sync", v.in_sync},
 		{"peer", v.peer.empty() ? json(nullptr) : json({{"address", v.peer}, {"state", v.peer_state}})},
 		{"prefixes", v.prefixes},
 		{"max", v.max},

@@ -97,6 +97,12 @@ struct UpstreamView {
 	bool speaker_up = false; // the last call to it answered
 	std::string last_error;  // the last call's error (empty: none)
 	double last_call_ms = 0;
+	// The worker's last answer from the speaker, seconds ago (none: never);
+	// the rules last handed to the worker; whether its last complete pass
+	// reconciled the latest of them (docs/architecture.md, "Upstream").
+	std::optional<double> answered_ago_s;
+	uint64_t intended = 0;
+	bool in_sync = false;
 	std::string peer;        // --upstream-peer (empty: none)
 	std::string peer_state;  // its session as gobgpd reports it
 	std::vector<std::string> prefixes; // --upstream-prefixes
@@ -206,6 +212,8 @@ struct StandingView {
 	std::optional<StandingLookup> lookup; // none: the summary alone was asked
 	// The fair share (docs/architecture.md, "Standing buys a share").
 	uint64_t share_pps = 0;    // the level in force; 0: none (each bucket at its own rate)
+	uint64_t newer_share_pps = 0; // with a tenure line in force, the level of those granted after it
+	double tenure_s = 0;          // --standing-tenure
 	uint64_t capacity_pps = 0; // what the standing sources together may take
 	uint64_t revocations = 0;  // since sluiced started
 	std::vector<RevocationEvent> recent; // the last ones, oldest first

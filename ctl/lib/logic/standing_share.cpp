@@ -36,6 +36,46 @@ double fair_share_level(std::span<double> demands_scratch, double capacity_pps, 
 	return clamp(demands_scratch[n - 1]);
 }
 
+TieredLevels tiered_share_levels(std::span<double> tenured_scratch, std::span<double> newer_scratch,
+				 double capacity_pps, double ceiling_pps, double floor_pps)
+{
+	TieredLevels out;
+	out.tenured = fair_share_level(tenured_scratch, capacity_pps, ceiling_pps, floor_pps);
+	double taken = 0;
+	for (double d : tenured_scratch) // sanitized by fair_share_level
+		taken += std::min(d, out.tenured);
+	const double left = capacity_pps > taken ? capacity_pps - taken : 0;
+	if (out.tenured < ceiling_pps || !(left > 0)) {
+		// The tenured are held to a level (or fill the capacity exactly):
+		// nothing is left for the newer.
+		for (double &d : newer_scratch)
+			if (!(d > 0))
+				d = 0;
+		out.newer = std::min(floor_pps, ceiling_pps);
+		return out;
+	}
+	out.newer = fair_share_level(newer_scratch, left, ceiling_pps, floor_pps);
+	return out;
+}
+
+bool TenureLine::observe(double now_s, bool contended)
+{
+	if (!(tenure_s_ > 0))
+		return false;
+	// Released first: a call after a long gap (the caller skips idle
+	// periods) that finds contention again draws a new line.
+	if (held_ && now_s - last_contended_s_ >= tenure_s_)
+		held_ = false;
+	if (!contended)
+		return false;
+	last_contended_s_ = now_s;
+	if (held_)
+		return false;
+	held_ = true;
+	line_s_ = now_s - tenure_s_;
+	return true;
+}
+
 Status validate_revocation(const RevocationConfig &c)
 {
 	if (auto ok = named("--revoke-factor", check_revoke_factor(c.over_factor)); !ok)

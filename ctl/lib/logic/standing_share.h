@@ -45,6 +45,50 @@ namespace sluice {
 // floor_pps > ceiling_pps the ceiling wins.
 double fair_share_level(std::span<double> demands_scratch, double capacity_pps, double ceiling_pps, double floor_pps);
 
+// Tenure: standing from before the contention first (docs/architecture.md,
+// "Tenure"). Max-min fairness alone gives every standing source the same
+// level; when more sources earned standing than the capacity has room for
+// at a regular client's rate (a thousand bots, each with one handshake made
+// just before their flood), that level falls under what the regulars need.
+// So while the standing sources contend, those whose standing predates the
+// contention by the tenure are water-filled first, and those granted later
+// share what the first left.
+
+// The two levels: `tenured_scratch` water-filled under capacity_pps, then
+// `newer_scratch` under what the tenured take at their level (sum of
+// min(d, tenured level)). Each span is sorted in place as fair_share_level
+// sorts it. When the tenured alone are over the capacity the newer get the
+// floor, whatever they ask (nothing is left for them).
+struct TieredLevels {
+	double tenured = 0;
+	double newer = 0;
+};
+TieredLevels tiered_share_levels(std::span<double> tenured_scratch, std::span<double> newer_scratch,
+				 double capacity_pps, double ceiling_pps, double floor_pps);
+
+// Where the tenure line is, period by period. It is drawn when the standing
+// sources begin to contend, tenure_s before that moment, and held while they
+// contend and for tenure_s after the last period they did: a flood that
+// pauses for less than the tenure finds the same line when it comes back,
+// so standing earned during the pause buys no tenure. tenure_s 0: never.
+class TenureLine {
+public:
+	explicit TenureLine(double tenure_s) : tenure_s_(tenure_s) {}
+	double tenure_s() const { return tenure_s_; }
+	// One period at monotonic now_s: whether the standing sources contended
+	// in it. True when a line was drawn in this call (the caller then fixes
+	// the data plane's tick for it).
+	bool observe(double now_s, bool contended);
+	bool held() const { return held_; }
+	double line_s() const { return line_s_; } // when held: the line, on now_s's clock
+
+private:
+	double tenure_s_;
+	bool held_ = false;
+	double line_s_ = 0;
+	double last_contended_s_ = 0;
+};
+
 // When a standing source is unresponsive, and what it costs it.
 struct RevocationConfig {
 	double over_factor = defaults::kRevokeOverFactor;     // --revoke-factor: over this x its share ...
