@@ -627,8 +627,14 @@ class Standing(unittest.TestCase):
                 with inject_bg(tb, "--src", tb.attacker_ip4, "--pps", 30000, "--duration", 30,
                                realtime=True) as flood:
                     t0 = now_s()
-                    wait_until(lambda: not view.has_standing(tb.attacker_ip4), 10, interval=0.05,
-                               what="the flood to lose its standing")
+                    try:
+                        wait_until(lambda: not view.has_standing(tb.attacker_ip4), 10, interval=0.05,
+                                   what="the flood to lose its standing")
+                    except AssertionError:
+                        # what the daemon saw: its log, the counters, the share
+                        print(d.output()[-4000:], json.dumps(counters(tb)),
+                              json.dumps(ctl_json(tb, "standing", tb.host_if)), file=sys.stderr)
+                        raise
                     t_revoked = now_s() - t0
                     c1 = counters(tb)
                     time.sleep(1.0)
