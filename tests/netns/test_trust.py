@@ -42,6 +42,7 @@ SETS = 1024
 ARGS = ("--period", "0.5", "--rate", "5000", "--burst", "10000", "--trip-pps", "10000", "--trip-periods", "2",
         "--hold", "120", "--standing-sets", str(SETS))
 BOTS = 50
+TENURE_S = 8  # test_tenure_puts_standing_from_before_the_flood_first
 # 198.18.3.160 .. 209: on the attacker's link, beside its own .2, and used by
 # no other test: the feeders of every daemon on the machine sit at the cgroup
 # root, so these bots' handshakes grant them standing in the tables of other
@@ -385,14 +386,14 @@ class Trust(unittest.TestCase):
         """--standing-tenure: 50 bots (real addresses) each complete a
         request just before they flood within their share (60 pps each, 3x
         the level, so none is revoked), over a standing capacity of 1,000 pps
-        while shedding. The regular client, whose standing is 6 s older,
+        while shedding. The regular client, whose standing is 12 s older,
         makes 10 requests a second (about 60 frames a second). With one level
         for all (--standing-tenure 0) that level is about 20 pps and the
-        regular loses most of its requests; with --standing-tenure 3 the
+        regular loses most of its requests; with --standing-tenure 8 the
         regular is tenured, keeps its own rate and >= 99% of its requests,
         and the bots share what it leaves (shown by `sluicectl standing` and
         the JSON)."""
-        for tenure in (3, 0):
+        for tenure in (TENURE_S, 0):
             with Testbed(f"tenure{tenure}") as tb, Daemon(tb, *ARGS, "--standing-pps", "1000",
                                                          "--standing-tenure", str(tenure)) as d:
                 settle(tb)
@@ -401,9 +402,14 @@ class Trust(unittest.TestCase):
                 try:
                     self.assertEqual(http_requests(tb, 3)["ok"], 3)
                     wait_until(lambda: view.has_standing(tb.client_ip4), 5, what="the regular client's standing")
-                    # the line is drawn 3 s (3 ticks of 2^30 ns) before the
-                    # contention: the regular's grant must be a tick more
-                    time.sleep(6)
+                    # The line is drawn TENURE_S (in ticks of 2^30 ns, so
+                    # 8.6 s) before the contention begins. The regular's grant
+                    # must be before it and the bots' after it: 12 s between
+                    # them leaves the bots 8 s from their grants to the first
+                    # contended period. With a tenure of 3 that gap was 2 s,
+                    # and the sanitized build overran it twice in CI (the bots
+                    # were tenured too: level 19-20 pps, newer 1).
+                    time.sleep(tenure + 4)
                     bots = bot_addrs()
                     add_addresses(tb, bots)
                     self.assertEqual(visit(tb, bots), BOTS, "every bot completed its request")
@@ -426,9 +432,10 @@ class Trust(unittest.TestCase):
                         state = breaker_state(tb)
                         kept = sum(view.has_standing(a) for a in bots)
                         flood.result(timeout=60)
+                    contention = [l for l in d.output().splitlines() if "pps they may take" in l]
                     report(f"8 tenure {tenure}", regular_ok=reg["ok"], regular_attempted=reg["attempted"],
                            share=json.dumps({k: share[k] for k in ("level_pps", "newer_level_pps", "tenure_s")}),
-                           bots_with_standing=kept, state=state)
+                           bots_with_standing=kept, state=state, contention=contention[:1])
                     self.assertEqual(state, "shedding")
                     self.assertEqual(kept, BOTS, "the bots stay within their share: none revoked")
                     if tenure:
@@ -436,7 +443,7 @@ class Trust(unittest.TestCase):
                                                 f"the tenured regular keeps >= 99% of its requests: {reg}")
                         self.assertIsNotNone(share["newer_level_pps"], share)
                         self.assertLess(share["newer_level_pps"], 1000 / BOTS, share)
-                        self.assertEqual(share["tenure_s"], 3, share)
+                        self.assertEqual(share["tenure_s"], TENURE_S, share)
                         self.assertIn("pps each granted since", text, text)
                         self.assertNotIn(tb.client_ip4, revoked, "the tenured regular keeps its standing")
                     else:
