@@ -22,13 +22,16 @@ static __always_inline int port_listened(__u32 port)
  * checked the mode, the allowlist, the valve, and, unless check_standing asks
  * for it here, standing). Returns an outcome, or SLUICE_OUTCOMES: not the
  * cookie path's frame, on to the newcomer budget (or the buckets) as before.
- *   SYN (no ACK, RST or FIN) to a listener (bpf_skc_lookup_tcp finds one in
- *     this namespace): the cookie budget pays, the kernel makes the cookie
- *     with the listener's own secret (bpf_tcp_gen_syncookie; it also marks
- *     the listener, so the stack accepts the ACK), cookie.h builds the
- *     SYN-ACK in place of the SYN -> cookie_sent (XDP_TX). Budget spent ->
- *     drop_cookie_budget. No listener, or the kernel will not make a cookie
- *     (net.ipv4.tcp_syncookies is not 2, the accept queue is full): on.
+ *   SYN (no ACK, RST or FIN) to a port that had a listener: this CPU's
+ *     cookie budget spent -> drop_cookie_budget, before the socket lookup
+ *     (most of the path's cost: a SYN flood past the budget pays little more
+ *     than a shed frame). Else, to a listener (bpf_skc_lookup_tcp finds one
+ *     in this namespace): the kernel makes the cookie with the listener's
+ *     own secret (bpf_tcp_gen_syncookie; it also marks the listener, so the
+ *     stack accepts the ACK), the budget pays, cookie.h builds the SYN-ACK
+ *     in place of the SYN -> cookie_sent (XDP_TX). No listener any more, or
+ *     the kernel will not make a cookie (net.ipv4.tcp_syncookies is not 2,
+ *     the accept queue is full): on.
  *   ACK (no SYN or RST) to a listener: bpf_tcp_check_syncookie -> valid:
  *     the source is granted standing (cookie) and the ACK passed to the
  *     stack, which checks the same cookie and makes the connection ->
@@ -139,6 +142,20 @@ __noinline __u32 sluice_cookie(struct xdp_md *ctx, __u64 hash, __u64 now, __u32 
 	 * comes to the ephemeral port of a connect(): looked up whatever. */
 	if (!synack && !port_listened(sluice_be16_at(th + 2)))
 		return SLUICE_COOKIE_GO_ON;
+	/* A SYN: the budget asked before the lookup. Its token is taken only
+	 * once the kernel made the cookie (one CPU's bucket, one frame at a
+	 * time on it: the token seen here is still there to take then). */
+	struct sluice_slot *b = 0;
+	__u64 paid = 0;
+
+	if (syn) {
+		b = bpf_map_lookup_elem(&cookie_budget, &zero);
+		paid = b ? sluice_take1(b->empty_at, now, mode_cfg->cookie_cost_ns,
+					mode_cfg->cookie_burst * mode_cfg->cookie_cost_ns)
+			 : 0;
+		if (!paid)
+			return SLUICE_DROP_COOKIE_BUDGET;
+	}
 
 	struct bpf_sock_tuple *t = &s->tuple;
 	__u32 tuple_len;
@@ -198,23 +215,14 @@ __noinline __u32 sluice_cookie(struct xdp_md *ctx, __u64 hash, __u64 now, __u32 
 		return SLUICE_COOKIE_PROVED;
 	}
 
-	/* A SYN: the budget's token is taken only once the kernel made the
-	 * cookie (one CPU's bucket, one frame at a time on it: the token seen
-	 * is still there to take). */
-	struct sluice_slot *b = bpf_map_lookup_elem(&cookie_budget, &zero);
-	__u64 paid = b ? sluice_take1(b->empty_at, s->now, cfg->cookie_cost_ns, cfg->cookie_burst * cfg->cookie_cost_ns)
-		       : 0;
-
-	if (!paid) {
-		bpf_sk_release(sk);
-		return SLUICE_DROP_COOKIE_BUDGET;
-	}
+	/* A SYN, its budget's token seen above */
 	__s64 cookie = bpf_tcp_gen_syncookie(sk, s->ip, (s->is_v6 ? 40 : 20), (struct tcphdr *)s->th, scratch_tcp_len(s));
 
 	bpf_sk_release(sk);
 	if (cookie < 0)
 		return SLUICE_COOKIE_GO_ON;
-	b->empty_at = paid;
+	if (b)
+		b->empty_at = paid; /* always: a SYN has its budget */
 
 	s->params.mss = s->is_v6 ? cfg->cookie_mss6 : cfg->cookie_mss4;
 	s->params.wscale = cfg->cookie_wscale;

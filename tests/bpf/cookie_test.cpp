@@ -721,6 +721,40 @@ TEST(Cookie, ASynToAnUnmarkedPortIsShedWithoutTheLookup)
 	EXPECT_TRUE(a.ok);
 }
 
+// A SYN past the cookie budget is refused before the socket lookup (most of
+// the path's cost). What shows it: to a marked port whose listener is gone,
+// the spent budget counts it drop_cookie_budget, where with a token left the
+// lookup finds no listener and the SYN is shed as before. To an unmarked
+// port a SYN is shed whatever the budget; to the listener, spent means
+// drop_cookie_budget and a token means its SYN-ACK.
+TEST(Cookie, ASynPastTheBudgetIsRefusedBeforeTheLookup)
+{
+	SLUICE_REQUIRE_COOKIE_NETNS();
+	constexpr std::uint16_t kMarkedNoListener = 8083; // marked, nobody listens
+	for (bool spent : {false, true}) {
+		SCOPED_TRACE(spent ? "budget spent" : "a token left");
+		Options o = cookie_options(SLUICE_COOKIES_SHEDDING, 0, spent ? 0 : 1000);
+		o.listen_ports.push_back(kMarkedNoListener);
+		SLUICE_LOAD_OR_FAIL(s, o);
+		Client gone = client4("198.18.10.20"), closed = client4("198.18.10.21"), open4 = client4("198.18.10.22");
+		Client gone6 = client6("2001:2::20"), open6 = client6("2001:2::22");
+		gone.syn.dport = kMarkedNoListener;
+		gone6.syn.dport = kMarkedNoListener;
+		closed.syn.dport = kClosedPort;
+		for (const Bytes &f : {frame_of(gone, gone.syn), frame_of(gone6, gone6.syn), frame_of(closed, closed.syn)})
+			EXPECT_VERDICT(s, f, XDP_DROP);
+		Counters k = s.counters();
+		EXPECT_EQ(k.packets(SLUICE_DROP_COOKIE_BUDGET), spent ? 2u : 0u) << k.str();
+		EXPECT_EQ(k.packets(SLUICE_DROP_SHED), spent ? 1u : 3u) << k.str();
+		EXPECT_VERDICT(s, frame_of(open4, open4.syn), spent ? XDP_DROP : XDP_TX);
+		EXPECT_VERDICT(s, frame_of(open6, open6.syn), spent ? XDP_DROP : XDP_TX);
+		k = s.counters();
+		EXPECT_EQ(k.packets(SLUICE_COOKIE_SENT), spent ? 0u : 2u) << k.str();
+		EXPECT_EQ(k.packets(SLUICE_DROP_COOKIE_BUDGET), spent ? 4u : 0u) << k.str();
+		EXPECT_EQ(k.total_packets(), 5u) << k.str();
+	}
+}
+
 TEST(Cookie, CookiesOffLeavesASynToTheNewcomerBudget)
 {
 	SLUICE_REQUIRE_COOKIE_NETNS();

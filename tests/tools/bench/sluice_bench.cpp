@@ -72,6 +72,8 @@
 //         ack     a forged ACK to the listener (after SYNs, so the kernel's
 //                 check runs whole): drop_cookie
 //         shed    the same SYN with cookies off: drop_shed (no budget)
+//         syn_spent  the same SYN past a spent cookie budget:
+//                 drop_cookie_budget
 //         drop    figure 1's drop path (64-byte UDP over its limit, serving)
 //         xdp_drop  the XDP_DROP program
 //       Timed figure 1's way (one call, repeat M, the kernel's loop), each
@@ -961,7 +963,7 @@ int cmd_cookie_cost(int argc, char **argv)
 
 	// Shedding, no newcomer budget; cookies while shedding (or off), a budget
 	// of a token a nanosecond and a burst of 1e9 (never spent here).
-	auto shedding = [&](Loaded &l, __u32 mode) {
+	auto shedding = [&](Loaded &l, __u32 mode, bool budget_spent = false) {
 		l.set_config(1000, 1000);
 		const uint16_t listening[] = {kPort}; // as sluiced marks its listeners
 		if (auto ok = sluice::ListenPorts(l.map_fd("listen_ports")).mark(listening); !ok)
@@ -974,8 +976,9 @@ int cmd_cookie_cost(int argc, char **argv)
 		c.newcomer_cost_ns = 0;
 		c.newcomer_burst = 0;
 		c.cookie_mode = mode;
+		// Spent: a burst of 0 never pays a token (syn_spent's budget).
 		c.cookie_cost_ns = 1;
-		c.cookie_burst = 1000000000ull;
+		c.cookie_burst = budget_spent ? 0 : 1000000000ull;
 		c.cookie_mss4 = 1460;
 		c.cookie_mss6 = 1440;
 		c.cookie_wscale = 7;
@@ -1007,11 +1010,13 @@ int cmd_cookie_cost(int argc, char **argv)
 	if (o.count("reqsk-obj"))
 		reqsk = std::make_unique<Loaded>(o["reqsk-obj"], Loaded::SluiceSetup{});
 	Loaded cookies(o["obj"], Loaded::SluiceSetup{}), off(o["obj"], Loaded::SluiceSetup{}),
-		over(o["obj"], Loaded::SluiceSetup{}), xdp_drop(o["drop-obj"], Loaded::SluiceSetup{});
+		spent(o["obj"], Loaded::SluiceSetup{}), over(o["obj"], Loaded::SluiceSetup{}),
+		xdp_drop(o["drop-obj"], Loaded::SluiceSetup{});
 	if (!cookies.sluice())
 		throw Error(o["obj"] + " is not a sluice object");
 	shedding(cookies, SLUICE_COOKIES_SHEDDING);
 	shedding(off, SLUICE_COOKIES_OFF);
+	shedding(spent, SLUICE_COOKIES_SHEDDING, true);
 	over.set_config(1, 1);
 	test_run(over.prog_fd(), udp_f.v4, 4);
 	test_run(over.prog_fd(), udp_f.v6, 4);
@@ -1030,6 +1035,7 @@ int cmd_cookie_cost(int argc, char **argv)
 	paths.push_back({"syn", &cookies, &syn_f, true});
 	paths.push_back({"ack", &cookies, &ack_f, true});
 	paths.push_back({"shed", &off, &syn_f, true});
+	paths.push_back({"syn_spent", &spent, &syn_f, true});
 	paths.push_back({"drop", &over, &udp_f, true});
 	paths.push_back({"xdp_drop", &xdp_drop, &syn_f, true});
 	paths.push_back({"xdp_drop_bare", &xdp_drop, &syn_f, false});
