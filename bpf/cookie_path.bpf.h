@@ -32,11 +32,19 @@ static __always_inline int port_listened(__u32 port)
  *     in place of the SYN -> cookie_sent (XDP_TX). No listener any more, or
  *     the kernel will not make a cookie (net.ipv4.tcp_syncookies is not 2,
  *     the accept queue is full): on.
- *   ACK (no SYN or RST) to a listener: bpf_tcp_check_syncookie -> valid:
- *     the source is granted standing (cookie) and the ACK passed to the
- *     stack, which checks the same cookie and makes the connection ->
- *     cookie_proved; not valid -> drop_cookie. To a connection the host has
- *     (or no socket): on.
+ *   ACK (no SYN or RST) to a port that had a listener, with
+ *     config.cookie_acks_unlooked (the standing feeders attached): the
+ *     kernel's cookie check on the headers alone (bpf_tcp_raw_check_syncookie_*:
+ *     the same secret and the same two minutes as the listener's own check,
+ *     no socket lookup) -> valid: the source is granted standing (cookie)
+ *     and the ACK passed to the stack, which checks the same cookie and
+ *     makes the connection -> cookie_proved; not valid -> drop_cookie. No
+ *     lookup for a connection the host has: the feeders give every
+ *     connection's peer standing as it is made (sluiced's sock_diag scan the
+ *     older ones), so their ACKs never come here, and a forged ACK flood pays
+ *     the check alone. Without the flag, the lookup first: to a listener,
+ *     bpf_tcp_check_syncookie, valid or not as above; to a connection the
+ *     host has (or no socket): on.
  *   TCP the reply cannot be built from (IPv4 options or a fragment, IPv6
  *     extension headers, a cut TCP header) -> drop_cookie_unfit: never
  *     passed unproved.
@@ -68,6 +76,16 @@ static long syn_option_step(__u32 i, void *unused)
 	struct cookie_scratch *s = bpf_map_lookup_elem(&cookie_scratch, &zero);
 
 	return s ? sluice_syn_option_at(s->th, s->tcp_len, &s->off, &s->opts) : 1;
+}
+
+/* A valid cookie ACK: its source granted standing (cookie). The record's
+ * source is made in the scratch: no stack is left in sluice_cookie. */
+static __always_inline __u32 cookie_proved(struct cookie_scratch *s)
+{
+	sluice_mask_source(&s->src, s->is_v6, &settings);
+	sluice_standing_source(s->src.w[0], s->src.w[1], s->is_v6, s->kept);
+	sluice_grant(s->hash, s->now, s->kept[0], s->kept[1], sluice_grant_ask(SLUICE_BY_COOKIE, 0));
+	return SLUICE_COOKIE_PROVED;
 }
 
 __noinline __u32 sluice_cookie(struct xdp_md *ctx, __u64 hash, __u64 now, __u32 check_standing)
@@ -142,6 +160,16 @@ __noinline __u32 sluice_cookie(struct xdp_md *ctx, __u64 hash, __u64 now, __u32 
 	 * comes to the ephemeral port of a connect(): looked up whatever. */
 	if (!synack && !port_listened(sluice_be16_at(th + 2)))
 		return SLUICE_COOKIE_GO_ON;
+	if (ack && mode_cfg->cookie_acks_unlooked) {
+		/* Packet pointers: both headers were checked whole above. */
+		long r = is_v6 ? bpf_tcp_raw_check_syncookie_ipv6((struct ipv6hdr *)l3, (struct tcphdr *)th)
+			       : bpf_tcp_raw_check_syncookie_ipv4((struct iphdr *)l3, (struct tcphdr *)th);
+
+		if (r)
+			return SLUICE_DROP_COOKIE;
+		s->is_v6 = is_v6;
+		return cookie_proved(s);
+	}
 	/* A SYN: the budget asked before the lookup. Its token is taken only
 	 * once the kernel made the cookie (one CPU's bucket, one frame at a
 	 * time on it: the token seen here is still there to take then). */
@@ -208,13 +236,8 @@ __noinline __u32 sluice_cookie(struct xdp_md *ctx, __u64 hash, __u64 now, __u32 
 		bpf_sk_release(sk);
 		if (r)
 			return SLUICE_DROP_COOKIE;
-		/* the record's source made in the scratch: no stack is left here */
-		sluice_mask_source(&s->src, s->is_v6, &settings);
-		sluice_standing_source(s->src.w[0], s->src.w[1], s->is_v6, s->kept);
-		sluice_grant(s->hash, s->now, s->kept[0], s->kept[1], sluice_grant_ask(SLUICE_BY_COOKIE, 0));
-		return SLUICE_COOKIE_PROVED;
+		return cookie_proved(s);
 	}
-
 	/* A SYN, its budget's token seen above */
 	__s64 cookie = bpf_tcp_gen_syncookie(sk, s->ip, (s->is_v6 ? 40 : 20), (struct tcphdr *)s->th, scratch_tcp_len(s));
 

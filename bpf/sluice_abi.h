@@ -192,7 +192,12 @@ struct sluice_config {
 	__u32 cookie_sysctls_armed;   /* 1: changed, not yet put back */
 	__u32 cookie_syncookies_was;  /* net.ipv4.tcp_syncookies before */
 	__u32 cookie_timestamps_was;  /* net.ipv4.tcp_timestamps before */
-	__u32 _pad2;
+	/* 1 (sluiced, with the standing feeders attached): every connection's
+	 * peer has standing, so an ACK that reaches the cookie path is checked
+	 * as a cookie on its headers alone, no socket lookup (docs/
+	 * architecture.md, "SYN cookies"); 0: the listener lookup first, and an
+	 * ACK of a connection the host has goes on to the newcomer budget. */
+	__u32 cookie_acks_unlooked;
 	/* Read by the program (docs/architecture.md, "Standing buys a share"):
 	 *   standing_share_cost_ns  the standing sources' fair share, the level
 	 *                           the daemon water-fills each period: every

@@ -502,6 +502,9 @@ void ManagedInterface::apply_cookies(double now_s, BreakerState state, sluice_co
 	TcpSettings now = CookieSysctls::read_now();
 	uint32_t mtu = interface_mtu(name_);
 	next.cookie_mode = mode;
+	// With the feeders every connection's peer has standing: an ACK on the
+	// cookie path is then a cookie or a forgery, checked without the lookup.
+	next.cookie_acks_unlooked = dp_->feeders_attached() ? 1 : 0;
 	next.cookie_flags = cookie_flags_for(now);
 	next.cookie_wscale = cookie_wscale_for(now);
 	next.cookie_mss4 = cookie_mss_for(mtu, false);

@@ -22,6 +22,7 @@
 #include <fcntl.h>
 #include <net/if.h>
 #include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <sys/ioctl.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -122,6 +123,7 @@ Options cookie_options(std::uint32_t mode = SLUICE_COOKIES_SHEDDING, std::uint64
 	c.cookie_mss6 = kMss6;
 	c.cookie_wscale = kOurWscale;
 	c.cookie_flags = SLUICE_COOKIE_TS | SLUICE_COOKIE_SACK | SLUICE_COOKIE_WSCALE;
+	c.cookie_acks_unlooked = 1; // as sluiced with its standing feeders
 	// The listeners' ports, as sluiced and the sockops feeder mark them
 	// (kClosedPort is never marked; 8082 is a test's own listener).
 	o.listen_ports = {kPort, 8082};
@@ -479,9 +481,12 @@ TEST(Cookie, TheFlagsLimitWhatTheReplyOffers)
 TEST(Cookie, AProvedSourceHasStandingAndItsNextSynIsNotAnswered)
 {
 	SLUICE_REQUIRE_COOKIE_NETNS();
-	SLUICE_LOAD_OR_FAIL(s, cookie_options());
-	for (const Client &c : {client4("198.18.7.5"), client6("2001:2::9")}) {
-		SCOPED_TRACE(c.v6 ? "IPv6" : "IPv4");
+	for (auto [c, unlooked] : {std::pair{client4("198.18.7.5"), 1u}, std::pair{client6("2001:2::9"), 1u},
+				   std::pair{client4("198.18.7.5"), 0u}, std::pair{client6("2001:2::9"), 0u}}) {
+		SCOPED_TRACE(std::string(c.v6 ? "IPv6" : "IPv4") + (unlooked ? ", checked alone" : ", after the lookup"));
+		Options o = cookie_options();
+		o.config.cookie_acks_unlooked = unlooked;
+		SLUICE_LOAD_OR_FAIL(s, o);
 		Answer a = expect_synack(s, c);
 		ASSERT_TRUE(a.ok);
 		expect_proved(s, c, a);
@@ -502,10 +507,19 @@ TEST(Cookie, AProvedSourceHasStandingAndItsNextSynIsNotAnswered)
 
 // ------------------------------------------------------------------------ 3
 
-TEST(Cookie, ForgedAndMangledAcksAreDropped)
+class CookieAcks : public ::testing::TestWithParam<std::uint32_t> {};
+
+// Both ways of checking an ACK: alone (config.cookie_acks_unlooked 1, as
+// sluiced with its feeders) and after the listener lookup (0).
+INSTANTIATE_TEST_SUITE_P(Cookie, CookieAcks, ::testing::Values(1u, 0u),
+			 [](const auto &i) { return i.param ? "CheckedAlone" : "AfterTheLookup"; });
+
+TEST_P(CookieAcks, ForgedAndMangledAcksAreDropped)
 {
 	SLUICE_REQUIRE_COOKIE_NETNS();
-	SLUICE_LOAD_OR_FAIL(s, cookie_options());
+	Options o = cookie_options();
+	o.config.cookie_acks_unlooked = GetParam();
+	SLUICE_LOAD_OR_FAIL(s, o);
 	Client c = client4("198.18.8.1");
 	Answer a = expect_synack(s, c); // the listener has sent cookies now: the check is armed
 	ASSERT_TRUE(a.ok);
@@ -619,6 +633,121 @@ TEST(Cookie, AnAckBeforeAnyCookieWasSentIsDropped)
 	EXPECT_EQ(e.packets(SLUICE_DROP_COOKIE), 1u) << e.str();
 	EXPECT_EQ(standing_reason(s, c), -1);
 	close(fd);
+}
+
+// The listener's own cookies: a real connect() over loopback, answered by
+// the stack itself (tcp_syncookies 2: always a cookie), its sequence numbers
+// read back with TCP_REPAIR. The ACK that carries that cookie proves its
+// source on the program's path too (the check needs no socket lookup, and
+// the stack's secret is the one the program checks against); the same
+// cookie moved back three minutes (the kernel accepts two) is dropped and
+// proves nothing. The stale one runs first: a proved source has standing,
+// and its next ACK would pass by that.
+struct StackCookie {
+	std::uint16_t sport = 0;
+	std::uint32_t seq = 0, ack = 0; // the client's next byte; the cookie + 1
+};
+
+StackCookie stack_cookie(bool v6)
+{
+	StackCookie out;
+	int fd = socket(v6 ? AF_INET6 : AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	EXPECT_GE(fd, 0) << std::strerror(errno);
+	if (fd < 0)
+		return out;
+	sockaddr_storage ss{};
+	socklen_t len;
+	if (v6) {
+		auto *a = reinterpret_cast<sockaddr_in6 *>(&ss);
+		a->sin6_family = AF_INET6;
+		a->sin6_port = htons(kPort);
+		a->sin6_addr = in6addr_loopback;
+		len = sizeof(*a);
+	} else {
+		auto *a = reinterpret_cast<sockaddr_in *>(&ss);
+		a->sin_family = AF_INET;
+		a->sin_port = htons(kPort);
+		a->sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+		len = sizeof(*a);
+	}
+	int one = 1, recv_q = TCP_RECV_QUEUE, send_q = TCP_SEND_QUEUE;
+	std::uint32_t rcv_nxt = 0, snd_nxt = 0;
+	socklen_t sl = sizeof(rcv_nxt);
+	sockaddr_storage me{};
+	socklen_t ml = sizeof(me);
+	bool ok = connect(fd, reinterpret_cast<sockaddr *>(&ss), len) == 0 &&
+		  getsockname(fd, reinterpret_cast<sockaddr *>(&me), &ml) == 0 &&
+		  setsockopt(fd, IPPROTO_TCP, TCP_REPAIR, &one, sizeof(one)) == 0 &&
+		  setsockopt(fd, IPPROTO_TCP, TCP_REPAIR_QUEUE, &recv_q, sizeof(recv_q)) == 0 &&
+		  getsockopt(fd, IPPROTO_TCP, TCP_QUEUE_SEQ, &rcv_nxt, &sl) == 0 &&
+		  setsockopt(fd, IPPROTO_TCP, TCP_REPAIR_QUEUE, &send_q, sizeof(send_q)) == 0 &&
+		  getsockopt(fd, IPPROTO_TCP, TCP_QUEUE_SEQ, &snd_nxt, &sl) == 0;
+	EXPECT_TRUE(ok) << "a loopback connection and its sequence numbers: " << std::strerror(errno);
+	close(fd); // in repair mode: closed without a FIN
+	if (!ok)
+		return out;
+	out.sport = ntohs(v6 ? reinterpret_cast<sockaddr_in6 *>(&me)->sin6_port
+			     : reinterpret_cast<sockaddr_in *>(&me)->sin_port);
+	out.seq = snd_nxt;
+	out.ack = rcv_nxt;
+	return out;
+}
+
+TEST(Cookie, TheListenersOwnCookieProvesAndOneOlderThanTwoMinutesDoesNot)
+{
+	SLUICE_REQUIRE_COOKIE_NETNS();
+	SLUICE_LOAD_OR_FAIL(s, cookie_options()); // checked alone: with the lookup this 4-tuple finds the
+						   // host's socket (the handshake completed) and goes on
+	for (bool v6 : {false, true}) {
+		SCOPED_TRACE(v6 ? "IPv6" : "IPv4");
+		StackCookie k = stack_cookie(v6);
+		ASSERT_NE(k.sport, 0);
+		Client c;
+		c.v6 = v6;
+		if (v6)
+			c.src6 = c.dst6 = ip6("::1");
+		else
+			c.src4 = c.dst4 = ip4("127.0.0.1");
+		Tcp t{.sport = k.sport, .dport = kPort, .seq = k.seq, .ack = k.ack, .flags = kTcpAck, .window = 502};
+		Tcp stale = t;
+		stale.ack -= 3u << 24; // the cookie's minute counter, three back
+		Counters b = s.counters();
+		EXPECT_VERDICT(s, frame_of(c, stale), XDP_DROP);
+		Counters e = s.counters();
+		EXPECT_EQ(e.packets(SLUICE_DROP_COOKIE), b.packets(SLUICE_DROP_COOKIE) + 1) << e.str();
+		EXPECT_EQ(standing_reason(s, c), -1);
+		EXPECT_VERDICT(s, frame_of(c, t), XDP_PASS);
+		Counters f = s.counters();
+		EXPECT_EQ(f.packets(SLUICE_COOKIE_PROVED), e.packets(SLUICE_COOKIE_PROVED) + 1) << f.str();
+		EXPECT_EQ(f.total_packets(), b.total_packets() + 2) << f.str();
+		EXPECT_EQ(standing_reason(s, c), std::int32_t(SLUICE_BY_COOKIE));
+	}
+}
+
+// Without the feeders (config.cookie_acks_unlooked 0) the listener lookup
+// comes first, and an ACK of a connection the host has goes on (here to the
+// shed: no newcomer budget). With them (1) an ACK is checked as a cookie
+// alone: a later segment of that connection carries none and is dropped
+// (its peer would have standing, given by the feeders as it connected).
+TEST(Cookie, AnAckOfAConnectionTheHostHasGoesOnOnlyWithoutTheFeeders)
+{
+	SLUICE_REQUIRE_COOKIE_NETNS();
+	for (std::uint32_t unlooked : {0u, 1u}) {
+		SCOPED_TRACE(unlooked ? "checked alone" : "after the lookup");
+		Options o = cookie_options();
+		o.config.cookie_acks_unlooked = unlooked;
+		SLUICE_LOAD_OR_FAIL(s, o);
+		StackCookie k = stack_cookie(false); // the host's side stays ESTABLISHED in the accept queue
+		ASSERT_NE(k.sport, 0);
+		Client c;
+		c.src4 = c.dst4 = ip4("127.0.0.1");
+		Tcp later{.sport = k.sport, .dport = kPort, .seq = k.seq + 100, .ack = k.ack, .flags = kTcpAck, .window = 502};
+		EXPECT_VERDICT(s, frame_of(c, later), XDP_DROP);
+		Counters e = s.counters();
+		EXPECT_EQ(e.packets(unlooked ? SLUICE_DROP_COOKIE : SLUICE_DROP_SHED), 1u) << e.str();
+		EXPECT_EQ(e.total_packets(), 1u) << e.str();
+		EXPECT_EQ(standing_reason(s, c), -1);
+	}
 }
 
 // ------------------------------------------------------------------------ 4

@@ -35,7 +35,7 @@
 //     runs in a network namespace of its own with net.ipv4.tcp_syncookies = 2
 //     and a listening socket on port 80 for each family, so the program's
 //     cookie path runs for real (bpf_skc_lookup_tcp, bpf_tcp_gen_syncookie,
-//     bpf_tcp_check_syncookie). While cookies are in force, a TCP frame of a
+//     bpf_tcp_raw_check_syncookie_*). While cookies are in force, a TCP frame of a
 //     source without standing that reaches the budgets is counted once, as
 //     the host's own reading of its headers calls for: IPv4 options, a
 //     fragment, IPv6 extension headers before TCP or a cut TCP header ->
@@ -531,6 +531,9 @@ void pin_in_dispatcher()
 //               ACK's class may differ from its SYN's)
 //         bit 6 the SYN-ACK may offer timestamps, SACK and window scale
 //               (config.cookie_flags as with tcp_timestamps = 2), else MSS only
+//         bit 7 config.cookie_acks_unlooked: an ACK checked on its headers
+//               alone (as sluiced with the feeders), else after the
+//               listener lookup (the same outcomes here: no connections)
 //   c[1..4] delta, little-endian
 // A cookie input runs its frame once (no repetitions: a repetition after
 // XDP_TX would run on the SYN-ACK the first one wrote).
@@ -585,6 +588,7 @@ sluice_config config_for(std::uint8_t scenario, std::uint8_t tuning, std::uint8_
 			c.cookie_burst = cb == 3 ? 64 : cb;
 		}
 		c.cookie_flags = (ck.c0 & 0x40) ? SLUICE_COOKIE_TS | SLUICE_COOKIE_SACK | SLUICE_COOKIE_WSCALE : 0;
+		c.cookie_acks_unlooked = (ck.c0 & 0x80) ? 1 : 0;
 		c.cookie_mss4 = 1460;
 		c.cookie_mss6 = 1440;
 		c.cookie_wscale = 7;

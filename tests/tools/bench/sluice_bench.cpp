@@ -74,6 +74,10 @@
 //         shed    the same SYN with cookies off: drop_shed (no budget)
 //         syn_spent  the same SYN past a spent cookie budget:
 //                 drop_cookie_budget
+//         ack_lookup the forged ACK with config.cookie_acks_unlooked 0
+//                 (sluiced without its feeders): the listener lookup
+//                 first (the other paths run with it 1, as sluiced with
+//                 its feeders)
 //         drop    figure 1's drop path (64-byte UDP over its limit, serving)
 //         xdp_drop  the XDP_DROP program
 //       Timed figure 1's way (one call, repeat M, the kernel's loop), each
@@ -963,7 +967,7 @@ int cmd_cookie_cost(int argc, char **argv)
 
 	// Shedding, no newcomer budget; cookies while shedding (or off), a budget
 	// of a token a nanosecond and a burst of 1e9 (never spent here).
-	auto shedding = [&](Loaded &l, __u32 mode, bool budget_spent = false) {
+	auto shedding = [&](Loaded &l, __u32 mode, bool budget_spent = false, bool acks_looked_up = false) {
 		l.set_config(1000, 1000);
 		const uint16_t listening[] = {kPort}; // as sluiced marks its listeners
 		if (auto ok = sluice::ListenPorts(l.map_fd("listen_ports")).mark(listening); !ok)
@@ -976,6 +980,7 @@ int cmd_cookie_cost(int argc, char **argv)
 		c.newcomer_cost_ns = 0;
 		c.newcomer_burst = 0;
 		c.cookie_mode = mode;
+		c.cookie_acks_unlooked = acks_looked_up ? 0 : 1; // as sluiced with its feeders (ack_lookup: without)
 		// Spent: a burst of 0 never pays a token (syn_spent's budget).
 		c.cookie_cost_ns = 1;
 		c.cookie_burst = budget_spent ? 0 : 1000000000ull;
@@ -1010,13 +1015,15 @@ int cmd_cookie_cost(int argc, char **argv)
 	if (o.count("reqsk-obj"))
 		reqsk = std::make_unique<Loaded>(o["reqsk-obj"], Loaded::SluiceSetup{});
 	Loaded cookies(o["obj"], Loaded::SluiceSetup{}), off(o["obj"], Loaded::SluiceSetup{}),
-		spent(o["obj"], Loaded::SluiceSetup{}), over(o["obj"], Loaded::SluiceSetup{}),
+		spent(o["obj"], Loaded::SluiceSetup{}), looked_up(o["obj"], Loaded::SluiceSetup{}),
+		over(o["obj"], Loaded::SluiceSetup{}),
 		xdp_drop(o["drop-obj"], Loaded::SluiceSetup{});
 	if (!cookies.sluice())
 		throw Error(o["obj"] + " is not a sluice object");
 	shedding(cookies, SLUICE_COOKIES_SHEDDING);
 	shedding(off, SLUICE_COOKIES_OFF);
 	shedding(spent, SLUICE_COOKIES_SHEDDING, true);
+	shedding(looked_up, SLUICE_COOKIES_SHEDDING, false, true);
 	over.set_config(1, 1);
 	test_run(over.prog_fd(), udp_f.v4, 4);
 	test_run(over.prog_fd(), udp_f.v6, 4);
@@ -1036,6 +1043,7 @@ int cmd_cookie_cost(int argc, char **argv)
 	paths.push_back({"ack", &cookies, &ack_f, true});
 	paths.push_back({"shed", &off, &syn_f, true});
 	paths.push_back({"syn_spent", &spent, &syn_f, true});
+	paths.push_back({"ack_lookup", &looked_up, &ack_f, true});
 	paths.push_back({"drop", &over, &udp_f, true});
 	paths.push_back({"xdp_drop", &xdp_drop, &syn_f, true});
 	paths.push_back({"xdp_drop_bare", &xdp_drop, &syn_f, false});
