@@ -20,6 +20,8 @@
 //     standing bucket is the only one that may change, and holds between 0
 //     and standing_burst tokens; what it admitted is what it held; the
 //     newcomer budget (one bucket per CPU) changed on at most one CPU,
+//     only when its packet budget admitted a newcomer (counted newcomer, or
+//     drop_bytes when a byte budget then refused it: the token stays spent),
 //     within [0, newcomer_burst], and admitted no more than it held.
 //   - under a policy (an input starting "SP", see "policies" below): the
 //     frame's class, from the host's copy of the tables and bpf/class_match.h,
@@ -1924,16 +1926,22 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t *data, std::size_t size
 	in.standing.swap(sets);
 
 	// The newcomer budget: one CPU's bucket at most changed, and only for a
-	// newcomer's frame; within [0, newcomer_burst].
+	// newcomer's frame its packet budget admitted; within [0, newcomer_burst].
+	// Admitted by the packet budget: newcomer, or with a byte budget also
+	// drop_bytes (the byte pair refused it after the newcomer budget and the
+	// slot pair had paid, and the packet token stays spent:
+	// buckets_path.bpf.h, judge_buckets; docs/architecture.md).
 	static std::vector<std::uint64_t> nc;
 	read_per_cpu(in.newcomers_fd, "newcomers", nc);
 	int changed = 0;
+	std::uint64_t nc_paid = dp[SLUICE_NEWCOMER] + (bytes_budget ? dp[SLUICE_DROP_BYTES] : 0);
 	for (std::size_t i = 0; i < nc.size(); i++) {
 		if (nc[i] == in.newcomers[i])
 			continue;
 		changed++;
-		if (!bucket_path || !shedding || has_standing || dp[SLUICE_NEWCOMER] == 0)
-			die("newcomer bucket of CPU %zu changed without a newcomer admitted: %s", i, what.c_str());
+		if (!bucket_path || !shedding || has_standing || nc_paid == 0)
+			die("newcomer bucket of CPU %zu changed without a newcomer admitted by its packet budget: %s", i,
+			    what.c_str());
 		std::uint64_t lo = c0 + SLUICE_TIME_BIAS - nc_burst_ns, hi = c1 + SLUICE_TIME_BIAS;
 		if (nc[i] < lo || nc[i] > hi)
 			die("newcomer bucket written as %llu, outside [%llu, %llu]: %s", (unsigned long long)nc[i],
