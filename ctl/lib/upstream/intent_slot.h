@@ -30,15 +30,16 @@ public:
 	// intent in or out). Returns the intent's generation.
 	uint64_t post(Intent intent)
 	{
+		uint64_t generation;
 		{
 			std::lock_guard lock(mu_);
 			if (pending_)
 				replaced_++;
 			pending_ = std::move(intent);
-			generation_++;
+			generation = ++generation_;
 		}
 		cv_.notify_one();
-		return generation_seen();
+		return generation;
 	}
 
 	// The worker: the newest intent not taken yet, waiting at most `wait`
