@@ -5,6 +5,9 @@
 #include "base/log.h"
 
 #include <algorithm>
+#include <chrono>
+#include <csignal>
+#include <pthread.h>
 
 namespace sluice {
 
@@ -103,6 +106,13 @@ void UpstreamAnnouncer::unrefuse_auto(Auto &a, const UpstreamRule &r)
 UpstreamAnnouncer::UpstreamAnnouncer(UpstreamOptions opts, Hooks hooks)
 	: opts_(std::move(opts)), hooks_(std::move(hooks)), speaker_(opts_.speaker)
 {
+	// The worker blocks every signal: SIGTERM and the rest go to the loop's
+	// signalfd, never to a thread that would take their default action.
+	sigset_t all, old;
+	sigfillset(&all);
+	pthread_sigmask(SIG_BLOCK, &all, &old);
+	worker_ = std::thread([this] { work(); });
+	pthread_sigmask(SIG_SETMASK, &old, nullptr);
 }
 
 Result<std::vector<UpstreamRule>> UpstreamAnnouncer::check_sources(const std::string &iface,
@@ -386,7 +396,9 @@ void UpstreamAnnouncer::observe(const std::string &iface, const FloodSignals &si
 
 void UpstreamAnnouncer::tick(double now_s)
 {
-	if (now_s >= next_reconcile_s_)
+	// Not started: the worker's first listing may be in (a read of the
+	// published copy, no call).
+	if (now_s >= next_reconcile_s_ || (!started_ && state_.read().first_rib))
 		reconcile(now_s, started_ ? "periodic" : "start");
 }
 
@@ -412,12 +424,13 @@ std::vector<UpstreamWanted> UpstreamAnnouncer::wanted_now()
 	for (const auto &[iface, rules] : asked)
 		guard[iface] = protection(iface, rules);
 	std::vector<UpstreamWanted> out, refused;
+	auto held = state_.read().mine;
 	for (const auto &w : all) {
 		ProtectedSource is_protected;
 		if (!protection_waived(w.rule))
 			is_protected = guard.at(w.iface);
 		if (auto ok = check_rule(opts_.guards, w.rule, is_protected); !ok) {
-			bool was_mine = std::any_of(mine_.begin(), mine_.end(), [&](const UpstreamHeld &h) { return h.rule == w.rule; });
+			bool was_mine = std::any_of(held.begin(), held.end(), [&](const UpstreamHeld &h) { return h.rule == w.rule; });
 			bool known = has_rule(refused_, w.rule);
 			if (was_mine)
 				log_warn("upstream: " + ok.error().message + " (" + w.reason + "); withdrawing it");
@@ -437,56 +450,137 @@ std::vector<UpstreamWanted> UpstreamAnnouncer::wanted_now()
 void UpstreamAnnouncer::reconcile(double now_s, const std::string &why)
 {
 	next_reconcile_s_ = now_s + defaults::kUpstreamReconcileS;
+	// The first pass adopts what a previous daemon announced for a source
+	// still on an interface's deny list, once the worker has listed the
+	// speaker's paths; until then the worker withdraws nothing.
+	if (!started_) {
+		auto rib = state_.read().first_rib;
+		if (rib) {
+			started_ = true;
+			for (const auto &r : *rib) {
+				auto src = rule_source(r);
+				if (!src || wanted_anywhere(r))
+					continue;
+				for (const auto &iface : hooks_.interfaces()) {
+					auto deny = hooks_.deny_list(iface);
+					if (std::find(deny.begin(), deny.end(), *src) == deny.end())
+						continue;
+					auto rules = operator_rules(*src);
+					if (std::find(rules.begin(), rules.end(), r) == rules.end())
+						continue;
+					wanted_.push_back({r, iface, operator_reason(iface, *src) + " (adopted at start)", false});
+					break;
+				}
+			}
+		}
+	}
+	intended_ = wanted_now();
+	slot_.post({intended_, started_, why});
+}
+
+void UpstreamAnnouncer::stop_worker()
+{
+	slot_.stop();
+	if (worker_.joinable())
+		worker_.join();
+}
+
+UpstreamAnnouncer::~UpstreamAnnouncer()
+{
+	stop_worker();
+}
+
+void UpstreamAnnouncer::work()
+{
+	Intent cur;
+	uint64_t generation = 0;
+	bool have = false;
+	double next_due = 0;
+	while (!slot_.stopping()) {
+		double wait = have ? std::max(0.0, next_due - monotonic_seconds()) : defaults::kUpstreamRetryMaxS;
+		auto taken = slot_.take(std::chrono::duration<double>(wait));
+		if (slot_.stopping())
+			break;
+		bool changed = false;
+		if (taken) {
+			// A new set, or the adoption done, is worth a pass now; the
+			// loop's periodic post of the same set waits for the pass's
+			// own schedule (the retry backoff while the speaker is down).
+			changed = !have || taken->intent.wanted != cur.wanted || taken->intent.adopted != cur.adopted;
+			cur = std::move(taken->intent);
+			generation = taken->generation;
+			have = true;
+		}
+		double now = monotonic_seconds();
+		if (!have || (!changed && now < next_due)) {
+			// The same set again, reconciled by the last pass: that pass
+			// stands for this intent too.
+			if (taken && synced_)
+				state_.update([&](SpeakerState &s) { s.applied = generation; });
+			continue;
+		}
+		next_due = pass(cur, generation, now);
+	}
+}
+
+void UpstreamAnnouncer::publish(std::optional<uint64_t> applied, std::optional<std::string> peer_state)
+{
+	state_.update([&](SpeakerState &s) {
+		s.mine = mine_;
+		s.over_max = over_max_;
+		s.speaker_up = up_;
+		s.last_error = last_error_;
+		s.last_call_s = speaker_.last_call_s();
+		s.answered_s = answered_s_;
+		s.announcements = announcements_;
+		s.withdrawals = withdrawals_;
+		s.refusals = over_max_refusals_;
+		if (peer_state)
+			s.peer_state = *peer_state;
+		if (applied)
+			s.applied = *applied;
+	});
+}
+
+double UpstreamAnnouncer::pass(const Intent &intent, uint64_t generation, double now_s)
+{
+	synced_ = false; // until this pass has reconciled its whole intent
 	auto rib = speaker_.list();
-	last_call_s_ = speaker_.last_call_s();
 	if (!rib) {
-		// A call to a gobgpd that is down costs the loop about a second:
-		// retry at 5, 10, 20, 40, 60, 60... s rather than every 5 s.
+		// Retry at 5, 10, 20, 40, 60, 60... s rather than every 5 s: each
+		// call to a speaker that does not answer costs up to the timeout.
 		failures_++;
 		double wait = std::min(defaults::kUpstreamReconcileS * double(1u << std::min(failures_ - 1, 4u)),
 				       defaults::kUpstreamRetryMaxS);
-		next_reconcile_s_ = now_s + wait;
-		if (speaker_up_ || last_error_ != rib.error().describe())
+		if (up_ || last_error_ != rib.error().describe())
 			log_warn("upstream: the speaker at " + opts_.speaker.host + ":" + std::to_string(opts_.speaker.port) +
 				 " does not answer (" + rib.error().describe() +
 				 "); the deny lists keep enforcing here; retrying, at most every " +
 				 std::to_string(static_cast<int>(defaults::kUpstreamRetryMaxS)) + " s");
-		speaker_up_ = false;
+		up_ = false;
 		last_error_ = rib.error().describe();
-		return;
+		publish();
+		return now_s + wait;
 	}
 	failures_ = 0;
-	if (!speaker_up_)
+	if (!up_)
 		log_info("upstream: the speaker at " + opts_.speaker.host + ":" + std::to_string(opts_.speaker.port) +
 			 " answers (" + std::to_string(rib->rules.size()) + " path(s) of sluice's)");
-	speaker_up_ = true;
+	up_ = true;
 	last_error_.clear();
+	answered_s_ = monotonic_seconds();
 	if (rib->unknown)
 		log_warn("upstream: " + std::to_string(rib->unknown) +
 			 " path(s) carry sluice's marker with components sluice does not write: left alone");
-
-	// The first reconcile adopts what a previous daemon announced for a
-	// source still on an interface's deny list; the rest is stale.
-	if (!started_) {
-		started_ = true;
-		for (const auto &r : rib->rules) {
-			auto src = rule_source(r);
-			if (!src || wanted_anywhere(r))
-				continue;
-			for (const auto &iface : hooks_.interfaces()) {
-				auto deny = hooks_.deny_list(iface);
-				if (std::find(deny.begin(), deny.end(), *src) == deny.end())
-					continue;
-				auto rules = operator_rules(*src);
-				if (std::find(rules.begin(), rules.end(), r) == rules.end())
-					continue;
-				wanted_.push_back({r, iface, operator_reason(iface, *src) + " (adopted at start)", false});
-				break;
-			}
-		}
+	if (!intent.adopted) {
+		// The loop adopts from this listing; nothing is withdrawn before.
+		state_.update([&](SpeakerState &s) { s.first_rib = rib->rules; });
+		publish();
+		return now_s + defaults::kUpstreamReconcileS;
 	}
 
-	auto wanted = wanted_now();
+	const auto &wanted = intent.wanted;
+	const std::string &why = intent.why;
 	// In dry run the speaker holds nothing of ours: what this daemon
 	// "announced" stands in for it.
 	std::vector<UpstreamRule> held;
@@ -497,21 +591,37 @@ void UpstreamAnnouncer::reconcile(double now_s, const std::string &why)
 		held = rib->rules;
 	auto plan = plan_upstream(wanted, held, mine_, opts_.guards.max, opts_.hold_s, now_s);
 	const char *verb = opts_.dry_run ? "would " : "";
+	bool complete = true;
+	auto call_failed = [&](const std::string &what, const Error &e) {
+		log_error("upstream: " + what + ": " + e.describe());
+		up_ = false;
+		last_error_ = e.describe();
+		complete = false;
+		publish();
+	};
+	auto call_answered = [&] {
+		if (!opts_.dry_run)
+			answered_s_ = monotonic_seconds();
+	};
 
 	for (const auto &r : plan.withdraw) {
+		if (slot_.stopping()) { // shutdown: withdraw_all() lists and withdraws next
+			complete = false;
+			break;
+		}
 		if (!opts_.dry_run)
 			if (auto ok = speaker_.withdraw(r); !ok) {
-				log_error("upstream: withdrawing " + r.str() + ": " + ok.error().describe());
-				speaker_up_ = false;
-				last_error_ = ok.error().describe();
+				call_failed("withdrawing " + r.str(), ok.error());
 				continue;
 			}
+		call_answered();
 		auto h = std::find_if(mine_.begin(), mine_.end(), [&](const UpstreamHeld &x) { return x.rule == r; });
 		log_info(std::string("upstream: ") + verb + "withdraw " + r.str() +
 			 (h != mine_.end() ? " (" + h->reason + ")" : " (stale: no longer wanted)") + " [" + why + "]");
 		if (h != mine_.end())
 			mine_.erase(h);
 		withdrawals_++;
+		publish(); // gone from the speaker: no longer listed
 	}
 	for (const auto &a : plan.adopt)
 		if (std::none_of(mine_.begin(), mine_.end(), [&](const UpstreamHeld &h) { return h.rule == a; })) {
@@ -519,26 +629,32 @@ void UpstreamAnnouncer::reconcile(double now_s, const std::string &why)
 			mine_.push_back({a, w->iface, w->reason, now_s, w->held});
 			log_info("upstream: adopted " + a.str() + " (" + w->reason + "), already held by the speaker");
 		}
+	if (!plan.adopt.empty())
+		publish();
 	for (const auto &w : plan.announce) {
+		if (slot_.stopping()) {
+			complete = false;
+			break;
+		}
 		if (!opts_.dry_run)
 			if (auto ok = speaker_.announce(w.rule); !ok) {
-				log_error("upstream: announcing " + w.rule.str() + ": " + ok.error().describe());
-				speaker_up_ = false;
-				last_error_ = ok.error().describe();
+				call_failed("announcing " + w.rule.str(), ok.error());
 				continue;
 			}
+		call_answered();
 		bool again = std::any_of(mine_.begin(), mine_.end(), [&](const UpstreamHeld &h) { return h.rule == w.rule; });
 		log_info(std::string("upstream: ") + verb + (again ? "announce again (the speaker lost it) " : "announce ") +
 			 w.rule.str() + " (" + w.reason + ") [" + why + "]");
 		if (!again)
-			mine_.push_back({w.rule, w.iface, w.reason, now_s, w.held});
+			mine_.push_back({w.rule, w.iface, w.reason, monotonic_seconds(), w.held});
 		announcements_++;
+		publish(); // the speaker has it: listed as announced from now
 	}
 	for (const auto &w : plan.over_max)
 		if (std::none_of(over_max_.begin(), over_max_.end(), [&](const UpstreamWanted &x) { return x.rule == w.rule; })) {
 			log_warn("upstream: not announced, --upstream-max " + std::to_string(opts_.guards.max) + " reached: " +
 				 w.rule.str() + " (" + w.reason + ")");
-			refusals_++;
+			over_max_refusals_++;
 		}
 	over_max_ = plan.over_max;
 	// Held rules no longer on the speaker and not wanted (gone meanwhile).
@@ -548,14 +664,20 @@ void UpstreamAnnouncer::reconcile(double now_s, const std::string &why)
 		return !on_speaker && !wanted_now &&
 		       std::find(plan.withdraw.begin(), plan.withdraw.end(), h.rule) == plan.withdraw.end();
 	});
-	if (!opts_.peer.empty()) {
+	std::optional<std::string> peer;
+	if (!opts_.peer.empty() && !slot_.stopping()) {
 		auto st = speaker_.peer_state(opts_.peer);
-		peer_state_ = st ? *st : "unknown (" + st.error().message + ")";
+		peer = st ? *st : "unknown (" + st.error().message + ")";
 	}
+	synced_ = complete;
+	publish(complete ? std::optional(generation) : std::nullopt, peer);
+	// A call that failed: the next pass retries after the usual period.
+	return now_s + defaults::kUpstreamReconcileS;
 }
 
 void UpstreamAnnouncer::withdraw_all()
 {
+	stop_worker();
 	if (opts_.dry_run) {
 		for (const auto &h : mine_)
 			log_info("upstream: would withdraw " + h.rule.str() + " (sluiced exiting)");
@@ -583,18 +705,23 @@ UpstreamView UpstreamAnnouncer::view(const std::optional<std::string> &iface) co
 	v.enabled = true;
 	v.dry_run = opts_.dry_run;
 	v.speaker = opts_.speaker.host + ":" + std::to_string(opts_.speaker.port);
-	v.speaker_up = speaker_up_;
-	v.last_error = last_error_;
-	v.last_call_ms = last_call_s_ * 1000;
+	auto st = state_.read();
+	v.speaker_up = st.speaker_up;
+	v.last_error = st.last_error;
+	v.last_call_ms = st.last_call_s * 1000;
 	v.peer = opts_.peer;
-	v.peer_state = peer_state_;
+	v.peer_state = st.peer_state;
 	for (const auto &p : opts_.guards.own)
 		v.prefixes.push_back(p.str());
 	v.max = opts_.guards.max;
 	v.hold_s = opts_.hold_s;
 	double now_mono = monotonic_seconds();
 	uint64_t now_real = realtime_ns();
-	for (const auto &h : mine_) {
+	if (st.answered_s >= 0)
+		v.answered_ago_s = std::max(0.0, now_mono - st.answered_s);
+	v.intended = intended_.size();
+	v.in_sync = started_ && st.applied == slot_.generation_seen();
+	for (const auto &h : st.mine) {
 		if (iface && h.iface != *iface)
 			continue;
 		bool wanted = wanted_anywhere(h.rule);
@@ -605,7 +732,15 @@ UpstreamView UpstreamAnnouncer::view(const std::optional<std::string> &iface) co
 		if (h.rule.kind == UpstreamKind::blackhole_destination)
 			v.blackholed.push_back(h.rule.destination.addr.str());
 	}
-	for (const auto &w : over_max_)
+	// Wanted, not yet confirmed by the worker (the speaker slow, or not
+	// answering): pending.
+	for (const auto &w : intended_)
+		if ((!iface || w.iface == *iface) &&
+		    std::none_of(st.mine.begin(), st.mine.end(), [&](const UpstreamHeld &h) { return h.rule == w.rule; }) &&
+		    std::none_of(st.over_max.begin(), st.over_max.end(), [&](const UpstreamWanted &x) { return x.rule == w.rule; }))
+			v.rules.push_back({w.rule.str(), std::string(gobgp_family(w.rule)), w.iface, w.reason, "pending",
+					   std::nullopt});
+	for (const auto &w : st.over_max)
 		if (!iface || w.iface == *iface)
 			v.rules.push_back({w.rule.str(), std::string(gobgp_family(w.rule)), w.iface, w.reason,
 					   "over-max", std::nullopt});
@@ -630,19 +765,21 @@ UpstreamView UpstreamAnnouncer::view(const std::optional<std::string> &iface) co
 	for (const auto &[name, a] : auto_)
 		if (!iface || name == *iface)
 			v.automatic.push_back({name, a.trigger.firing(), a.why, a.sources});
-	v.announcements = announcements_;
-	v.withdrawals = withdrawals_;
-	v.refusals = refusals_;
+	v.announcements = st.announcements;
+	v.withdrawals = st.withdrawals;
+	v.refusals = refusals_ + st.refusals;
 	return v;
 }
 
 UpstreamMetricsSnapshot UpstreamAnnouncer::metrics() const
 {
-	UpstreamMetricsSnapshot m{opts_.dry_run ? 0 : mine_.size(), announcements_, withdrawals_, refusals_, speaker_up_};
+	auto st = state_.read();
+	UpstreamMetricsSnapshot m{opts_.dry_run ? 0 : st.mine.size(), st.announcements, st.withdrawals,
+				  refusals_ + st.refusals, st.speaker_up};
 	for (const auto &[_, a] : auto_)
 		m.firing += a.trigger.firing();
 	if (!opts_.dry_run)
-		for (const auto &h : mine_)
+		for (const auto &h : st.mine)
 			m.blackholed += h.rule.kind == UpstreamKind::blackhole_destination;
 	return m;
 }

@@ -287,5 +287,26 @@ TEST(Encode, BreakerRulePathLoopAndScheduling)
 					 {"rttime_limit_s", 0.5}, {"demoted", false}}));
 }
 
+TEST(Encode, UpstreamSpeakerAnsweredIntendedAndInSync)
+{
+	// The worker off the control loop: never answered, nothing handed to it.
+	UpstreamView v;
+	v.enabled = true;
+	v.speaker = "127.0.0.1:50051";
+	json j = encode(v);
+	EXPECT_TRUE(j.at("speaker").at("answered_ago_s").is_null());
+	EXPECT_EQ(j.at("intended"), 0);
+	EXPECT_EQ(j.at("in_sync"), false);
+	// The speaker hung since its last answer: two rules wanted, not confirmed.
+	v.answered_ago_s = 12.5;
+	v.intended = 2;
+	j = encode(v);
+	EXPECT_EQ(j.at("speaker").at("answered_ago_s"), 12.5);
+	EXPECT_EQ(j.at("intended"), 2);
+	EXPECT_EQ(j.at("in_sync"), false);
+	v.in_sync = true;
+	EXPECT_EQ(encode(v).at("in_sync"), true);
+}
+
 } // namespace
 } // namespace sluice

@@ -214,6 +214,15 @@ class UpstreamTest(unittest.TestCase):
         wait_until(lambda: pred(router.flows(table)), timeout, what=what)
         return router.flows(table)
 
+    def synced(self, tb, timeout=20):
+        """`upstream -j` once the worker has reconciled gobgpd to the latest
+        set the loop handed it (in_sync). BIRD can show a rule before the
+        worker has heard gobgp's answer and published it; from in_sync on,
+        what the reply lists as announced is what the speaker confirmed, and
+        the pass's log lines are written."""
+        return wait_until(lambda: (lambda v: v if v["in_sync"] else None)(ctl_json(tb, "upstream")), timeout,
+                          what="the worker in sync with the latest intent")
+
     def test_deny_upstream_reaches_bird_component_by_component_and_del_withdraws(self):
         tb, speaker, router, d = self.bed()
         p = ctl(tb, "deny", "add", tb.host_if, ATTACKER, "2001:2:0:3::/64", "--upstream")
@@ -234,8 +243,10 @@ class UpstreamTest(unittest.TestCase):
         # Still dropped here too: the deny list has both.
         self.assertIn(ATTACKER, ctl_json(tb, "deny", "list", tb.host_if)["cidrs"])
 
-        view = ctl_json(tb, "upstream")
+        view = self.synced(tb)
         self.assertTrue(view["speaker"]["up"])
+        self.assertEqual(view["intended"], 2)
+        self.assertLess(view["speaker"]["answered_ago_s"], 10)
         self.assertEqual(view["peer"], {"address": "198.18.1.1", "state": "established"})
         rules = {r["rule"]: r for r in view["rules"]}
         self.assertEqual(set(rules), {f"dst {OWN4} src {ATTACKER} discard",
@@ -257,6 +268,8 @@ class UpstreamTest(unittest.TestCase):
         self.assertEqual(p.returncode, 0, p.stderr)
         self.wait_flows(router, lambda f: not f, "the IPv4 rule gone from BIRD")
         self.assertEqual(list(router.flows("flowtab6")), [flow6])
+        view = self.synced(tb)
+        self.assertEqual([r["rule"] for r in view["rules"]], [f"dst {OWN6} src 2001:2:0:3::/64 discard"])
         self.assertIn("withdraw dst 198.18.1.0/24 src 198.18.3.7/32 discard", d.output())
         # A clean exit withdraws the rest.
         d.kill(signal.SIGTERM)
@@ -317,7 +330,7 @@ class UpstreamTest(unittest.TestCase):
         p = ctl(tb, "deny", "add", tb.host_if, ATTACKER, "--upstream")
         self.assertEqual(p.returncode, 0, p.stderr)
         self.assertIn(f"upstream: dst {OWN4} src {ATTACKER} discard (dry run: not announced)", p.stdout)
-        view = ctl_json(tb, "upstream")
+        view = self.synced(tb)
         self.assertTrue(view["dry_run"])
         self.assertEqual([(r["rule"], r["state"]) for r in view["rules"]],
                          [(f"dst {OWN4} src {ATTACKER} discard", "dry-run")])
@@ -342,6 +355,7 @@ class UpstreamTest(unittest.TestCase):
         speaker.start()
         wait_until(router.established, 30, what="the session again")
         self.wait_flows(router, lambda f: flow4 in f, "the rule announced again (retries back off: 5, 10, 20 s)", timeout=60)
+        self.assertTrue(self.synced(tb)["speaker"]["up"])
         self.assertIn("announce again (the speaker lost it)", d.output())
         self.assertEqual(len(speaker.paths()), 1)
 
@@ -353,10 +367,12 @@ class UpstreamTest(unittest.TestCase):
         # path (the source is still on the deny list), withdraws the stale one.
         d.kill(signal.SIGKILL)
         d2 = self.daemon(tb)
+        # Adoption and the stale path's withdrawal are the worker's first
+        # passes (a listing, then the loop adopts, then a pass).
+        view = self.synced(tb)
         self.assertEqual(speaker.paths(), [f"[destination: {OWN4}][source: {ATTACKER}]"])
         self.assertIn("adopted dst 198.18.1.0/24 src 198.18.3.7/32 discard", d2.output())
         self.assertIn("withdraw dst 198.18.1.0/24 src 198.18.3.99/32 discard (stale", d2.output())
-        view = ctl_json(tb, "upstream")
         self.assertEqual([r["rule"] for r in view["rules"]], [f"dst {OWN4} src {ATTACKER} discard"])
         self.assertIn("adopted at start", view["rules"][0]["reason"])
         self.wait_flows(router, lambda f: list(f) == [flow4], "BIRD holding the one rule")
@@ -407,10 +423,15 @@ class UpstreamTest(unittest.TestCase):
         self.wait_flows(router, lambda f: not f, "the IPv4 rule withdrawn after the reload")
         self.assertEqual(list(router.flows("flowtab6")), [flow6])
         self.assertIn(ATTACKER, ctl_json(tb, "deny", "list", tb.host_if)["cidrs"])
+        self.synced(tb)
         self.assertIn(f"withdraw dst {OWN4} src {ATTACKER} discard (policy: {policy}", d.output())
-        # sluiced restarted with the same file: its path adopted, not doubled.
+        # sluiced restarted with the same file: its path adopted, not doubled
+        # (the worker lists the speaker's paths, the loop adopts, a pass).
         d.kill(signal.SIGKILL)
         d2 = self.daemon(tb, "--policy", policy)
+        view = self.synced(tb)
+        self.assertEqual([(r["rule"], r["state"]) for r in view["rules"]],
+                         [(f"dst {OWN6} src 2001:2:0:3::/64 discard", "announced")])
         self.assertIn("adopted dst 2001:2:0:1::/64 src 2001:2:0:3::/64 discard (policy:", d2.output())
         self.assertEqual(len(speaker.paths("ipv6-flowspec")), 1)
 
@@ -466,7 +487,7 @@ class UpstreamTest(unittest.TestCase):
         self.assertNotIn("standing valve closed", d.output())
         for a in proved:
             self.assertRegex(d.output(), rf"standing of {re.escape(a)} \(accepted\) revoked")
-        view = ctl_json(tb, "upstream")
+        view = self.synced(tb)
         auto = view["auto"]["interfaces"]
         self.assertEqual([(i["iface"], i["firing"]) for i in auto], [(tb.host_if, True)])
         self.assertRegex(auto[0]["why"], r"arriving \d+ pps \(over --upstream-pps 1500\) for \d+ s while shedding")
@@ -586,7 +607,7 @@ class UpstreamTest(unittest.TestCase):
         print(f"\nsignature refused -> in BIRD after the allowlist entry went {time.monotonic() - t_refused:.1f} s",
               flush=True)
         self.assertEqual(list(flows), [want])
-        self.assertEqual(ctl_json(tb, "upstream")["rules"][0]["state"], "announced")
+        self.assertEqual(self.synced(tb)["rules"][0]["state"], "announced")
         t.stop()
         t.result()
 
@@ -617,7 +638,7 @@ class UpstreamTest(unittest.TestCase):
         self.assertEqual(attribute(attrs, "BGP.community"), NO_EXPORT)
         self.assertEqual(attribute(attrs, "BGP.large_community"), MARKER)
         rule = f"dst {tb.host_ip4}/32 proto 17 dport 5353 length 186 discard"
-        view = ctl_json(tb, "upstream")
+        view = self.synced(tb)
         rules = {r["rule"]: r for r in view["rules"]}
         self.assertEqual(set(rules), {rule})
         self.assertEqual(rules[rule]["state"], "announced")
@@ -633,6 +654,7 @@ class UpstreamTest(unittest.TestCase):
         wait_until(lambda: self.breaker(tb) == "serving", 20, what="the breaker back to serving after the flood")
         self.wait_flows(router, lambda fl: not fl, "the signature rule withdrawn after the hold", timeout=HOLD + 15)
         self.assertGreaterEqual(time.monotonic() - t_seen, HOLD - 1.0)
+        self.assertEqual(self.synced(tb)["rules"], [])
         self.assertIn(f"withdraw {rule}", d.output())
         self.assertNotIn("components sluice does not write", d.output())  # read back as written
         self.assertEqual(speaker.paths(), [])
@@ -705,8 +727,8 @@ class UpstreamTest(unittest.TestCase):
               f"(flood 3000/s)", flush=True)
         self.assertGreater(rpf_pps, 1500)  # at least half the flood, on a loaded machine
         self.assertLess(fwd_pps, 100)
+        view = self.synced(tb)
         print(ctl(tb, "upstream", check=True).stdout, flush=True)
-        view = ctl_json(tb, "upstream")
         self.assertEqual(view["blackholed"], [tb.host_ip4])
         self.assertEqual(view["mode"], "blackhole")
         self.assertIn("LAST RESORT (--upstream-blackhole)", d.output())
@@ -728,7 +750,7 @@ class UpstreamTest(unittest.TestCase):
         self.assertIn("198.18.4.0/24", router.routes())  # the policy's stays
         for src in FLOODERS:
             self.assertEqual(router.kernel_route(src), "")
-        self.assertEqual(ctl_json(tb, "upstream")["blackholed"], [])
+        self.assertEqual(self.synced(tb)["blackholed"], [])
 
 
 if __name__ == "__main__":

@@ -97,6 +97,12 @@ struct UpstreamView {
 	bool speaker_up = false; // the last call to it answered
 	std::string last_error;  // the last call's error (empty: none)
 	double last_call_ms = 0;
+	// The worker's last answer from the speaker, seconds ago (none: never);
+	// the rules last handed to the worker; whether its last complete pass
+	// reconciled the latest of them (docs/architecture.md, "Upstream").
+	std::optional<double> answered_ago_s;
+	uint64_t intended = 0;
+	bool in_sync = false;
 	std::string peer;        // --upstream-peer (empty: none)
 	std::string peer_state;  // its session as gobgpd reports it
 	std::vector<std::string> prefixes; // --upstream-prefixes
