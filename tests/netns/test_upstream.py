@@ -14,8 +14,10 @@ import os
 import re
 import shutil
 import signal
+import socket
 import string
 import subprocess
+import threading
 import time
 import unittest
 
@@ -752,6 +754,146 @@ class UpstreamTest(unittest.TestCase):
             self.assertEqual(router.kernel_route(src), "")
         self.assertEqual(self.synced(tb)["blackholed"], [])
 
+
+    def test_a_hung_speaker_never_stalls_the_loop_and_is_reconciled_exactly_once_it_answers(self):
+        """gobgpd's CLI as sluiced runs it is a wrapper that hangs while a
+        flag file exists (each call killed at the CLI's 3 s timeout, as a
+        hung gobgpd would be). While it hangs: `deny add --upstream` and
+        `deny del` answer at once (handed to the worker), `status` answers
+        within a second every time, a flood trips the breaker within its
+        period bound, the loop's period never stretches and its systemd
+        watchdog pings (WATCHDOG_USEC 2 s, a fake notify socket) never miss
+        the interval. Once the speaker answers again, gobgpd holds exactly
+        what `upstream -j` lists as announced: nothing stale, no duplicate.
+        A SIGTERM with the speaker hung again ends within seconds (the
+        worker joined after its call's timeout, the exit's listing bounded
+        by the same timeout), not after the hang."""
+        tb = Testbed("upstream").__enter__()
+        self.addCleanup(tb.__exit__, None, None, None)
+        speaker = Speaker(tb).start()
+        self.addCleanup(speaker.stop)
+        router = Router(tb).start()
+        self.addCleanup(router.stop)
+        wait_until(router.established, 30, what="the BGP session between BIRD and gobgpd")
+        flag = os.path.join(tb.rundir, "gobgp-hangs")
+        wrapper = os.path.join(tb.rundir, "gobgp-wrapper")
+        with open(wrapper, "w") as f:
+            f.write(f"#!/bin/sh\nwhile [ -e {flag} ]; do sleep 0.1; done\nexec {shutil.which('gobgp')} \"$@\"\n")
+        os.chmod(wrapper, 0o755)
+        self.addCleanup(lambda: os.path.exists(flag) and os.unlink(flag))
+
+        # The watchdog as systemd keeps it: WATCHDOG=1 every second
+        # (half of WATCHDOG_USEC), each gap timed here.
+        notify_path = os.path.join(tb.rundir, "notify.sock")
+        notify = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+        notify.bind(notify_path)
+        notify.settimeout(0.5)
+        self.addCleanup(notify.close)
+        pings, done = [], threading.Event()
+
+        def listen():
+            while not done.is_set():
+                try:
+                    if "WATCHDOG=1" in notify.recv(4096).decode().split("\n"):
+                        pings.append(time.monotonic())
+                except socket.timeout:
+                    pass
+                except OSError:
+                    return
+        listener = threading.Thread(target=listen, daemon=True)
+        listener.start()
+        self.addCleanup(listener.join, 5)
+        self.addCleanup(done.set)
+        saved = {k: os.environ.get(k) for k in ("NOTIFY_SOCKET", "WATCHDOG_USEC")}
+        os.environ.update(NOTIFY_SOCKET=notify_path, WATCHDOG_USEC="2000000")
+        try:
+            d = self.daemon(tb, "--upstream-gobgp", wrapper, "--period", "0.2", "--rate", "100000", "--burst",
+                            "100000", "--trip-pps", "2000", "--trip-periods", "2", "--hold", "1", "--recovery", "1",
+                            "--newcomer-pps", "0")
+        finally:
+            for k, v in saved.items():
+                if v is None:
+                    os.environ.pop(k, None)
+                else:
+                    os.environ[k] = v
+
+        first, second, third = "198.18.3.21/32", "198.18.3.22/32", "198.18.3.23/32"
+        key = lambda src: f"[destination: {OWN4}][source: {src}]"
+        ctl(tb, "deny", "add", tb.host_if, first, "--upstream", check=True)
+        wait_until(lambda: speaker.paths() == [key(first)], 20, what="the first rule on the speaker")
+
+        # The speaker hangs.
+        open(flag, "w").close()
+        t_hang = time.monotonic()
+        changes = []
+        for args in (["deny", "add", tb.host_if, second, third, "--upstream"], ["deny", "del", tb.host_if, first]):
+            t0 = time.monotonic()
+            p = ctl(tb, *args)
+            changes.append(time.monotonic() - t0)
+            self.assertEqual(p.returncode, 0, p.stderr)
+        view = ctl_json(tb, "upstream")
+        self.assertEqual({r["rule"]: r["state"] for r in view["rules"] if r["state"] == "pending"},
+                         {f"dst {OWN4} src {second} discard": "pending", f"dst {OWN4} src {third} discard": "pending"})
+        self.assertFalse(view["in_sync"])
+        f = self.flood(tb, 12, pps=4500)
+        status_times, shedding_at = [], None
+        # Over 12 s: four of the CLI's 3 s timeouts, each of which the old
+        # loop sat through.
+        while time.monotonic() - t_hang < 12:
+            t0 = time.monotonic()
+            st = ctl_json(tb, "status")
+            status_times.append(time.monotonic() - t0)
+            if shedding_at is None and st["interfaces"][0]["breaker"]["state"] == "shedding":
+                shedding_at = time.monotonic()
+            time.sleep(0.1)
+        view = ctl_json(tb, "upstream")
+        self.assertFalse(view["speaker"]["up"])
+        self.assertIn("no answer within 3", view["speaker"]["last_error"])
+        loop = ctl_json(tb, "status")["daemon"]["loop"]
+        f.stop()
+        f.result()
+        gaps = [b - a for a, b in zip(pings, pings[1:]) if a >= t_hang]
+        print(f"\nspeaker hung {time.monotonic() - t_hang:.1f} s: deny add/del took {max(changes) * 1000:.0f} ms at most; "
+              f"status {len(status_times)} calls, max {max(status_times) * 1000:.0f} ms; flood start -> shedding "
+              f"{(shedding_at or float('nan')) - f.started:.2f} s; loop period max {loop['max_period_s'] * 1000:.0f} ms "
+              f"(0.2 s); watchdog pings {len(gaps) + 1}, max gap {max(gaps):.2f} s (interval 2 s)", flush=True)
+        self.assertLess(max(changes), 1.0)
+        self.assertLess(max(status_times), 1.0)
+        self.assertIsNotNone(shedding_at, "the breaker tripped under the flood while the speaker hung")
+        self.assertLess(shedding_at - f.started, 5.0)
+        self.assertLess(loop["max_period_s"], 1.5)  # one timed-out call alone is 3 s
+        self.assertGreaterEqual(len(gaps), 8)
+        self.assertLess(max(gaps), 2.0)  # the watchdog never fired
+        self.assertIsNone(d.proc.poll(), "sluiced alive")
+
+        # The speaker answers again: reconciled to the latest intent.
+        os.unlink(flag)
+        t_back = time.monotonic()
+        wait_until(lambda: (lambda v: v["speaker"]["up"] and v["in_sync"])(ctl_json(tb, "upstream")), 45,
+                   what="the worker reconciled to the latest intent (retries back off: 5, 10, 20 s)")
+        print(f"speaker back -> reconciled {time.monotonic() - t_back:.1f} s", flush=True)
+        view = ctl_json(tb, "upstream")
+        listed = sorted(key(r["rule"].split(" src ")[1].split(" ")[0]) for r in view["rules"]
+                        if r["state"] == "announced")
+        self.assertEqual(listed, sorted([key(second), key(third)]))
+        held = speaker.paths()
+        self.assertEqual(sorted(held), listed)  # nothing stale (the first), no duplicate
+        self.assertEqual(speaker.paths("ipv6-flowspec"), [])
+        self.assertIn("withdraw dst 198.18.1.0/24 src 198.18.3.21/32 discard", d.output())
+        self.assertIsNone(d.proc.poll())
+
+        # Hung again, then SIGTERM: out in seconds, the paths left (logged).
+        open(flag, "w").close()
+        t0 = time.monotonic()
+        d.proc.send_signal(signal.SIGTERM)
+        d.proc.wait(timeout=30)
+        took = time.monotonic() - t0
+        print(f"SIGTERM with the speaker hung: exited in {took:.1f} s", flush=True)
+        self.assertEqual(d.proc.returncode, 0)
+        self.assertLess(took, 15)
+        self.assertIn("sluiced exiting and the speaker does not answer", d.output())
+        os.unlink(flag)
+        self.assertEqual(sorted(speaker.paths()), listed)
 
 if __name__ == "__main__":
     main()
