@@ -7,6 +7,7 @@ every exit path. Outside CI a test that cannot run (not root) skips with one
 line; in CI (CI=true) it fails instead.
 """
 
+import contextlib
 import json
 import os
 import signal
@@ -325,6 +326,22 @@ def xdp_prog_id(tb, role="host", iface=None):
 
 # ---------------------------------------------------------------- end-to-end helpers
 # (used by test_e2e.py; nothing above depends on them)
+
+@contextlib.contextmanager
+def environ(**values):
+    """os.environ with `values` set for the block (a daemon started in it
+    inherits them), then put back as it was."""
+    saved = {k: os.environ.get(k) for k in values}
+    os.environ.update(values)
+    try:
+        yield
+    finally:
+        for k, v in saved.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
+
 
 def wait_until(pred, timeout, interval=0.05, what="condition"):
     """Call pred() until it returns something truthy; return that, or fail

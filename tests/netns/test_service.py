@@ -14,7 +14,7 @@ import socket
 import time
 import unittest
 
-from sluice_netns import (SOURCE_DIR, Daemon, Testbed, counters, counters_after, ctl, ctl_json, main,
+from sluice_netns import (SOURCE_DIR, Daemon, Testbed, counters, counters_after, ctl, ctl_json, environ, main,
                           rebuild_host_link, require_root, run, send, settle, xdp_prog_id, wait_until)
 
 UNIT = os.path.join(SOURCE_DIR, "packaging", "systemd", "sluiced.service.in")
@@ -59,16 +59,8 @@ class Service(unittest.TestCase):
             sock = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
             sock.bind(path)
             sock.settimeout(20)
-            saved = {k: os.environ.get(k) for k in ("NOTIFY_SOCKET", "WATCHDOG_USEC")}
-            os.environ.update(NOTIFY_SOCKET=path, WATCHDOG_USEC="400000")
-            try:
+            with environ(NOTIFY_SOCKET=path, WATCHDOG_USEC="400000"):
                 d = Daemon(tb, "--period", "1").start(wait=False)
-            finally:
-                for k, v in saved.items():
-                    if v is None:
-                        os.environ.pop(k, None)
-                    else:
-                        os.environ[k] = v
             try:
                 msg = sock.recv(4096).decode()
                 # READY is the first word sluiced says, and by then the

@@ -21,7 +21,8 @@ import threading
 import time
 import unittest
 
-from sluice_netns import Daemon, Testbed, Traffic, ctl, ctl_json, in_ci, main, require_root, run, wait_until
+from sluice_netns import (Daemon, Testbed, Traffic, ctl, ctl_json, environ, in_ci, main, require_root, run,
+                          wait_until)
 from test_standing import standing_of, start_http
 from test_trust import add_addresses, visit
 
@@ -193,8 +194,8 @@ class UpstreamTest(unittest.TestCase):
         require_root(self)
         require_bgp_daemons(self)
 
-    def bed(self, *extra):
-        """A testbed with gobgpd, BIRD (session up) and sluiced --upstream."""
+    def routers(self):
+        """A testbed with gobgpd and BIRD, their session up."""
         tb = Testbed("upstream").__enter__()
         self.addCleanup(tb.__exit__, None, None, None)
         speaker = Speaker(tb).start()
@@ -202,8 +203,12 @@ class UpstreamTest(unittest.TestCase):
         router = Router(tb).start()
         self.addCleanup(router.stop)
         wait_until(router.established, 30, what="the BGP session between BIRD and gobgpd")
-        daemon = self.daemon(tb, *extra)
-        return tb, speaker, router, daemon
+        return tb, speaker, router
+
+    def bed(self, *extra):
+        """routers() and sluiced --upstream."""
+        tb, speaker, router = self.routers()
+        return tb, speaker, router, self.daemon(tb, *extra)
 
     def daemon(self, tb, *extra):
         d = Daemon(tb, "--upstream", "--upstream-speaker", API, "--upstream-peer", "198.18.1.1",
@@ -769,13 +774,7 @@ class UpstreamTest(unittest.TestCase):
         A SIGTERM with the speaker hung again ends within seconds (the
         worker joined after its call's timeout, the exit's listing bounded
         by the same timeout), not after the hang."""
-        tb = Testbed("upstream").__enter__()
-        self.addCleanup(tb.__exit__, None, None, None)
-        speaker = Speaker(tb).start()
-        self.addCleanup(speaker.stop)
-        router = Router(tb).start()
-        self.addCleanup(router.stop)
-        wait_until(router.established, 30, what="the BGP session between BIRD and gobgpd")
+        tb, speaker, router = self.routers()
         flag = os.path.join(tb.rundir, "gobgp-hangs")
         wrapper = os.path.join(tb.rundir, "gobgp-wrapper")
         with open(wrapper, "w") as f:
@@ -805,18 +804,10 @@ class UpstreamTest(unittest.TestCase):
         listener.start()
         self.addCleanup(listener.join, 5)
         self.addCleanup(done.set)
-        saved = {k: os.environ.get(k) for k in ("NOTIFY_SOCKET", "WATCHDOG_USEC")}
-        os.environ.update(NOTIFY_SOCKET=notify_path, WATCHDOG_USEC="2000000")
-        try:
+        with environ(NOTIFY_SOCKET=notify_path, WATCHDOG_USEC="2000000"):
             d = self.daemon(tb, "--upstream-gobgp", wrapper, "--period", "0.2", "--rate", "100000", "--burst",
                             "100000", "--trip-pps", "2000", "--trip-periods", "2", "--hold", "1", "--recovery", "1",
                             "--newcomer-pps", "0")
-        finally:
-            for k, v in saved.items():
-                if v is None:
-                    os.environ.pop(k, None)
-                else:
-                    os.environ[k] = v
 
         first, second, third = "198.18.3.21/32", "198.18.3.22/32", "198.18.3.23/32"
         key = lambda src: f"[destination: {OWN4}][source: {src}]"
