@@ -166,11 +166,22 @@ Status parse_upstream_options(const po::variables_map &vm, const std::string &sp
 			      const std::vector<std::string> &prefixes, int64_t max, int64_t min4, int64_t min6,
 			      const UpstreamExtra &extra, UpstreamOptions &up)
 {
-	auto addr = parse_listen_address(speaker);
-	if (!addr)
-		return invalid("--upstream-speaker: " + addr.error().message);
-	up.speaker.host = addr->host;
-	up.speaker.port = addr->port;
+	// unix:///PATH: gobgpd's API on a unix socket (docs/upstream.md, "Who can
+	// reach gobgpd's API"), the path absolute and one a sockaddr_un holds.
+	constexpr std::string_view unix_scheme = "unix://";
+	if (speaker.starts_with(unix_scheme)) {
+		const std::string path = speaker.substr(unix_scheme.size());
+		if (!path.starts_with("/") || !check_socket_path(path))
+			return invalid("--upstream-speaker " + speaker + ": unix:// takes an absolute path of 1.." +
+				       std::to_string(kSocketPathMax) + " bytes (unix:///run/gobgpd/api.sock)");
+		up.speaker.socket_uri = speaker;
+	} else {
+		auto addr = parse_listen_address(speaker);
+		if (!addr)
+			return invalid("--upstream-speaker: " + addr.error().message);
+		up.speaker.host = addr->host;
+		up.speaker.port = addr->port;
+	}
 	up.speaker.timeout_s = defaults::kUpstreamCallTimeoutS;
 	up.speaker.marker = defaults::kUpstreamMarker;
 	up.speaker.communities = {defaults::kUpstreamCommunity};
@@ -354,7 +365,7 @@ Result<ParsedOptions> parse_daemon_options(int argc, const char *const *argv)
 		("no-policy", po::bool_switch(&no_policy), "read no policy file, even at the default path")
 		("policy-watch", po::bool_switch(&o.policy_watch), "reload the policy file when it or a netset it names changes (the path's target, inode, mtime or size; checked once a period)")
 		("upstream", po::bool_switch(&up.enabled), "announce FlowSpec rules upstream over BGP through gobgpd (`sluicectl deny add IFACE PREFIX --upstream`; docs/upstream.md); nothing is announced without it")
-		("upstream-speaker", po::value(&upstream_speaker)->default_value(upstream_speaker), "gobgpd's API, ADDRESS:PORT")
+		("upstream-speaker", po::value(&upstream_speaker)->default_value(upstream_speaker), "gobgpd's API: ADDRESS:PORT, or unix:///PATH for its API on a unix socket")
 		("upstream-gobgp", po::value(&up.speaker.cli)->default_value(up.speaker.cli), "gobgpd's CLI, run with a timeout for each change")
 		("upstream-peer", po::value(&up.peer), "the BGP neighbor gobgpd announces to (its session state in `sluicectl upstream`)")
 		("upstream-prefixes", po::value(&upstream_prefixes)->composing(), "the operator's own prefixes (repeatable): every rule's destination lies inside one; required with --upstream")

@@ -553,7 +553,7 @@ double UpstreamAnnouncer::pass(const Intent &intent, uint64_t generation, double
 		double wait = std::min(defaults::kUpstreamReconcileS * double(1u << std::min(failures_ - 1, 4u)),
 				       defaults::kUpstreamRetryMaxS);
 		if (up_ || last_error_ != rib.error().describe())
-			log_warn("upstream: the speaker at " + opts_.speaker.host + ":" + std::to_string(opts_.speaker.port) +
+			log_warn("upstream: the speaker at " + speaker_address(opts_.speaker) +
 				 " does not answer (" + rib.error().describe() +
 				 "); the deny lists keep enforcing here; retrying, at most every " +
 				 std::to_string(static_cast<int>(defaults::kUpstreamRetryMaxS)) + " s");
@@ -564,7 +564,7 @@ double UpstreamAnnouncer::pass(const Intent &intent, uint64_t generation, double
 	}
 	failures_ = 0;
 	if (!up_)
-		log_info("upstream: the speaker at " + opts_.speaker.host + ":" + std::to_string(opts_.speaker.port) +
+		log_info("upstream: the speaker at " + speaker_address(opts_.speaker) +
 			 " answers (" + std::to_string(rib->rules.size()) + " path(s) of sluice's)");
 	up_ = true;
 	last_error_.clear();
@@ -704,7 +704,7 @@ UpstreamView UpstreamAnnouncer::view(const std::optional<std::string> &iface) co
 	UpstreamView v;
 	v.enabled = true;
 	v.dry_run = opts_.dry_run;
-	v.speaker = opts_.speaker.host + ":" + std::to_string(opts_.speaker.port);
+	v.speaker = speaker_address(opts_.speaker);
 	auto st = state_.read();
 	v.speaker_up = st.speaker_up;
 	v.last_error = st.last_error;

@@ -314,6 +314,13 @@ TEST(Options, UpstreamIsOffByDefaultAndTakesItsValues)
 	EXPECT_EQ(on.upstream.guards.max, 3u);
 	EXPECT_EQ(on.upstream.guards.min_source4, 32u);
 	EXPECT_EQ(on.upstream.hold_s, 0);
+	EXPECT_EQ(speaker_address(on.upstream.speaker), "[::1]:50052");
+	EXPECT_EQ(speaker_address(off.upstream.speaker), "127.0.0.1:50051");
+
+	auto sock = good({"--upstream", "--upstream-prefixes", "198.51.100.0/24", "--upstream-speaker",
+			  "unix:///run/gobgpd/api.sock"});
+	EXPECT_EQ(sock.upstream.speaker.socket_uri, "unix:///run/gobgpd/api.sock");
+	EXPECT_EQ(speaker_address(sock.upstream.speaker), "unix:///run/gobgpd/api.sock");
 }
 
 TEST(Options, RefusesBadUpstreamValues)
@@ -322,6 +329,9 @@ TEST(Options, RefusesBadUpstreamValues)
 	expect_invalid({"-i", "eth0", "--upstream-dry-run"}, {"--upstream-dry-run needs --upstream"});
 	expect_bad_value("--upstream-prefixes", "198.51.100.1/24");
 	expect_bad_value("--upstream-speaker", "localhost:50051");
+	expect_bad_value("--upstream-speaker", "unix://run/gobgpd.sock", {"absolute path"});
+	expect_bad_value("--upstream-speaker", "unix://", {"absolute path"});
+	expect_bad_value("--upstream-speaker", "unix:///" + std::string(107, 'a'), {"1..107 bytes"});
 	expect_bad_value("--upstream-peer", "router");
 	expect_bad_value("--upstream-max", "0", {"1..1024"});
 	expect_bad_value("--upstream-max", "1025");

@@ -70,10 +70,12 @@ def require_bgp_daemons(test):
 
 
 class Speaker:
-    """gobgpd in the host's namespace, its API on the namespace's loopback."""
+    """gobgpd in the host's namespace, its API on the namespace's loopback
+    (or where `api` says: unix:///PATH for a unix socket)."""
 
-    def __init__(self, tb):
+    def __init__(self, tb, api=API):
         self.tb = tb
+        self.api = api
         self.conf = os.path.join(tb.rundir, "gobgpd.toml")
         self.log_path = os.path.join(tb.rundir, "gobgpd.log")
         with open(self.conf, "w") as f:
@@ -84,14 +86,17 @@ class Speaker:
         run(["ip", "netns", "exec", self.tb.ns_host, "ip", "link", "set", "lo", "up"])
         with open(self.log_path, "a") as log:
             self.proc = subprocess.Popen(["ip", "netns", "exec", self.tb.ns_host, "gobgpd", "-f", self.conf,
-                                          "--api-hosts", API, "-p"], stdout=log, stderr=subprocess.STDOUT)
+                                          "--api-hosts", self.api, "-p"], stdout=log, stderr=subprocess.STDOUT)
         wait_until(lambda: self.gobgp("global", check=False).returncode == 0, 15, what="gobgpd's API")
         return self
 
     def gobgp(self, *args, check=True):
-        host, port = API.split(":")
-        return run(["ip", "netns", "exec", self.tb.ns_host, "gobgp", "-u", host, "-p", port] + list(args),
-                   check=check)
+        if self.api.startswith("unix://"):
+            where = ["--target", self.api]
+        else:
+            host, port = self.api.split(":")
+            where = ["-u", host, "-p", port]
+        return run(["ip", "netns", "exec", self.tb.ns_host, "gobgp"] + where + list(args), check=check)
 
     def paths(self, family="ipv4-flowspec"):
         out = self.gobgp("global", "rib", "-a", family, "-j").stdout.strip()
@@ -194,11 +199,12 @@ class UpstreamTest(unittest.TestCase):
         require_root(self)
         require_bgp_daemons(self)
 
-    def routers(self):
-        """A testbed with gobgpd and BIRD, their session up."""
+    def routers(self, api=None):
+        """A testbed with gobgpd (its API at `api`, or API) and BIRD, their
+        session up."""
         tb = Testbed("upstream").__enter__()
         self.addCleanup(tb.__exit__, None, None, None)
-        speaker = Speaker(tb).start()
+        speaker = Speaker(tb, api(tb) if api else API).start()
         self.addCleanup(speaker.stop)
         router = Router(tb).start()
         self.addCleanup(router.stop)
@@ -210,8 +216,8 @@ class UpstreamTest(unittest.TestCase):
         tb, speaker, router = self.routers()
         return tb, speaker, router, self.daemon(tb, *extra)
 
-    def daemon(self, tb, *extra):
-        d = Daemon(tb, "--upstream", "--upstream-speaker", API, "--upstream-peer", "198.18.1.1",
+    def daemon(self, tb, *extra, speaker=API):
+        d = Daemon(tb, "--upstream", "--upstream-speaker", speaker, "--upstream-peer", "198.18.1.1",
                    "--upstream-prefixes", OWN4, "--upstream-prefixes", OWN6, *extra)
         d.start()
         self.addCleanup(d.kill, signal.SIGTERM)
@@ -281,6 +287,36 @@ class UpstreamTest(unittest.TestCase):
         # A clean exit withdraws the rest.
         d.kill(signal.SIGTERM)
         self.wait_flows(router, lambda f: not f, "the IPv6 rule withdrawn at sluiced's exit", table="flowtab6")
+
+    def test_the_speaker_on_a_unix_socket_that_only_root_may_reach(self):
+        """--upstream-speaker unix:///PATH: gobgpd's API on a unix socket
+        (gobgpd --api-hosts unix:///PATH) instead of a TCP port that every
+        local user can reach. gobgpd makes the socket 0755, so connecting
+        (which needs write permission) is root's alone: an unprivileged user's
+        gobgp is refused, while sluiced announces and withdraws through it."""
+        tb, speaker, router = self.routers(api=lambda tb: "unix://" + os.path.join(tb.rundir, "gobgpd-api.sock"))
+        path = speaker.api[len("unix://"):]
+        d = self.daemon(tb, speaker=speaker.api)
+        p = ctl(tb, "deny", "add", tb.host_if, ATTACKER, "--upstream")
+        self.assertEqual(p.returncode, 0, p.stderr)
+        flow4 = f"flow4 {{ dst {OWN4}; src {ATTACKER}; }}"
+        self.wait_flows(router, lambda f: flow4 in f, "the IPv4 rule in BIRD's flowtab4")
+        view = self.synced(tb)
+        self.assertTrue(view["speaker"]["up"])
+        self.assertEqual(view["speaker"]["address"], speaker.api)
+        self.assertIn(f"upstream: speaker {speaker.api} up", ctl(tb, "upstream", tb.host_if, check=True).stdout)
+        mode = os.stat(path).st_mode
+        self.assertFalse(mode & 0o022, f"the socket is writable by others: {oct(mode)}")
+        # The directory lets others through: what refuses them is the socket's own mode.
+        self.assertTrue(os.stat(os.path.dirname(path)).st_mode & 0o001)
+        nobody = run(["ip", "netns", "exec", tb.ns_host, "setpriv", "--reuid=nobody", "--regid=nogroup",
+                      "--clear-groups", "gobgp", "--target", speaker.api, "global"], check=False)
+        self.assertNotEqual(nobody.returncode, 0, f"an unprivileged user reached gobgpd's API: {nobody.stdout}")
+        self.assertEqual(speaker.gobgp("global", check=False).returncode, 0, "root reaches it")
+        p = ctl(tb, "deny", "del", tb.host_if, ATTACKER)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.wait_flows(router, lambda f: not f, "the IPv4 rule gone from BIRD")
+        self.assertIn("withdraw dst 198.18.1.0/24 src 198.18.3.7/32 discard", d.output())
 
     def test_guards_refuse_and_change_nothing(self):
         tb, speaker, router, d = self.bed("--upstream-max", "2")

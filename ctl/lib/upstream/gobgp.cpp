@@ -444,9 +444,20 @@ Result<std::string> run_captured(const std::vector<std::string> &argv, double ti
 		    EIO);
 }
 
+std::string speaker_address(const GobgpConfig &cfg)
+{
+	if (!cfg.socket_uri.empty())
+		return cfg.socket_uri;
+	const bool v6 = cfg.host.find(':') != std::string::npos;
+	return (v6 ? "[" + cfg.host + "]" : cfg.host) + ":" + std::to_string(cfg.port);
+}
+
 Result<std::string> GobgpSpeaker::run(const std::vector<std::string> &words) const
 {
-	std::vector<std::string> argv{cfg_.cli, "-u", cfg_.host, "-p", std::to_string(cfg_.port)};
+	std::vector<std::string> argv =
+		cfg_.socket_uri.empty()
+			? std::vector<std::string>{cfg_.cli, "-u", cfg_.host, "-p", std::to_string(cfg_.port)}
+			: std::vector<std::string>{cfg_.cli, "--target", cfg_.socket_uri};
 	argv.insert(argv.end(), words.begin(), words.end());
 	double t0 = monotonic_seconds();
 	auto r = run_captured(argv, cfg_.timeout_s);

@@ -23,6 +23,9 @@ struct GobgpConfig {
 	std::string cli = "gobgp";          // the CLI, found on PATH unless a path
 	std::string host = "127.0.0.1";     // gobgpd's API (--upstream-speaker)
 	uint16_t port = 50051;
+	// "unix:///PATH": gobgpd's API on a unix socket (gobgpd --api-hosts
+	// unix:///PATH), which its file mode guards; host and port unused.
+	std::string socket_uri;
 	double timeout_s = 5;               // one CLI call at most; then killed
 	std::string marker;                 // "ASN:DATA1:DATA2", the large community of sluice's paths
 	std::vector<std::string> communities; // standard communities every FlowSpec rule carries ("no-export")
@@ -34,6 +37,10 @@ struct GobgpConfig {
 	std::vector<std::string> host_communities, subnet_communities;
 	std::string nexthop4, nexthop6;
 };
+
+// Where the speaker's API is, as the operator gave it: "unix:///PATH" or
+// "HOST:PORT" ("[HOST]:PORT" for IPv6).
+std::string speaker_address(const GobgpConfig &cfg);
 
 // The CLI's words for one rule, after `global rib -a FAMILY add|del`:
 // "match destination 198.18.1.0/24 source 198.18.3.7/32 then discard".
