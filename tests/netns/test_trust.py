@@ -276,7 +276,10 @@ class Trust(unittest.TestCase):
                 self.assertGreater(after - before, 50, "its quota was granted (the feeders work)")
                 self.assertTrue(view.has_standing(tb.client_ip4), "no handshake's source was evicted")
                 self.assertIn("ConnectionRefused", refused.stdout)
-                self.assertFalse(view.has_standing(REFUSED), "the refused connect() granted nothing")
+                # (failed once in CI with standing for REFUSED, cause not found:
+                # the entry says by which proof, and when)
+                self.assertFalse(view.has_standing(REFUSED),
+                                 f"the refused connect() granted nothing: {view.entry(REFUSED)}")
                 self.assertIsNone(view.entry(tb.host_ip4), "the host's own address has no standing")
                 self.assertIn("HTTP", own.stdout)
             finally:
