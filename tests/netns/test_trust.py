@@ -46,12 +46,20 @@ TENURE_S = 8  # test_tenure_puts_standing_from_before_the_flood_first
 # 198.18.3.160 .. 209: on the attacker's link, beside its own .2, and used by
 # no other test: the feeders of every daemon on the machine sit at the cgroup
 # root, so these bots' handshakes grant them standing in the tables of other
-# tests' daemons too (test_upstream's flooders are 198.18.3.10-12)
+# tests' daemons too (test_upstream's flooders are 198.18.3.10-12). The two
+# tests here that run bots run one at a time (RESOURCE_LOCK attacker_bots,
+# tests/netns/CMakeLists.txt): side by side, one's bots were tenured in the
+# other's table, or filled its /24's prefix quota.
 BOT_BASE = 160
 # addresses of the attacker's no other test (nor the other here) uses: a
 # connection that closes, a refused connect()
 CLOSES = "198.18.3.240"
 REFUSED = "198.18.3.241"
+# The grants test's 100,000 UDP connect()s go round the 512 addresses of this
+# /23, which the testbed routes and no other test uses. (They went round the
+# attacker's and the client's /24s once: a grant of that sweep gave REFUSED
+# standing in CI, and the other tests' daemons granted their addresses.)
+SWEEP_NET = "198.19.160.0/23"
 # the UDP peer a local client asks (no other test names it), and one a
 # connected UDP socket holds open
 UDP_PEER = "198.18.3.242"
@@ -242,11 +250,11 @@ class Trust(unittest.TestCase):
                 self.assertEqual(http_requests(tb, 1)["ok"], 1)
                 wait_until(lambda: view.has_standing(tb.client_ip4), 5, what="the regular client's standing")
                 before = view.live_entries()
-                # 100,000 UDP connect()s as nobody, to addresses of its choosing
-                # (the 512 of the two prefixes the host routes, round and round)
+                # 100,000 UDP connect()s as a local user, to addresses of its
+                # choosing: the 512 of SWEEP_NET, round and round
                 script = ("import socket, ipaddress, time\n"
                           "t = time.monotonic()\n"
-                          "base = int(ipaddress.ip_address('198.18.2.0'))\n"
+                          f"base = int(ipaddress.ip_address('{SWEEP_NET.split('/')[0]}'))\n"
                           "for i in range(100000):\n"
                           "    s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)\n"
                           "    s.connect((str(ipaddress.ip_address(base + i % 512)), 53))\n"
@@ -257,6 +265,7 @@ class Trust(unittest.TestCase):
                 after = view.live_entries()
                 quota = 100 + 10 * secs
                 # a refused TCP connect() grants nothing
+                self.assertFalse(view.has_standing(REFUSED), f"before its connect(): {view.entry(REFUSED)}")
                 add_addresses(tb, [REFUSED])
                 refused = tb.exec("host", ["python3", "-c",
                                            "import socket,sys\ntry:\n socket.create_connection((sys.argv[1], 8799), timeout=2)\n"
@@ -276,8 +285,6 @@ class Trust(unittest.TestCase):
                 self.assertGreater(after - before, 50, "its quota was granted (the feeders work)")
                 self.assertTrue(view.has_standing(tb.client_ip4), "no handshake's source was evicted")
                 self.assertIn("ConnectionRefused", refused.stdout)
-                # (failed once in CI with standing for REFUSED, cause not found:
-                # the entry says by which proof, and when)
                 self.assertFalse(view.has_standing(REFUSED),
                                  f"the refused connect() granted nothing: {view.entry(REFUSED)}")
                 self.assertIsNone(view.entry(tb.host_ip4), "the host's own address has no standing")
