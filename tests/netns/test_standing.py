@@ -730,9 +730,10 @@ class Standing(unittest.TestCase):
         host and the host downloading from a peer (the host is the TCP
         client), with nothing on veth-host, with an XDP_PASS program, and
         with sluiced at its defaults. The behaviour asserted: sluiced drops
-        none of the flow's frames (the peer has standing from its handshake,
-        and its standing bucket carries what its own rate does not: the
-        frames counted as `standing`), and the flow keeps at least half of
+        at most one in 10,000 of the flow's frames, where a run goes past the
+        standing rate (the peer has standing from its handshake, and its
+        standing bucket carries what its own rate does not: the frames
+        counted as `standing`), and the flow keeps at least half of
         XDP_PASS's throughput both ways (before standing it kept 5% and 3%:
         the per-source rate throttled it). The issue's floor, >= 90% of
         XDP_PASS, is a performance figure and is judged where figures are,
@@ -779,8 +780,16 @@ class Standing(unittest.TestCase):
                 report(f"6 bulk TCP (Gbit/s, best of {BULK_ROUNDS} x 1 s; none: 1 run)",
                        **{f"{s}_{k}": gb[(s, k)] for s in ("none", "xdp_pass", "sluiced") for k in ("upload", "download")},
                        **{f"sluiced_{k}": v for k, v in outcomes.items()})
-                self.assertEqual(outcomes["drop_rate"] + outcomes["drop_shed"], 0,
-                                 f"sluiced dropped none of the peers' frames: {outcomes}")
+                # A peer's standing bucket refills at 1,000,000 frames a
+                # second at the defaults (kStandingRatePps, beside its rate of
+                # 10,000): a run faster than that is held to it, and TCP slows
+                # to it after a few drops (seen in CI: 12.4 Gbit/s, about
+                # 1.07 M frames a second, 244 drops in 5.8 M frames). So a few
+                # drops in ten thousand, never more: before standing the rate
+                # bucket dropped most of the flow.
+                dropped = outcomes["drop_rate"] + outcomes["drop_shed"]
+                self.assertLessEqual(dropped, 1e-4 * (outcomes["passed"] + outcomes["standing"] + dropped),
+                                     f"sluiced dropped at most one in 10,000 of the peers' frames: {outcomes}")
                 self.assertGreater(outcomes["standing"], outcomes["passed"],
                                    f"the standing bucket carried most of the flow: {outcomes}")
                 for k in ("upload", "download"):
