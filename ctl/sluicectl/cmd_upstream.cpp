@@ -27,6 +27,15 @@ void print_upstream(Context &ctx, const json &r)
 	for (const auto &p : r.at("prefixes"))
 		prefixes += (prefixes.empty() ? "" : ", ") + p.get<std::string>();
 	Table block;
+	// What the worker has done with the loop's latest rules (it, not the
+	// loop, waits on the speaker): the first thing to read when gobgpd hangs.
+	const json &ago = sp.at("answered_ago_s");
+	std::string answered = ago.is_null() ? "never answered since sluiced started"
+					     : "last answered " + fixed(ago.get<double>(), 1) + " s ago";
+	block.row({"in sync", r.at("in_sync").get<bool>()
+				      ? "yes: the speaker took the latest " + text_of(r.at("intended")) + " rules; " + answered
+				      : "NO: the latest " + text_of(r.at("intended")) +
+						" rules are not all with the speaker yet (pending below); " + answered});
 	block.row({"own prefixes", prefixes})
 		.row({"max", text_of(r.at("max"))})
 		.row({"hold", text_of(r.at("hold_s")) + " s"})
