@@ -30,12 +30,14 @@ void print_upstream(Context &ctx, const json &r)
 	// What the worker has done with the loop's latest rules (it, not the
 	// loop, waits on the speaker): the first thing to read when gobgpd hangs.
 	const json &ago = sp.at("answered_ago_s");
-	std::string answered = ago.is_null() ? "never answered since sluiced started"
-					     : "last answered " + fixed(ago.get<double>(), 1) + " s ago";
+	const uint64_t intended = r.at("intended").get<uint64_t>();
+	const std::string rules_intended = std::to_string(intended) + (intended == 1 ? " rule" : " rules") + " intended";
+	const std::string answered = ago.is_null() ? "the speaker never answered since sluiced started"
+						   : "the speaker last answered " + fixed(ago.get<double>(), 1) + " s ago";
 	block.row({"in sync", r.at("in_sync").get<bool>()
-				      ? "yes: the speaker took the latest " + text_of(r.at("intended")) + " rules; " + answered
-				      : "NO: the latest " + text_of(r.at("intended")) +
-						" rules are not all with the speaker yet (pending below); " + answered});
+				      ? "yes (" + rules_intended + "); " + answered
+				      : "NO: not all of the " + rules_intended + " are with the speaker yet (pending below); " +
+						answered});
 	block.row({"own prefixes", prefixes})
 		.row({"max", text_of(r.at("max"))})
 		.row({"hold", text_of(r.at("hold_s")) + " s"})
