@@ -47,7 +47,6 @@ std::string read_oper_state(const std::string &iface)
 Result<std::unique_ptr<ManagedInterface>> ManagedInterface::start(const DaemonOptions &opts, const std::string &name,
 								  AttachMode mode)
 {
-	namespace fs = std::filesystem;
 	unsigned idx = if_nametoindex(name.c_str());
 	if (idx == 0)
 		return invalid("unknown interface '" + name + "' (`ip link show` lists them)");
@@ -63,229 +62,264 @@ Result<std::unique_ptr<ManagedInterface>> ManagedInterface::start(const DaemonOp
 	if (!cpus)
 		return std::unexpected(cpus.error());
 	m->cpus_ = *cpus;
-	std::error_code ec;
-	fs::create_directories(m->dir_, ec);
-	if (ec)
-		return fail(ErrorKind::system, "creating pin directory " + m->dir_, ec.value());
+	if (auto ok = m->lock_pin_dir(); !ok)
+		return std::unexpected(ok.error());
+	// The pins of a sluiced before this one are adopted as they are (the
+	// program never left the interface); else a fresh program is loaded.
+	auto up = Dataplane::has_pins(m->dir_) ? m->adopt_pins(opts) : m->load_and_attach(opts, mode);
+	if (!up)
+		return std::unexpected(up.error());
+	if (auto ok = m->prepare_control(opts); !ok)
+		return std::unexpected(ok.error());
+	return m;
+}
 
+Status ManagedInterface::lock_pin_dir()
+{
+	std::error_code ec;
+	std::filesystem::create_directories(dir_, ec);
+	if (ec)
+		return fail(ErrorKind::system, "creating pin directory " + dir_, ec.value());
 	// One daemon per interface: an exclusive lock on its pin directory.
-	m->lock_.reset(open(m->dir_.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
-	if (!m->lock_)
-		return fail_errno("opening pin directory " + m->dir_);
-	if (flock(m->lock_.get(), LOCK_EX | LOCK_NB) != 0)
+	lock_.reset(open(dir_.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+	if (!lock_)
+		return fail_errno("opening pin directory " + dir_);
+	if (flock(lock_.get(), LOCK_EX | LOCK_NB) != 0)
 		return fail(ErrorKind::refused,
-			    "another sluiced already manages " + name + " (its pins under " + m->dir_ +
+			    "another sluiced already manages " + name_ + " (its pins under " + dir_ +
 				    " are locked); stop that daemon first",
 			    errno);
+	return {};
+}
 
-	if (Dataplane::has_pins(m->dir_)) {
-		auto dp = Dataplane::adopt(m->dir_);
-		if (!dp)
-			return std::unexpected(dp.error());
-		// A capture a sluiced before this one left on (it was killed): off
-		// now, its lease would end it within kCaptureLeaseS anyway.
-		CaptureControl capture(dp->capture_maps());
-		if (auto c = capture.read(); c && c->outcome_mask) {
-			(void)capture.stop();
-			log_info(name + ": a capture left on by a sluiced before this one: turned off");
-		}
-		const auto &s = dp->settings();
-		auto mismatch = [&](const std::string &what, uint64_t pinned, uint64_t asked) -> Status {
-			if (pinned == asked)
-				return {};
-			return refused("pins under " + m->dir_ + " were made with " + what + " " + std::to_string(pinned) +
-				       ", the options ask for " + std::to_string(asked) + "; run `sluicectl detach " + name +
-				       "` to reload with the new setting, or start with the pinned one");
-		};
-		for (auto st : {mismatch("table size", s.slot_mask + 1, opts.load.slots),
-				mismatch("IPv4 prefix", s.v4_prefix, opts.load.v4_prefix),
-				mismatch("IPv6 prefix", s.v6_prefix, opts.load.v6_prefix),
-				mismatch("dry-run", s.dry_run, opts.load.dry_run),
-				mismatch("--sample-every", s.sample_every, opts.load.sample_every),
-				mismatch("--standing-sets", s.standing_set_mask + 1, opts.load.standing_sets),
-				mismatch("--standing-lapse (in ticks of 2^30 ns)", s.standing_lapse_ticks,
-					 standing_lapse_ticks(opts.load.standing_lapse_s)),
-				mismatch("--observe-periods", s.observe_periods, opts.load.observe_periods),
-				mismatch("--multiprog", dp->multiprog(), opts.load.multiprog)})
-			if (!st)
-				return std::unexpected(st.error());
-		if (opts.no_standing && dp->feeders_attached())
-			return refused("pins under " + m->dir_ + " were made with standing feeders attached, the options "
-				       "ask for --no-standing; run `sluicectl detach " + name +
-				       "` to reload without them, or start without --no-standing");
-		if (!opts.no_standing && !dp->feeders_attached())
-			log_warn(name + ": the pins under " + m->dir_ +
-				 " have no standing feeders (they could not be attached when the program was loaded), so "
-				 "new connections grant no standing; detach and start again to attach them");
-		if (!opts.no_standing && dp->feeders_attached()) {
-			auto asked = opts.feeder_cgroup.empty() ? open_cgroup2_root() : open_cgroup2_dir(opts.feeder_cgroup);
-			auto id = asked ? cgroup_id_of(asked->get()) : Result<uint64_t>(std::unexpected(asked.error()));
-			if (!id)
-				return std::unexpected(id.error());
-			if (*id != dp->feeders_cgroup_id())
-				return refused("the standing feeders under " + m->dir_ + " are attached to another cgroup than " +
-					       (opts.feeder_cgroup.empty() ? std::string("the cgroup v2 root")
-									   : "--feeder-cgroup " + opts.feeder_cgroup) +
-					       " asks; run `sluicectl detach " + name + "` to attach them again");
-		}
-		m->dp_.emplace(std::move(*dp));
-		m->oper_state_ = read_oper_state(name);
-		// A daemon killed between a list write and its flag left a list the
-		// program does not look up: the flags follow the lists again.
-		if (auto ok = m->dp_->lists().sync_flags(); !ok)
-			return std::unexpected(ok.error());
-		auto cfg = m->dp_->config().read();
-		if (!cfg)
-			return std::unexpected(cfg.error());
-		// The rate and burst stay the pins' (`sluicectl set` may have changed
-		// them) unless given; the standing and newcomer budgets are the
-		// options' (no command changes them), over this host's CPUs.
-		BudgetAsk ask = budgets_of(*cfg);
-		ask.rate_pps = opts.rate_given ? opts.rate_pps : cfg->rate_pps;
-		ask.burst = opts.burst_given ? opts.burst : cfg->burst;
-		ask.standing_rate_pps = opts.standing_rate_pps;
-		ask.standing_burst = opts.standing_burst;
-		ask.newcomer_pps = newcomer_pps_asked(opts, m->cpus_);
-		ask.cookie_pps = opts.cookie_pps;
-		ask.grant_rate_per_s = opts.grant_rate_per_s;
-		ask.grant_burst = opts.grant_burst;
-		ask.prefix_quota = opts.standing_prefix_quota;
-		ask.grant_max = opts.grant_max;
-		ask.grant_window_s = opts.load.standing_lapse_s;
-		auto budgeted = config_with_budgets(*cfg, ask, m->cpus_);
-		if (!budgeted)
-			return std::unexpected(budgeted.error());
-		if (std::memcmp(&*budgeted, &*cfg, sizeof(*cfg)) != 0) {
-			if (auto ok = m->dp_->config().write(*budgeted); !ok)
-				return std::unexpected(ok.error());
-			*cfg = *budgeted;
-		}
-		auto state = breaker_state_from(cfg->breaker_state);
-		m->breaker_ = Breaker(state.value_or(BreakerState::serving));
-		uint64_t now_real = realtime_ns();
-		double age = cfg->breaker_since_ns && cfg->breaker_since_ns < now_real
-				     ? double(now_real - cfg->breaker_since_ns) / 1e9
-				     : 0;
-		m->since_mono_s_ = monotonic_seconds() - age;
-		auto prog = m->dp_->prog_id();
-		log_info(name + ": adopted pins under " + m->dir_ + ": program " + (prog ? std::to_string(*prog) : "?") +
-			 " stayed attached, breaker " + std::string(to_string(m->breaker_.state())) + ", rate " +
-			 std::to_string(cfg->rate_pps) + " burst " + std::to_string(cfg->burst));
-		m->watch_link(); // re-attaches if the interface was recreated meanwhile
-	} else {
-		if (!fs::is_empty(m->dir_, ec))
-			return refused("pin directory " + m->dir_ +
-				       " holds pins but no link (a stale or foreign directory); remove it with `rm -r " +
-				       m->dir_ + "` and start again");
-		sluice_config initial{};
-		initial.breaker_state = SLUICE_SERVING;
-		initial.admission_ppm = SLUICE_PPM_FULL;
-		initial.breaker_since_ns = realtime_ns();
-		initial.valve_since_ns = initial.breaker_since_ns;
-		auto cfg = config_with_budgets(initial,
-					       BudgetAsk{opts.rate_pps, opts.burst, opts.standing_rate_pps,
-							 opts.standing_burst, newcomer_pps_asked(opts, m->cpus_),
-							 opts.cookie_pps, opts.grant_rate_per_s, opts.grant_burst,
-							 opts.standing_prefix_quota, opts.grant_max, opts.load.standing_lapse_s},
-					       m->cpus_);
-		if (!cfg)
-			return std::unexpected(cfg.error());
-		auto dp = Dataplane::load(opts.load, *cfg);
-		if (!dp)
-			return std::unexpected(dp.error());
-		auto in_force = dp->attach(static_cast<int>(idx), mode);
-		if (!in_force)
-			return std::unexpected(Error{in_force.error().kind, in_force.error().code,
-						     name + ": " + in_force.error().message});
-		if (mode == AttachMode::automatic && *in_force == AttachMode::skb)
-			log_warn(name + ": native XDP is not available; fell back to skb (generic) mode, which is slower");
-		if (opts.no_standing)
-			log_info(name + ": --no-standing: no standing feeders attached; shedding admits the allowlist "
-				 "and the newcomer budget only");
-		else if (auto ok = dp->attach_feeders(opts.feeder_cgroup); !ok)
-			log_warn(name + ": standing is not fed by new connections: " + ok.error().describe() +
-				 "; only the peers of connections found at start have standing while shedding");
-		// Maps first, link last: a link pin means a complete set.
-		if (auto ok = dp->pin(m->dir_); !ok) {
-			(void)dp->detach(m->dir_);
-			return std::unexpected(ok.error());
-		}
-		m->dp_.emplace(std::move(*dp));
-		m->since_mono_s_ = monotonic_seconds();
-		auto prog = m->dp_->prog_id();
-		log_info(name + ": attached program " + (prog ? std::to_string(*prog) : "?") + " in " +
-			 std::string(to_string(*in_force)) + " mode, " + std::to_string(opts.load.slots) + " slots, rate " +
-			 std::to_string(opts.rate_pps) + " burst " + std::to_string(opts.burst) +
-			 (opts.load.dry_run ? ", dry run" : "") + "; pins under " + m->dir_);
+BudgetAsk ManagedInterface::asked_budgets(const DaemonOptions &opts, const sluice_config *pinned) const
+{
+	// Over adopted pins the rate and burst stay the pins' (`sluicectl set`
+	// may have changed them) unless given; the standing, newcomer, cookie
+	// and grant budgets are the options' (no command changes them), over
+	// this host's CPUs.
+	BudgetAsk ask;
+	ask.rate_pps = pinned && !opts.rate_given ? pinned->rate_pps : opts.rate_pps;
+	ask.burst = pinned && !opts.burst_given ? pinned->burst : opts.burst;
+	ask.standing_rate_pps = opts.standing_rate_pps;
+	ask.standing_burst = opts.standing_burst;
+	ask.newcomer_pps = newcomer_pps_asked(opts, cpus_);
+	ask.cookie_pps = opts.cookie_pps;
+	ask.grant_rate_per_s = opts.grant_rate_per_s;
+	ask.grant_burst = opts.grant_burst;
+	ask.prefix_quota = opts.standing_prefix_quota;
+	ask.grant_max = opts.grant_max;
+	ask.grant_window_s = opts.load.standing_lapse_s;
+	return ask;
+}
+
+Status ManagedInterface::pins_match(const Dataplane &dp, const DaemonOptions &opts) const
+{
+	const auto &s = dp.settings();
+	auto mismatch = [&](const std::string &what, uint64_t pinned, uint64_t asked) -> Status {
+		if (pinned == asked)
+			return {};
+		return refused("pins under " + dir_ + " were made with " + what + " " + std::to_string(pinned) +
+			       ", the options ask for " + std::to_string(asked) + "; run `sluicectl detach " + name_ +
+			       "` to reload with the new setting, or start with the pinned one");
+	};
+	for (auto st : {mismatch("table size", s.slot_mask + 1, opts.load.slots),
+			mismatch("IPv4 prefix", s.v4_prefix, opts.load.v4_prefix),
+			mismatch("IPv6 prefix", s.v6_prefix, opts.load.v6_prefix),
+			mismatch("dry-run", s.dry_run, opts.load.dry_run),
+			mismatch("--sample-every", s.sample_every, opts.load.sample_every),
+			mismatch("--standing-sets", s.standing_set_mask + 1, opts.load.standing_sets),
+			mismatch("--standing-lapse (in ticks of 2^30 ns)", s.standing_lapse_ticks,
+				 standing_lapse_ticks(opts.load.standing_lapse_s)),
+			mismatch("--observe-periods", s.observe_periods, opts.load.observe_periods),
+			mismatch("--multiprog", dp.multiprog(), opts.load.multiprog)})
+		if (!st)
+			return st;
+	if (opts.no_standing && dp.feeders_attached())
+		return refused("pins under " + dir_ + " were made with standing feeders attached, the options "
+			       "ask for --no-standing; run `sluicectl detach " + name_ +
+			       "` to reload without them, or start without --no-standing");
+	if (!opts.no_standing && !dp.feeders_attached())
+		log_warn(name_ + ": the pins under " + dir_ +
+			 " have no standing feeders (they could not be attached when the program was loaded), so "
+			 "new connections grant no standing; detach and start again to attach them");
+	if (!opts.no_standing && dp.feeders_attached()) {
+		auto asked = opts.feeder_cgroup.empty() ? open_cgroup2_root() : open_cgroup2_dir(opts.feeder_cgroup);
+		auto id = asked ? cgroup_id_of(asked->get()) : Result<uint64_t>(std::unexpected(asked.error()));
+		if (!id)
+			return std::unexpected(id.error());
+		if (*id != dp.feeders_cgroup_id())
+			return refused("the standing feeders under " + dir_ + " are attached to another cgroup than " +
+				       (opts.feeder_cgroup.empty() ? std::string("the cgroup v2 root")
+								   : "--feeder-cgroup " + opts.feeder_cgroup) +
+				       " asks; run `sluicectl detach " + name_ + "` to attach them again");
 	}
+	return {};
+}
+
+Status ManagedInterface::adopt_pins(const DaemonOptions &opts)
+{
+	auto dp = Dataplane::adopt(dir_);
+	if (!dp)
+		return std::unexpected(dp.error());
+	// A capture a sluiced before this one left on (it was killed): off
+	// now, its lease would end it within kCaptureLeaseS anyway.
+	CaptureControl capture(dp->capture_maps());
+	if (auto c = capture.read(); c && c->outcome_mask) {
+		(void)capture.stop();
+		log_info(name_ + ": a capture left on by a sluiced before this one: turned off");
+	}
+	if (auto ok = pins_match(*dp, opts); !ok)
+		return ok;
+	dp_.emplace(std::move(*dp));
+	oper_state_ = read_oper_state(name_);
+	// A daemon killed between a list write and its flag left a list the
+	// program does not look up: the flags follow the lists again.
+	if (auto ok = dp_->lists().sync_flags(); !ok)
+		return ok;
+	auto cfg = dp_->config().read();
+	if (!cfg)
+		return std::unexpected(cfg.error());
+	auto budgeted = config_with_budgets(*cfg, asked_budgets(opts, &*cfg), cpus_);
+	if (!budgeted)
+		return std::unexpected(budgeted.error());
+	if (std::memcmp(&*budgeted, &*cfg, sizeof(*cfg)) != 0) {
+		if (auto ok = dp_->config().write(*budgeted); !ok)
+			return ok;
+		*cfg = *budgeted;
+	}
+	// The breaker goes on in the state the pins hold, from when it began.
+	auto state = breaker_state_from(cfg->breaker_state);
+	breaker_ = Breaker(state.value_or(BreakerState::serving));
+	uint64_t now_real = realtime_ns();
+	double age = cfg->breaker_since_ns && cfg->breaker_since_ns < now_real
+			     ? double(now_real - cfg->breaker_since_ns) / 1e9
+			     : 0;
+	since_mono_s_ = monotonic_seconds() - age;
+	auto prog = dp_->prog_id();
+	log_info(name_ + ": adopted pins under " + dir_ + ": program " + (prog ? std::to_string(*prog) : "?") +
+		 " stayed attached, breaker " + std::string(to_string(breaker_.state())) + ", rate " +
+		 std::to_string(cfg->rate_pps) + " burst " + std::to_string(cfg->burst));
+	watch_link(); // re-attaches if the interface was recreated meanwhile
+	return {};
+}
+
+Status ManagedInterface::load_and_attach(const DaemonOptions &opts, AttachMode mode)
+{
+	std::error_code ec;
+	if (!std::filesystem::is_empty(dir_, ec))
+		return refused("pin directory " + dir_ +
+			       " holds pins but no link (a stale or foreign directory); remove it with `rm -r " + dir_ +
+			       "` and start again");
+	sluice_config initial{};
+	initial.breaker_state = SLUICE_SERVING;
+	initial.admission_ppm = SLUICE_PPM_FULL;
+	initial.breaker_since_ns = realtime_ns();
+	initial.valve_since_ns = initial.breaker_since_ns;
+	auto cfg = config_with_budgets(initial, asked_budgets(opts, nullptr), cpus_);
+	if (!cfg)
+		return std::unexpected(cfg.error());
+	auto dp = Dataplane::load(opts.load, *cfg);
+	if (!dp)
+		return std::unexpected(dp.error());
+	auto in_force = dp->attach(static_cast<int>(ifindex_), mode);
+	if (!in_force)
+		return std::unexpected(
+			Error{in_force.error().kind, in_force.error().code, name_ + ": " + in_force.error().message});
+	if (mode == AttachMode::automatic && *in_force == AttachMode::skb)
+		log_warn(name_ + ": native XDP is not available; fell back to skb (generic) mode, which is slower");
+	if (opts.no_standing)
+		log_info(name_ + ": --no-standing: no standing feeders attached; shedding admits the allowlist "
+			 "and the newcomer budget only");
+	else if (auto ok = dp->attach_feeders(opts.feeder_cgroup); !ok)
+		log_warn(name_ + ": standing is not fed by new connections: " + ok.error().describe() +
+			 "; only the peers of connections found at start have standing while shedding");
+	// Maps first, link last: a link pin means a complete set.
+	if (auto ok = dp->pin(dir_); !ok) {
+		(void)dp->detach(dir_);
+		return ok;
+	}
+	dp_.emplace(std::move(*dp));
+	since_mono_s_ = monotonic_seconds();
+	auto prog = dp_->prog_id();
+	log_info(name_ + ": attached program " + (prog ? std::to_string(*prog) : "?") + " in " +
+		 std::string(to_string(*in_force)) + " mode, " + std::to_string(opts.load.slots) + " slots, rate " +
+		 std::to_string(opts.rate_pps) + " burst " + std::to_string(opts.burst) +
+		 (opts.load.dry_run ? ", dry run" : "") + "; pins under " + dir_);
+	return {};
+}
+
+Status ManagedInterface::prepare_control(const DaemonOptions &opts)
+{
 	// Connections older than the feeders' links (made before this daemon, or
 	// while none ran): their peers are granted standing now.
 	// (None with --no-standing: the table stays empty.)
 	if (!opts.no_standing) {
-		auto peers = m->grant_established_peers(monotonic_seconds());
+		auto peers = grant_established_peers(monotonic_seconds());
 		if (!peers)
 			return std::unexpected(peers.error());
-		log_info(name + ": standing granted to the " + std::to_string(*peers) +
+		log_info(name_ + ": standing granted to the " + std::to_string(*peers) +
 			 " peers of established connections");
-		m->peer_refresh_s_ =
-			std::min(kPeerRefreshMaxS, double(m->dp_->settings().standing_lapse_ticks) *
-							   double(1ull << SLUICE_STANDING_TICK_SHIFT) / 1e9 / 4);
+		peer_refresh_s_ = std::min(kPeerRefreshMaxS, double(dp_->settings().standing_lapse_ticks) *
+								     double(1ull << SLUICE_STANDING_TICK_SHIFT) / 1e9 / 4);
 	}
 	// SYN cookies: a daemon restarted after SIGKILL holds the sysctls its
 	// predecessor armed (and knows what was there before); then arm or
 	// disarm for the mode and the state in force.
-	m->cookie_mode_ = opts.cookie_mode;
-	if (auto cfg = m->dp_->config().read(); cfg && cfg->cookie_sysctls_armed) {
-		cookie_sysctls().adopt(name, *cfg);
-		log_info(name + ": the cookie sysctls are armed (by a sluiced before this one); adopted");
+	cookie_mode_ = opts.cookie_mode;
+	if (auto cfg = dp_->config().read(); cfg && cfg->cookie_sysctls_armed) {
+		cookie_sysctls().adopt(name_, *cfg);
+		log_info(name_ + ": the cookie sysctls are armed (by a sluiced before this one); adopted");
 	}
-	m->check_xdp_tx();
-	if (auto cfg = m->dp_->config().read()) {
+	check_xdp_tx();
+	if (auto cfg = dp_->config().read()) {
 		sluice_config next = *cfg;
-		m->apply_cookies(monotonic_seconds(), m->breaker_.state(), next);
-		if (auto ok = m->write_config(*cfg, next); !ok)
-			log_error(name + ": writing the cookie settings: " + ok.error().describe());
+		apply_cookies(monotonic_seconds(), breaker_.state(), next);
+		if (auto ok = write_config(*cfg, next); !ok)
+			log_error(name_ + ": writing the cookie settings: " + ok.error().describe());
 	} else {
-		log_error(name + ": " + cfg.error().describe());
+		log_error(name_ + ": " + cfg.error().describe());
 	}
-	m->mark_listeners();
-	m->policy_.emplace(opts.policy);
-	m->governor_.emplace(GovernorConfig{standing_capacity(opts), opts.revoke, opts.standing_tenure_s}, m->dp_->standing().sets());
+	mark_listeners();
+	// The control parts, each sized once here.
+	policy_.emplace(opts.policy);
+	governor_.emplace(GovernorConfig{standing_capacity(opts), opts.revoke, opts.standing_tenure_s},
+			  dp_->standing().sets());
 	{
-		const uint32_t ways = m->dp_->standing().sets() * SLUICE_STANDING_WAYS;
-		m->quota_.emplace(ways, opts.standing_prefix_quota, std::min<size_t>(ways, 65536));
+		const uint32_t ways = dp_->standing().sets() * SLUICE_STANDING_WAYS;
+		quota_.emplace(ways, opts.standing_prefix_quota, std::min<size_t>(ways, 65536));
 		// sized once: a recount's reads and counts reuse them
-		m->quota_before_.resize(ways);
-		m->quota_after_.resize(ways);
+		quota_before_.resize(ways);
+		quota_after_.resize(ways);
 	}
-	m->valve_.emplace(ValveConfig{.capacity_pps = standing_capacity(opts),
-				      .clear_pps = opts.policy.clear_pps,
-				      .trip_periods = opts.policy.trip_periods});
-	m->auditor_.emplace(opts.audit_per_period);
-	if (m->dp_->settings().sample_every) {
-		auto sampler = DropSampler::open(m->dp_->drop_samples_fd(), m->dp_->settings(), opts.top_capacity,
+	valve_.emplace(ValveConfig{.capacity_pps = standing_capacity(opts),
+				   .clear_pps = opts.policy.clear_pps,
+				   .trip_periods = opts.policy.trip_periods});
+	auditor_.emplace(opts.audit_per_period);
+	if (dp_->settings().sample_every) {
+		auto sampler = DropSampler::open(dp_->drop_samples_fd(), dp_->settings(), opts.top_capacity,
 						 opts.top_window_s, monotonic_seconds());
 		if (!sampler)
 			return std::unexpected(sampler.error());
-		m->sampler_ = std::move(*sampler);
+		sampler_ = std::move(*sampler);
 	}
-	m->oper_state_ = read_oper_state(name);
-	auto c = m->dp_->counters().read();
+	oper_state_ = read_oper_state(name_);
+	auto c = dp_->counters().read();
 	if (c)
-		m->last_counters_ = *c;
-	m->last_tick_s_ = monotonic_seconds();
+		last_counters_ = *c;
+	last_tick_s_ = monotonic_seconds();
 	// The standing count served until the first sweep is whole, and the part
 	// counted each period after.
-	const uint32_t sets = m->dp_->standing().sets();
-	m->occupancy_part_sets_ = static_cast<uint32_t>(
+	const uint32_t sets = dp_->standing().sets();
+	occupancy_part_sets_ = static_cast<uint32_t>(
 		std::clamp(std::ceil(double(sets) * opts.period_s / kOccupancySweepS), 1.0, double(sets)));
-	if (auto o = m->dp_->standing().occupancy()) {
-		m->occupancy_ = *o;
-		m->occupancy_at_s_ = monotonic_seconds();
+	if (auto o = dp_->standing().occupancy()) {
+		occupancy_ = *o;
+		occupancy_at_s_ = monotonic_seconds();
 	} else {
-		log_error(name + ": counting standing entries: " + o.error().describe());
+		log_error(name_ + ": counting standing entries: " + o.error().describe());
 	}
-	return m;
+	return {};
 }
 
 void ManagedInterface::watch_link()
@@ -332,12 +366,23 @@ void ManagedInterface::tick(double now_s)
 	watch_link();
 	if (sampler_)
 		sampler_->tick(now_s);
-
-	auto counters = dp_->counters().read();
-	if (!counters) {
-		log_error(name_ + ": " + counters.error().describe());
+	// A period as its steps: read the counters and the config once, decide
+	// every change into one next config, write it once, then the work that
+	// needs no write (the listeners' hint, the standing count, the audit).
+	auto read = read_period();
+	if (!read) {
+		log_error(name_ + ": " + read.error().describe());
 		return;
 	}
+	write_period(*read, decide_period(now_s, *read));
+	after_period(now_s);
+}
+
+Result<ManagedInterface::PeriodReading> ManagedInterface::read_period()
+{
+	auto counters = dp_->counters().read();
+	if (!counters)
+		return std::unexpected(counters.error());
 	// The time of this reading, not of the tick: what ran before it this
 	// tick (the sampler, another interface) does not count in the rates.
 	const double read_s = monotonic_seconds();
@@ -346,36 +391,38 @@ void ManagedInterface::tick(double now_s)
 		rates_ = rates_between(last_counters_, *counters, dt);
 	last_counters_ = *counters;
 	last_tick_s_ = read_s;
-
-	// One read of the config and one write a tick: each step below changes
-	// its fields in `next`, and the program sees them all land at once.
 	auto cfg = dp_->config().read();
-	if (!cfg) {
-		log_error(name_ + ": " + cfg.error().describe());
-		return;
-	}
-	sluice_config next = *cfg;
-	PolicyDecision d = policy_->step(policy_sample(read_s, *counters, breaker_.state(), since_mono_s_, *cfg));
+	if (!cfg)
+		return std::unexpected(cfg.error());
+	return PeriodReading{*counters, read_s, *cfg};
+}
+
+ManagedInterface::PeriodPlan ManagedInterface::decide_period(double now_s, const PeriodReading &read)
+{
+	// Each step changes its fields in `next`; the program sees them all
+	// land at once, in write_period().
+	PeriodPlan plan;
+	plan.next = read.cfg;
+	sluice_config &next = plan.next;
+	plan.policy = policy_->step(policy_sample(read.read_s, read.counters, breaker_.state(), since_mono_s_, read.cfg));
+	const PolicyDecision &d = plan.policy;
 	log_rule(d.rule, d.move.has_value());
 	// The valve sees every period; a breaker move this period sets it itself
 	// (leaving shedding opens the valve).
-	ValveDecision v = valve_->step(valve_sample(now_s, *counters, breaker_.state(), *cfg));
-	std::optional<bool> valve_moved;
-	if (!d.move && v.close) {
-		next = valve_config(next, *v.close, realtime_ns());
-		valve_moved = *v.close;
+	plan.valve = valve_->step(valve_sample(now_s, read.counters, breaker_.state(), read.cfg));
+	if (!d.move && plan.valve.close) {
+		next = valve_config(next, *plan.valve.close, realtime_ns());
+		plan.valve_moved = *plan.valve.close;
 	}
-	std::optional<BreakerState> moved_from;
-	bool admission_moved = false;
 	if (d.move) {
 		const BreakerState from = breaker_.state();
 		if (auto ok = stage_transition(next, *d.move, false); !ok)
 			log_error(name_ + ": " + ok.error().describe());
 		else
-			moved_from = from;
+			plan.moved_from = from;
 	} else if (auto admitted = admission_config(next, breaker_.state(), d)) {
 		next = *admitted;
-		admission_moved = true;
+		plan.admission_moved = true;
 	}
 	govern_standing(now_s, next);
 	if (peer_refresh_s_ > 0 && now_s - peers_granted_s_ >= peer_refresh_s_)
@@ -384,24 +431,34 @@ void ManagedInterface::tick(double now_s)
 				  ok.error().describe());
 	check_xdp_tx();
 	apply_cookies(now_s, breaker_.state(), next);
-	if (auto ok = write_config(*cfg, next); !ok) {
+	return plan;
+}
+
+void ManagedInterface::write_period(const PeriodReading &read, const PeriodPlan &plan)
+{
+	if (auto ok = write_config(read.cfg, plan.next); !ok) {
 		log_error(name_ + ": writing the config" +
-			  (moved_from ? " (the breaker stays " + std::string(to_string(*moved_from)) + ")" : "") + ": " +
-			  ok.error().describe());
-		if (moved_from)
-			breaker_ = Breaker(*moved_from);
-	} else {
-		if (valve_moved && *valve_moved) {
-			valve_closes_++;
-			log_warn(name_ + ": standing valve closed (" + v.reason + "): shedding admits the allowlist only");
-		} else if (valve_moved) {
-			log_info(name_ + ": standing valve opened (" + v.reason + ")");
-		}
-		if (moved_from)
-			commit_transition(*moved_from, *d.move, false, d.reason, cfg->valve_closed);
-		if (admission_moved)
-			log_debug(name_ + ": admission " + std::to_string(d.admission_ppm / 10000.0) + "%");
+			  (plan.moved_from ? " (the breaker stays " + std::string(to_string(*plan.moved_from)) + ")" : "") +
+			  ": " + ok.error().describe());
+		if (plan.moved_from)
+			breaker_ = Breaker(*plan.moved_from);
+		return;
 	}
+	if (plan.valve_moved && *plan.valve_moved) {
+		valve_closes_++;
+		log_warn(name_ + ": standing valve closed (" + plan.valve.reason +
+			 "): shedding admits the allowlist only");
+	} else if (plan.valve_moved) {
+		log_info(name_ + ": standing valve opened (" + plan.valve.reason + ")");
+	}
+	if (plan.moved_from)
+		commit_transition(*plan.moved_from, *plan.policy.move, false, plan.policy.reason, read.cfg.valve_closed);
+	if (plan.admission_moved)
+		log_debug(name_ + ": admission " + std::to_string(plan.policy.admission_ppm / 10000.0) + "%");
+}
+
+void ManagedInterface::after_period(double now_s)
+{
 	if (!dp_->feeders_attached() || now_s - listeners_marked_s_ >= kListenerRescanS)
 		mark_listeners();
 	count_occupancy_part(now_s);

@@ -5,6 +5,7 @@
 
 #include "bpf/audit.h"
 #include "logic/breaker.h"
+#include "logic/budgets.h"
 #include "bpf/dataplane.h"
 #include "bpf/policy_tables.h"
 #include "logic/class_tables.h"
@@ -109,6 +110,40 @@ public:
 
 private:
 	ManagedInterface() = default;
+	// start()'s steps. The pin directory made and locked (one daemon an
+	// interface); then either the pins of a sluiced before this one adopted
+	// (checked against the options: a setting fixed at load that differs is
+	// refused, naming it) or a fresh program loaded, attached and pinned;
+	// then the control parts the tick runs, for either.
+	Status lock_pin_dir();
+	Status adopt_pins(const DaemonOptions &opts);
+	Status pins_match(const Dataplane &dp, const DaemonOptions &opts) const;
+	Status load_and_attach(const DaemonOptions &opts, AttachMode mode);
+	Status prepare_control(const DaemonOptions &opts);
+	// The budgets the options ask for; `pinned`: the adopted pins' config,
+	// whose rate and burst stay unless the options give them.
+	BudgetAsk asked_budgets(const DaemonOptions &opts, const sluice_config *pinned) const;
+
+	// tick()'s steps: what a period reads (counters and config, once), what
+	// it decides (every change staged into one next config), the one write
+	// and its bookkeeping, and the work after it that writes no config.
+	struct PeriodReading {
+		CounterSet counters{};
+		double read_s = 0; // when the counters were read (monotonic)
+		sluice_config cfg{};
+	};
+	struct PeriodPlan {
+		sluice_config next{};
+		PolicyDecision policy;
+		ValveDecision valve;
+		std::optional<bool> valve_moved;         // true: closed, false: opened
+		std::optional<BreakerState> moved_from;  // a breaker move staged, from this state
+		bool admission_moved = false;
+	};
+	Result<PeriodReading> read_period();
+	PeriodPlan decide_period(double now_s, const PeriodReading &read);
+	void write_period(const PeriodReading &read, const PeriodPlan &plan);
+	void after_period(double now_s);
 	// A breaker move, read, staged and written in one config write (the
 	// operator's; a tick stages its own move into the tick's one write).
 	Status transition(BreakerState to, bool manual, const std::string &why);
