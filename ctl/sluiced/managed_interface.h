@@ -190,6 +190,13 @@ private:
 	// kPeerRefreshMaxS), so that a connection that lives longer than the
 	// lapse keeps its peer's standing. The number of peers.
 	Result<size_t> grant_established_peers(double now_s);
+	// A source as asked (its address parsed), its slots, and the config now.
+	struct SourceNow {
+		Address addr;
+		SourceSlots slots;
+		sluice_config cfg{};
+	};
+	Result<SourceNow> source_now(const std::string &addr) const;
 	Result<BucketView> bucket_reply(const std::string &addr) const;
 	// The tokens of a source's two slots now, and the fuller one's.
 	struct SourceTokens {

@@ -151,7 +151,7 @@ Result<ManagedInterface::SourceTokens> ManagedInterface::source_tokens(const Sou
 	return st;
 }
 
-Result<BucketView> ManagedInterface::bucket_reply(const std::string &addr_text) const
+Result<ManagedInterface::SourceNow> ManagedInterface::source_now(const std::string &addr_text) const
 {
 	auto addr = parse_address(addr_text);
 	if (!addr)
@@ -159,23 +159,29 @@ Result<BucketView> ManagedInterface::bucket_reply(const std::string &addr_text) 
 	auto cfg = dp_->config().read();
 	if (!cfg)
 		return std::unexpected(cfg.error());
-	SourceSlots ss = source_slots(dp_->settings(), *addr);
-	auto t = source_tokens(ss, *cfg);
+	return SourceNow{*addr, source_slots(dp_->settings(), *addr), *cfg};
+}
+
+Result<BucketView> ManagedInterface::bucket_reply(const std::string &addr_text) const
+{
+	auto at = source_now(addr_text);
+	if (!at)
+		return std::unexpected(at.error());
+	const SourceSlots &ss = at->slots;
+	auto t = source_tokens(ss, at->cfg);
 	if (!t)
 		return std::unexpected(t.error());
-	return BucketView{name_, *addr, ss.source, ss.slots, t->tokens, t->fuller, cfg->burst, cfg->rate_pps};
+	return BucketView{name_, at->addr, ss.source, ss.slots, t->tokens, t->fuller, at->cfg.burst, at->cfg.rate_pps};
 }
 
 Result<BucketView> ManagedInterface::write_source(const std::string &addr_text, const std::string &what,
 					    const SlotWrite &write)
 {
-	auto addr = parse_address(addr_text);
-	if (!addr)
-		return std::unexpected(addr.error());
-	auto cfg = dp_->config().read();
-	if (!cfg)
-		return std::unexpected(cfg.error());
-	SourceSlots ss = source_slots(dp_->settings(), *addr);
+	auto at = source_now(addr_text);
+	if (!at)
+		return std::unexpected(at.error());
+	const SourceSlots &ss = at->slots;
+	const sluice_config *cfg = &at->cfg;
 	// A source whose two indices coincide has one slot: write it once.
 	std::span<const uint32_t> which(ss.slots.data(), ss.slots[0] == ss.slots[1] ? 1 : 2);
 	if (auto ok = write(which, *cfg); !ok) {
