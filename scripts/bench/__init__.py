@@ -2,7 +2,7 @@
 
 scripts/bench.sh installs, builds, brings up a testbed of namespaces
 (scripts/testbed.sh) and exports its TB_* variables; this package runs the
-twelve figures of docs/benchmarks.md in it, prints a table, writes the JSON,
+thirteen figures of docs/benchmarks.md in it, prints a table, writes the JSON,
 renders the chart and, with --update-docs, rewrites the generated part of
 docs/benchmarks.md and docs/benchmarks.png. Every flood runs inside the
 testbed's namespaces; every daemon, program, ruleset and veth it makes is
@@ -19,7 +19,7 @@ in the same run; repeated measurements are reported as their median.
   baselines     what sluice is compared with: XDP_DROP, XDP_PASS, xdp-filter,
                 a sluice object without the daemon, nftables, iptables hashlimit
   rows          one result row (a dataclass) and how it is judged
-  fig1_cost ... fig12_trust  one module per figure, each returning its rows
+  fig1_cost ... fig13_contention  one module per figure, each returning its rows
                 (11 and 12 also run an older sluiced, $SLUICE_BEFORE_BUILD)
   report        the table, results.md, the chart and the docs update
 """

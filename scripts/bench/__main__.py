@@ -12,7 +12,8 @@ import traceback
 
 from . import ROOT, __doc__ as package_doc
 from . import (fig1_cost, fig2_flood, fig3_full_table, fig4_accuracy, fig5_memory, fig6_collateral,
-               fig7_control, fig8_standing, fig9_classes, fig10_cookies, fig11_shapes, fig12_trust, report)
+               fig7_control, fig8_standing, fig9_classes, fig10_cookies, fig11_shapes, fig12_trust,
+               fig13_contention, report)
 from .lab import Lab
 from .procs import kill_all, log
 from .rows import Row
@@ -20,7 +21,8 @@ from .rows import Row
 # Figure number: its module (measure(lab) returns its typed result).
 FIGURES = {1: fig1_cost, 2: fig2_flood, 3: fig3_full_table, 4: fig4_accuracy, 5: fig5_memory,
            6: fig6_collateral, 7: fig7_control, 8: fig8_standing,
-           9: fig9_classes, 10: fig10_cookies, 11: fig11_shapes, 12: fig12_trust}
+           9: fig9_classes, 10: fig10_cookies, 11: fig11_shapes, 12: fig12_trust,
+           13: fig13_contention}
 # A figure's name, for --only: its module's, less "figN_" (standing: 8).
 NAMES = {m.__name__.rsplit(".", 1)[-1].split("_", 1)[1]: n for n, m in FIGURES.items()}
 

@@ -113,6 +113,32 @@
 //       on stdin its outcome counters {"sent":N,"proved":N,...}; detaches at
 //       end of input (tests/netns/test_cookie_alternatives.py).
 //
+//   sluice-bench contention [--repeat N] [--rounds R] [--seconds S] [--fast-rate P]
+//       One source on two CPUs against two sources, one a CPU (figure 13).
+//       The program as sluiced loads it (sluiced_program()) on its pass path
+//       (every frame pays its slot pair by compare-and-swap) and its drop
+//       path (over its limit: the pair read, not written), the frames of
+//       cost_frames() (source A) and of a source B whose slots are at least
+//       8 slots (a cache line) from A's. Each round, each path and family,
+//       three shapes of bpf_prog_test_run_opts with `repeat` N, each thread
+//       pinned: "alone" (A on CPU 0), "one_source" (A on CPUs 0 and 1 at
+//       once: the same two slots) and "two_sources" (A on CPU 0, B on CPU 1
+//       at once). ns a frame as the kernel times each thread's loop, and
+//       how much of the longer run the two overlapped.
+//       Then the admitted count of A from both CPUs at once for S seconds,
+//       each thread calling the program until the deadline, on a fresh
+//       program (its slots full) at sluiced's default rate and burst and at
+//       P pps with the default burst (default 1,000,000: a tick's 4,000
+//       tokens raced for by both CPUs after every tick of the clock): the
+//       outcome counters' passed
+//       against the bound burst + (c1 - c0) / cost_ns, c0 and c1 read on
+//       CLOCK_MONOTONIC_COARSE (the clock the program reads) before the
+//       first run and after the last.
+//       -> {"repeat":N,"rounds":R,"slots":{"v4":{"a":[i,j],"b":[k,l]},...},
+//           "cost":{PATH:{FAM:{SHAPE:{"ns":[[cpu0,cpu1]...],"overlap":[...],
+//           "outcomes":{NAME:packets}}}}},"admitted":[{"rate":..,"burst":..,
+//           "cost_ns":..,"elapsed_ns":..,"passed":..,"dropped":..,"bound":..}]}
+//
 //   sluice-bench netrx --obj NETRX_CLOCK_OBJECT
 //       Attaches netrx_clock.bpf.o to the softirq_entry/exit raw tracepoints; prints
 //       {"ns":N,"count":C} (NET_RX softirq time and runs, every CPU, since the
@@ -135,9 +161,13 @@
 #include <sys/ioctl.h>
 #include <sys/random.h>
 #include <sys/socket.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
+#include <functional>
+#include <thread>
 #include <memory>
 
 #include <cerrno>
@@ -161,6 +191,7 @@
 #include "bpf/sluice_abi.h"
 #include "logic/budgets.h"
 #include "logic/class_tables.h"
+#include "logic/source.h"
 #include "policyfile/policy_file.h"
 
 using json = nlohmann::ordered_json;
@@ -838,6 +869,274 @@ int cmd_attach(int argc, char **argv)
 	return 0;
 }
 
+// ---------------------------------------------------------------- contention
+
+std::uint64_t clock_ns(clockid_t clk)
+{
+	struct timespec ts{};
+	clock_gettime(clk, &ts);
+	return std::uint64_t(ts.tv_sec) * 1000000000ull + std::uint64_t(ts.tv_nsec);
+}
+
+bool pin_to(int cpu)
+{
+	cpu_set_t set;
+	CPU_ZERO(&set);
+	CPU_SET(cpu, &set);
+	return sched_setaffinity(0, sizeof(set), &set) == 0; // 0: the calling thread
+}
+
+// One pinned thread's share of a run: `work` called once both threads are
+// ready, timed on CLOCK_MONOTONIC around it.
+struct Pinned {
+	int cpu = 0;
+	std::function<void()> work;
+	bool pinned = false;
+	int ran_on = -1;
+	std::uint64_t t0 = 0, t1 = 0;
+	std::string error;
+};
+
+// Runs each Pinned's work on its own thread, all released together (the
+// threads spin, yielding, until the last is pinned and ready).
+void run_together(std::vector<Pinned> &ps)
+{
+	std::atomic<size_t> ready{0};
+	std::atomic<bool> go{false};
+	std::vector<std::thread> ts;
+	for (auto &p : ps)
+		ts.emplace_back([&ready, &go, &p] {
+			p.pinned = pin_to(p.cpu);
+			ready++;
+			while (!go.load())
+				std::this_thread::yield();
+			p.t0 = clock_ns(CLOCK_MONOTONIC);
+			try {
+				p.work();
+			} catch (const std::exception &e) {
+				p.error = e.what();
+			}
+			p.t1 = clock_ns(CLOCK_MONOTONIC);
+			p.ran_on = sched_getcpu();
+		});
+	while (ready.load() < ps.size())
+		std::this_thread::yield();
+	go = true;
+	for (auto &t : ts)
+		t.join();
+	for (const auto &p : ps) {
+		if (!p.pinned)
+			throw Error("sched_setaffinity to CPU " + std::to_string(p.cpu) + ": " + std::strerror(errno));
+		if (!p.error.empty())
+			throw Error("on CPU " + std::to_string(p.cpu) + ": " + p.error);
+		if (p.ran_on != p.cpu)
+			throw Error("the thread pinned to CPU " + std::to_string(p.cpu) + " ended on CPU " +
+				    std::to_string(p.ran_on));
+	}
+}
+
+// Packets of each outcome, every CPU summed, by name.
+std::map<std::string, __u64> outcome_totals(const sluice::Dataplane &dp)
+{
+	auto c = dp.counters().read();
+	if (!c)
+		throw Error("counters: " + c.error().describe());
+	std::map<std::string, __u64> out;
+	for (__u32 k = 0; k < SLUICE_OUTCOMES; k++)
+		out[sluice::outcome_name(k)] = (*c)[k].packets;
+	return out;
+}
+
+std::map<std::string, __u64> outcome_delta(const std::map<std::string, __u64> &a,
+					   const std::map<std::string, __u64> &b)
+{
+	std::map<std::string, __u64> d;
+	for (const auto &[name, n] : b)
+		if (n != a.at(name))
+			d[name] = n - a.at(name);
+	return d;
+}
+
+// Source B of one family: the first of a run of candidates none of whose
+// slots is within 8 slots (8 u64s, a cache line at any alignment of the
+// array) of A's, so that one CPU a source shares no line with the other.
+sluice::Address far_source(const sluice_settings &s, const sluice::Address &a, bool v6)
+{
+	const auto sa = sluice::source_slots(s, a).slots;
+	for (unsigned i = 1; i < 256; i++) {
+		char text[64];
+		// IPv6 a /64 each (a v6 source is its /64): 2001:2:0:f01::1 on
+		if (v6)
+			std::snprintf(text, sizeof(text), "2001:2:0:%x::1", 0xf00 + i);
+		else
+			std::snprintf(text, sizeof(text), "198.18.254.%u", i);
+		const sluice::Address b = *sluice::parse_address(text);
+		const auto sb = sluice::source_slots(s, b).slots;
+		bool apart = true;
+		for (uint32_t x : sa)
+			for (uint32_t y : sb)
+				apart = apart && (x > y ? x - y : y - x) >= 8;
+		if (apart)
+			return b;
+	}
+	throw Error("no source within 256 tries has its slots a cache line from A's");
+}
+
+int cmd_contention(int argc, char **argv)
+{
+	using namespace sluice;
+	std::vector<std::string> pos;
+	auto o = parse_opts(argc, argv, pos);
+	const int repeat = int(opt_u64(o, "repeat", 1000000));
+	const int rounds = int(opt_u64(o, "rounds", 5));
+	const double seconds = std::stod(o.count("seconds") ? o["seconds"] : "1");
+	const uint64_t fast_rate = opt_u64(o, "fast-rate", 1000000);
+	cpu_set_t allowed;
+	CPU_ZERO(&allowed);
+	if (sched_getaffinity(0, sizeof(allowed), &allowed) != 0 || !CPU_ISSET(0, &allowed) || !CPU_ISSET(1, &allowed))
+		throw Error("contention needs CPUs 0 and 1 (" + std::to_string(CPU_COUNT(&allowed)) + " usable)");
+
+	using namespace sluice::frames;
+	const auto [a4, a6] = cost_frames("udp64"); // 198.18.255.1, 2001:2:0:ff::1 (put_on_path's)
+	struct Family {
+		const char *name;
+		Bytes a, b;
+	};
+	struct Path {
+		std::string name;
+		std::unique_ptr<Dataplane> dp;
+		std::vector<Family> fams;
+	};
+	std::vector<Path> paths;
+	json slots = json::object();
+	for (const char *name : {"pass", "drop"}) {
+		Path p{name, sluiced_program(name, {a4, a6}), {}};
+		const sluice_settings &s = p.dp->settings();
+		const Address aa4 = *parse_address("198.18.255.1"), aa6 = *parse_address("2001:2:0:ff::1");
+		const Address b4 = far_source(s, aa4, false), b6 = far_source(s, aa6, true);
+		Bytes fb4 = udp4_sized(64, {}, {.src = ip4(b4.str().c_str()), .dst = ip4("198.18.1.2")});
+		Bytes fb6 = udp6_sized(64, {}, {.src = ip6(b6.str().c_str()), .dst = ip6("2001:2:0:1::2")});
+		if (p.name == "drop") {
+			// B over its limit too, as put_on_path() left A.
+			test_run(p.dp->prog_fd(), fb4, int(defaults::kBurst) * 4);
+			test_run(p.dp->prog_fd(), fb6, int(defaults::kBurst) * 4);
+		}
+		slots[p.name] = {{"v4", {{"a", source_slots(s, aa4).slots}, {"b", source_slots(s, b4).slots},
+					 {"b_source", b4.str()}}},
+				 {"v6", {{"a", source_slots(s, aa6).slots}, {"b", source_slots(s, b6).slots},
+					 {"b_source", b6.str()}}}};
+		p.fams = {{"v4", a4, fb4}, {"v6", a6, fb6}};
+		paths.push_back(std::move(p));
+	}
+	// Warm up (first runs page in the program and the maps).
+	for (auto &p : paths)
+		for (const auto &f : p.fams) {
+			test_run(p.dp->prog_fd(), f.a, 10000);
+			test_run(p.dp->prog_fd(), f.b, 10000);
+		}
+
+	json cost = json::object();
+	for (int r = 0; r < rounds; r++) {
+		for (auto &p : paths) {
+			for (const auto &f : p.fams) {
+				const int fd = p.dp->prog_fd();
+				struct Shape {
+					const char *name;
+					std::vector<const Bytes *> frames; // one a thread, thread i on CPU i
+				};
+				const Shape shapes[] = {{"alone", {&f.a}},
+							{"one_source", {&f.a, &f.a}},
+							{"two_sources", {&f.a, &f.b}}};
+				for (const auto &sh : shapes) {
+					std::vector<Pinned> ps(sh.frames.size());
+					std::vector<__u32> ns(sh.frames.size());
+					for (size_t i = 0; i < ps.size(); i++) {
+						ps[i].cpu = int(i);
+						ps[i].work = [&, i] { ns[i] = test_run(fd, *sh.frames[i], repeat).duration; };
+					}
+					const auto c0 = outcome_totals(*p.dp);
+					run_together(ps);
+					json &j = cost[p.name][f.name][sh.name];
+					if (j.is_null())
+						j = {{"ns", json::array()}, {"overlap", json::array()}, {"outcomes", json::object()}};
+					j["ns"].push_back(ns);
+					// The share of the longer run during which both ran.
+					std::uint64_t from = 0, to = ~0ull, longest = 0;
+					for (const auto &x : ps) {
+						from = std::max(from, x.t0);
+						to = std::min(to, x.t1);
+						longest = std::max(longest, x.t1 - x.t0);
+					}
+					j["overlap"].push_back(to > from ? double(to - from) / double(longest) : 0.0);
+					for (const auto &[name, n] : outcome_delta(c0, outcome_totals(*p.dp)))
+						j["outcomes"][name] = j["outcomes"].value(name, __u64(0)) + n;
+				}
+			}
+		}
+	}
+
+	// The admitted count of one source on both CPUs, on a fresh program.
+	json admitted = json::array();
+	for (uint64_t rate : {defaults::kRatePps, fast_rate}) {
+		BudgetAsk ask; // sluiced's defaults but the rate
+		ask.rate_pps = rate;
+		sluice_config initial{};
+		initial.breaker_state = SLUICE_SERVING;
+		initial.admission_ppm = SLUICE_PPM_FULL;
+		auto cfg = config_with_budgets(initial, ask, uint64_t(libbpf_num_possible_cpus()));
+		if (!cfg)
+			throw Error("config_with_budgets: " + cfg.error().describe());
+		auto dp = Dataplane::load(LoadOptions{}, *cfg);
+		if (!dp)
+			throw Error("Dataplane::load: " + dp.error().describe());
+		const int fd = dp->prog_fd();
+		const std::uint64_t chunk = 100000; // a few ms a call: the deadline is kept to that
+		std::vector<Pinned> ps(2);
+		std::vector<std::uint64_t> calls(2, 0);
+		std::uint64_t deadline = 0;
+		for (size_t i = 0; i < 2; i++) {
+			ps[i].cpu = int(i);
+			ps[i].work = [&, i] {
+				while (clock_ns(CLOCK_MONOTONIC) < deadline) {
+					test_run(fd, a4, int(chunk));
+					calls[i]++;
+				}
+			};
+		}
+		const auto before = outcome_totals(*dp);
+		// c0 before any run can read the clock, c1 after the last has: every
+		// `now` the program read lies in [c0, c1] on the same clock.
+		const std::uint64_t c0 = clock_ns(CLOCK_MONOTONIC_COARSE);
+		deadline = clock_ns(CLOCK_MONOTONIC) + std::uint64_t(seconds * 1e9);
+		run_together(ps);
+		const std::uint64_t c1 = clock_ns(CLOCK_MONOTONIC_COARSE);
+		const auto d = outcome_delta(before, outcome_totals(*dp));
+		const __u64 passed = d.count("passed") ? d.at("passed") : 0;
+		__u64 frames = 0;
+		for (const auto &[name, n] : d)
+			frames += n;
+		admitted.push_back({{"rate", rate},
+				    {"burst", cfg->burst},
+				    {"cost_ns", cfg->cost_ns},
+				    {"elapsed_ns", c1 - c0},
+				    {"frames", frames},
+				    {"frames_sent", (calls[0] + calls[1]) * chunk},
+				    {"passed", passed},
+				    {"outcomes", d},
+				    {"bound", cfg->burst + (c1 - c0) / cfg->cost_ns}});
+	}
+
+	json out;
+	out["repeat"] = repeat;
+	out["rounds"] = rounds;
+	out["seconds"] = seconds;
+	out["slots"] = slots;
+	out["cost"] = cost;
+	out["admitted"] = admitted;
+	std::cout << out.dump() << std::endl;
+	return 0;
+}
+
 // ---------------------------------------------------------------- cookie-cost
 
 // A network namespace of this process's own: lo up, the two sysctls at 2,
@@ -1268,7 +1567,7 @@ int main(int argc, char **argv)
 {
 	libbpf_set_print(quiet_libbpf);
 	if (argc < 2) {
-		std::cerr << "usage: sluice-bench cost|collateral|attach|netrx|cookie-cost|cookie-attach [options] "
+		std::cerr << "usage: sluice-bench cost|collateral|attach|contention|netrx|cookie-cost|cookie-attach [options] "
 			     "(see the comment at the top of tests/tools/bench/sluice_bench.cpp)\n";
 		return 2;
 	}
@@ -1286,6 +1585,8 @@ int main(int argc, char **argv)
 			return cmd_cookie_attach(argc - 2, argv + 2);
 		if (cmd == "attach")
 			return cmd_attach(argc - 2, argv + 2);
+		if (cmd == "contention")
+			return cmd_contention(argc - 2, argv + 2);
 		std::cerr << "sluice-bench: unknown command '" << cmd << "'\n";
 		return 2;
 	} catch (const std::exception &e) {
