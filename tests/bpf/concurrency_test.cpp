@@ -1,5 +1,6 @@
 // Two CPUs updating one source's slots at once: the compare-and-swap in
 // bucket.h must keep the admissions within burst + rate x interval.
+#include "cpu_pin.h"
 #include "fixture.h"
 #include "require.h"
 
@@ -14,14 +15,6 @@ using namespace sluice::test;
 using namespace sluice::frames;
 
 namespace {
-
-bool pin_to(int cpu)
-{
-	cpu_set_t set;
-	CPU_ZERO(&set);
-	CPU_SET(cpu, &set);
-	return sched_setaffinity(0, sizeof(set), &set) == 0; // 0: the calling thread
-}
 
 struct Hammer {
 	int cpu = 0;

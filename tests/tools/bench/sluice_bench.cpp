@@ -182,6 +182,7 @@
 #include <vector>
 
 #include "cookie_netns.h"
+#include "cpu_pin.h"
 #include "cookie_reqsk.h"
 #include "frames.h"
 #include "base/defaults.h"
@@ -878,14 +879,6 @@ std::uint64_t clock_ns(clockid_t clk)
 	return std::uint64_t(ts.tv_sec) * 1000000000ull + std::uint64_t(ts.tv_nsec);
 }
 
-bool pin_to(int cpu)
-{
-	cpu_set_t set;
-	CPU_ZERO(&set);
-	CPU_SET(cpu, &set);
-	return sched_setaffinity(0, sizeof(set), &set) == 0; // 0: the calling thread
-}
-
 // One pinned thread's share of a run: `work` called once both threads are
 // ready, timed on CLOCK_MONOTONIC around it.
 struct Pinned {
@@ -906,7 +899,7 @@ void run_together(std::vector<Pinned> &ps)
 	std::vector<std::thread> ts;
 	for (auto &p : ps)
 		ts.emplace_back([&ready, &go, &p] {
-			p.pinned = pin_to(p.cpu);
+			p.pinned = sluice::test::pin_to(p.cpu);
 			ready++;
 			while (!go.load())
 				std::this_thread::yield();
