@@ -23,15 +23,19 @@ static __always_inline int port_listened(__u32 port)
  * for it here, standing). Returns an outcome, or SLUICE_OUTCOMES: not the
  * cookie path's frame, on to the newcomer budget (or the buckets) as before.
  *   SYN (no ACK, RST or FIN) to a port that had a listener: this CPU's
- *     cookie budget spent -> drop_cookie_budget, before the socket lookup
- *     (most of the path's cost: a SYN flood past the budget pays little more
- *     than a shed frame). Else, to a listener (bpf_skc_lookup_tcp finds one
- *     in this namespace): the kernel makes the cookie with the listener's
- *     own secret (bpf_tcp_gen_syncookie; it also marks the listener, so the
- *     stack accepts the ACK), the budget pays, cookie.h builds the SYN-ACK
- *     in place of the SYN -> cookie_sent (XDP_TX). No listener any more, or
- *     the kernel will not make a cookie (net.ipv4.tcp_syncookies is not 2,
- *     the accept queue is full): on.
+ *     cookie budget spent -> drop_cookie_budget; else, with a
+ *     per-destination bound (config.cookie_dest_cost_ns), the bucket of the
+ *     SYN's source /24 or /48 (cookie_dest) empty -> drop_cookie_reflect:
+ *     both before the socket lookup (most of the path's cost: a SYN flood
+ *     past either pays little more than a shed frame). Else, to a listener
+ *     (bpf_skc_lookup_tcp finds one in this namespace): the kernel makes the
+ *     cookie with the listener's own secret (bpf_tcp_gen_syncookie; it also
+ *     marks the listener, so the stack accepts the ACK), the network's
+ *     bucket pays (by compare-and-swap: another CPU may have taken its last
+ *     token since -> drop_cookie_reflect), then the budget, cookie.h builds
+ *     the SYN-ACK in place of the SYN -> cookie_sent (XDP_TX). No listener
+ *     any more, or the kernel will not make a cookie (net.ipv4.tcp_syncookies
+ *     is not 2, the accept queue is full): on, nothing paid.
  *   ACK (no SYN or RST) to a port that had a listener, with
  *     config.cookie_acks_unlooked (the standing feeders attached): the
  *     kernel's cookie check on the headers alone (bpf_tcp_raw_check_syncookie_*:
@@ -78,6 +82,36 @@ static long syn_option_step(__u32 i, void *unused)
 	return s ? sluice_syn_option_at(s->th, s->tcp_len, &s->off, &s->opts) : 1;
 }
 
+/* Does the bucket of the network this SYN's SYN-ACK would go to (its
+ * source's /24 or /48, sluice_dest_slot) hold a token? Asked before the
+ * socket lookup, taken (dest_take) only once the SYN-ACK is made. Its slot
+ * is kept in the scratch for dest_take; COOKIE_DEST_UNASKED there: no bound
+ * was asked for this SYN (the config is read again later, and may have
+ * changed in between). */
+#define COOKIE_DEST_UNASKED SLUICE_COOKIE_DEST_SLOTS
+static __always_inline int dest_token_seen(struct cookie_scratch *s, int is_v6, const struct sluice_config *cfg)
+{
+	__u64 key[2] = { settings.hash_key[0], settings.hash_key[1] };
+
+	s->dest_slot = sluice_dest_slot(key, &s->src, is_v6);
+	struct sluice_slot *d = bpf_map_lookup_elem(&cookie_dest, &s->dest_slot);
+	__u64 cost = cfg->cookie_dest_cost_ns;
+
+	return d && sluice_take1(SLUICE_READ_ONCE(d->empty_at), s->now, cost, cost * cfg->cookie_dest_burst);
+}
+
+/* Take the network's token: by compare-and-swap (bucket.h, sluice_admit1),
+ * as the CPUs share the slot, so every SYN-ACK sent takes a token its slot
+ * held and 0 <= tokens <= burst at every write; 0 when another CPU took the
+ * last one since dest_token_seen. */
+static __always_inline int dest_take(struct cookie_scratch *s, const struct sluice_config *cfg)
+{
+	struct sluice_slot *d = bpf_map_lookup_elem(&cookie_dest, &s->dest_slot);
+	__u64 cost = cfg->cookie_dest_cost_ns;
+
+	return d && sluice_admit1(&d->empty_at, s->now, cost, cost * cfg->cookie_dest_burst);
+}
+
 /* A valid cookie ACK: its source granted standing (cookie). The record's
  * source is made in the scratch: no stack is left in sluice_cookie. */
 static __always_inline __u32 cookie_proved(struct cookie_scratch *s)
@@ -94,16 +128,16 @@ __noinline __u32 sluice_cookie(struct xdp_md *ctx, __u64 hash, __u64 now, __u32 
 	const __u8 *end = (const __u8 *)(long)ctx->data_end;
 	__u32 zero = 0, ip_len, w = 0;
 	struct cookie_scratch *s = bpf_map_lookup_elem(&cookie_scratch, &zero);
-	const struct sluice_config *mode_cfg = bpf_map_lookup_elem(&config, &zero);
+	const struct sluice_config *cfg = bpf_map_lookup_elem(&config, &zero);
 	const __u8 *l3 = data;
 	int unfit = 0;
 
-	if (!s || !mode_cfg)
+	if (!s || !cfg)
 		return SLUICE_COOKIE_GO_ON; /* cannot happen: one-element arrays */
 	/* Cookies off (or a dry run, which never sends one): only the SYN-ACK
 	 * of a connection the host opens is this path's; every other frame goes
 	 * on as if the path were not here. */
-	int replies_only = mode_cfg->cookie_mode == SLUICE_COOKIES_OFF || settings.dry_run;
+	int replies_only = cfg->cookie_mode == SLUICE_COOKIES_OFF || settings.dry_run;
 	s->hash = hash;
 	s->now = now;
 	s->frame_len = (__u32)(end - data);
@@ -160,7 +194,7 @@ __noinline __u32 sluice_cookie(struct xdp_md *ctx, __u64 hash, __u64 now, __u32 
 	 * comes to the ephemeral port of a connect(): looked up whatever. */
 	if (!synack && !port_listened(sluice_be16_at(th + 2)))
 		return SLUICE_COOKIE_GO_ON;
-	if (ack && mode_cfg->cookie_acks_unlooked) {
+	if (ack && cfg->cookie_acks_unlooked) {
 		/* Packet pointers: both headers were checked whole above. */
 		long r = is_v6 ? bpf_tcp_raw_check_syncookie_ipv6((struct ipv6hdr *)l3, (struct tcphdr *)th)
 			       : bpf_tcp_raw_check_syncookie_ipv4((struct iphdr *)l3, (struct tcphdr *)th);
@@ -170,19 +204,23 @@ __noinline __u32 sluice_cookie(struct xdp_md *ctx, __u64 hash, __u64 now, __u32 
 		s->is_v6 = is_v6;
 		return cookie_proved(s);
 	}
-	/* A SYN: the budget asked before the lookup. Its token is taken only
-	 * once the kernel made the cookie (one CPU's bucket, one frame at a
-	 * time on it: the token seen here is still there to take then). */
+	/* A SYN: the budget and the network's bound asked before the lookup.
+	 * The budget's token is taken only once the kernel made the cookie (one
+	 * CPU's bucket, one frame at a time on it: the token seen here is still
+	 * there to take then); the network's likewise, by dest_take. */
 	struct sluice_slot *b = 0;
 	__u64 paid = 0;
 
 	if (syn) {
 		b = bpf_map_lookup_elem(&cookie_budget, &zero);
-		paid = b ? sluice_take1(b->empty_at, now, mode_cfg->cookie_cost_ns,
-					mode_cfg->cookie_burst * mode_cfg->cookie_cost_ns)
+		paid = b ? sluice_take1(b->empty_at, now, cfg->cookie_cost_ns,
+					cfg->cookie_burst * cfg->cookie_cost_ns)
 			 : 0;
 		if (!paid)
 			return SLUICE_DROP_COOKIE_BUDGET;
+		s->dest_slot = COOKIE_DEST_UNASKED;
+		if (cfg->cookie_dest_cost_ns && !dest_token_seen(s, is_v6, cfg))
+			return SLUICE_DROP_COOKIE_REFLECT;
 	}
 
 	struct bpf_sock_tuple *t = &s->tuple;
@@ -219,9 +257,7 @@ __noinline __u32 sluice_cookie(struct xdp_md *ctx, __u64 hash, __u64 now, __u32 
 		bpf_sk_release(sk);
 		return ours ? SLUICE_REPLY : SLUICE_COOKIE_GO_ON;
 	}
-	const struct sluice_config *cfg = bpf_map_lookup_elem(&config, &zero);
-
-	if (sk->state != BPF_TCP_LISTEN || !cfg) {
+	if (sk->state != BPF_TCP_LISTEN) {
 		bpf_sk_release(sk);
 		return SLUICE_COOKIE_GO_ON;
 	}
@@ -238,12 +274,14 @@ __noinline __u32 sluice_cookie(struct xdp_md *ctx, __u64 hash, __u64 now, __u32 
 			return SLUICE_DROP_COOKIE;
 		return cookie_proved(s);
 	}
-	/* A SYN, its budget's token seen above */
+	/* A SYN, its budget's and its network's tokens seen above */
 	__s64 cookie = bpf_tcp_gen_syncookie(sk, s->ip, (s->is_v6 ? 40 : 20), (struct tcphdr *)s->th, scratch_tcp_len(s));
 
 	bpf_sk_release(sk);
 	if (cookie < 0)
 		return SLUICE_COOKIE_GO_ON;
+	if (s->dest_slot != COOKIE_DEST_UNASKED && !dest_take(s, cfg))
+		return SLUICE_DROP_COOKIE_REFLECT;
 	if (b)
 		b->empty_at = paid; /* always: a SYN has its budget */
 

@@ -154,6 +154,16 @@ struct {
 	__type(value, struct sluice_slot);
 } cookie_budget SEC(".maps");
 
+/* The per-destination SYN-ACK bound (sluice_abi.h, SLUICE_COOKIE_DEST_SLOTS):
+ * a bucket per slot of the SYN's source network, shared by the CPUs
+ * (compare-and-swap, bucket.h's sluice_admit1). */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, SLUICE_COOKIE_DEST_SLOTS);
+	__type(key, __u32);
+	__type(value, struct sluice_slot);
+} cookie_dest SEC(".maps");
+
 /* TCP ports that have had a listener (sluice_abi.h, "The listen_ports map"). */
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
@@ -182,6 +192,7 @@ struct cookie_scratch {
 	__u64 hash, now;
 	__u32 l3_off, ip_len, is_v6, ack;
 	__u32 frame_len; /* the SYN's */
+	__u32 dest_slot; /* the SYN's cookie_dest slot (sluice_dest_slot) */
 	__u64 kept[2];   /* a proved source as its standing record keeps it */
 };
 

@@ -47,6 +47,7 @@
  *                  with a SYN cookie and the ACK bringing one back proved
  *                  (sluice_cookie: cookie_sent, XDP_TX; cookie_proved and
  *                  standing; drop_cookie, drop_cookie_budget,
+ *                  drop_cookie_reflect,
  *                  drop_cookie_unfit); anything else: the newcomer budget
  *                  (one bucket per CPU, read before any slot, so a shed frame
  *                  pays no CAS): empty -> drop_shed; else the slot pair, and

@@ -41,8 +41,12 @@
  *    each local user's second grant bucket (grant_quota's upper half,
  *    config.grant_total_cost_ns and grant_max).
  * 13: tenure: config.standing_newer_share_cost_ns and standing_tenure_tick,
- *    the share of sources granted after the tenure line. */
-#define SLUICE_LAYOUT_VERSION 13
+ *    the share of sources granted after the tenure line.
+ * 14: the per-destination SYN-ACK bound: the cookie_dest map, config's
+ *    cookie_dest_cost_ns and cookie_dest_burst (the former _pad3 and _pad4)
+ *    and cookie_dest_pps (the former _pad1), the "drop_cookie_reflect"
+ *    outcome. */
+#define SLUICE_LAYOUT_VERSION 14
 
 /* Table size bounds. The slot table is a BPF_MAP_TYPE_ARRAY whose size is a
  * power of two fixed at load: the index is (hash & (slots - 1)). */
@@ -104,7 +108,8 @@ enum sluice_breaker_state {
 	X(SLUICE_DROP_COOKIE, 16, "drop_cookie", dropped) /* IP, an ACK to a listener from a source without standing, its cookie forged or stale */ \
 	X(SLUICE_DROP_COOKIE_BUDGET, 17, "drop_cookie_budget", dropped) /* IP, a SYN a cookie would answer, the cookie budget spent */ \
 	X(SLUICE_DROP_COOKIE_UNFIT, 18, "drop_cookie_unfit", dropped) /* IP, TCP without standing the cookie path cannot answer (IPv4 options, IPv6 extension headers, fragments, a cut header) */ \
-	X(SLUICE_REPLY, 19, "reply", admitted) /* IP, shedding, no standing: a SYN-ACK to a local socket's own SYN (a connection the host is opening) */
+	X(SLUICE_REPLY, 19, "reply", admitted) /* IP, shedding, no standing: a SYN-ACK to a local socket's own SYN (a connection the host is opening) */ \
+	X(SLUICE_DROP_COOKIE_REFLECT, 20, "drop_cookie_reflect", dropped) /* IP, a SYN a cookie would answer, the SYN-ACK bound of its source's /24 or /48 spent */
 
 #define SLUICE_OUTCOME_ENUMERATOR(sym, value, name, verdict) sym = value,
 #define SLUICE_OUTCOME_ONE(sym, value, name, verdict) +1
@@ -182,7 +187,7 @@ struct sluice_config {
 	__u64 breaker_since_ns;  /* CLOCK_REALTIME of the last transition */
 	__u64 valve_since_ns;    /* CLOCK_REALTIME of the valve's last move */
 	__u32 breaker_manual;    /* 1: tripped by an operator, recovery is manual */
-	__u32 _pad1;
+	__u32 cookie_dest_pps;   /* the per-destination SYN-ACK bound as asked (0: none) */
 	__u64 generation;        /* bumped on every write */
 	__u64 cookie_pps;        /* the cookie budget as asked, all CPUs together */
 	__u64 cookie_burst_total; /* likewise for cookie_burst */
@@ -218,7 +223,11 @@ struct sluice_config {
 	/* Read by the program: the entries one /24 or /48 may hold (prefix_count,
 	 * --standing-prefix-quota); 0: no quota. */
 	__u32 prefix_quota;
-	__u32 _pad3;
+	/* Read by the program: the SYN-ACKs toward one network (the SYN's
+	 * source /24 or /48), all CPUs together, a bucket per cookie_dest slot
+	 * (docs/architecture.md, "SYN cookies"): one per this many ns (<= 1e9:
+	 * at least one a second), cookie_dest_burst at most; 0: no such bound. */
+	__u32 cookie_dest_cost_ns;
 	/* Read by the program: "so many in all" per local user. A second bucket
 	 * per user (grant_quota's upper half) holds grant_max UDP grants and
 	 * refills them over the lapse time: 1e9 x lapse / grant_max ns a grant
@@ -238,7 +247,7 @@ struct sluice_config {
 	 * first, the newer share what they left. 0: one share for all. */
 	__u64 standing_newer_share_cost_ns;
 	__u32 standing_tenure_tick; /* the line, modulo 2^28 as record[w]'s tick */
-	__u32 _pad4;
+	__u32 cookie_dest_burst;    /* read by the program: cookie_dest_cost_ns's burst, >= 1 when it is set */
 	/* bookkeeping, not read by the program */
 	__u64 standing_newer_share_pps; /* the newer sources' level as computed (0: none) */
 };
@@ -280,6 +289,22 @@ static inline __u64 sluice_listen_port_bit(__u32 port)
 {
 	return 1ull << (port % SLUICE_LISTEN_PORT_BITS);
 }
+
+/*
+ * The per-destination SYN-ACK bound (the cookie_dest map; docs/
+ * architecture.md, "SYN cookies"): a SYN-ACK goes to its SYN's source, which
+ * a spoofed flood chooses, so the global cookie budget alone would let a
+ * flood naming one victim reflect all of it there. One token bucket
+ * (struct sluice_slot) per slot, shared by the CPUs (compare-and-swap), the
+ * slot the keyed SipHash of the SYN's source /24 (IPv4) or /48 (IPv6)
+ * (source_key.h, sluice_dest_slot): an attacker cannot aim its networks at
+ * another's slot. Networks that share a slot share one bound: a collision
+ * only makes the bound stricter for them. 65,536 slots (512 KiB): a flood
+ * from random sources that the global budget lets through (1,000,000 a
+ * second by default) puts about 15 SYNs a second on each slot, far under the
+ * bound, so only a flood that names few networks meets it.
+ */
+#define SLUICE_COOKIE_DEST_SLOTS 65536u
 
 /* config.cookie_flags: what the host's sysctls (in the program's network
  * namespace) let a SYN-ACK offer; sluiced reads them when it arms cookies. */
@@ -742,6 +767,7 @@ struct sluice_observed_set {
 #define SLUICE_PIN_GRANT_QUOTA "grant_quota"
 #define SLUICE_PIN_OWN_ADDRS "own_addrs"
 #define SLUICE_PIN_PREFIX_COUNT "prefix_count"
+#define SLUICE_PIN_COOKIE_DEST "cookie_dest"
 /* The standing feeders' bpf_links on the cgroup v2 root. */
 #define SLUICE_PIN_SOCKOPS_LINK "sockops_link"
 #define SLUICE_PIN_CONNECT4_LINK "connect4_link"

@@ -125,4 +125,21 @@ static inline struct sluice_slot_pair sluice_slots_of(__u64 hash, __u32 slot_mas
 	return s;
 }
 
+/* The cookie_dest slot (sluice_abi.h, SLUICE_COOKIE_DEST_SLOTS) of the
+ * network a SYN-ACK goes to: the SYN's source, unmasked as parsed, to its /24
+ * (IPv4) or /48 (IPv6), hashed with the key's first word turned, so that a
+ * network's slot tells nothing of a source's. 4 bytes for IPv4 and 16 for
+ * IPv6, as sluice_source_hash: the families never share an input. */
+static inline __u32 sluice_dest_slot(const __u64 key[2], const struct sluice_source *src, int is_v6)
+{
+	__u64 dkey[2] = { key[0] ^ 0x7265666c656374ull /* "reflect" */, key[1] };
+	__u64 h;
+
+	if (is_v6)
+		h = sluice_siphash_16(dkey, sluice_mask_word(src->w[0], 48), 0, SLUICE_SIPHASH_C, SLUICE_SIPHASH_D);
+	else
+		h = sluice_siphash_4(dkey, sluice_mask_v4((__u32)src->w[0], 24), SLUICE_SIPHASH_C, SLUICE_SIPHASH_D);
+	return (__u32)h & (SLUICE_COOKIE_DEST_SLOTS - 1);
+}
+
 #endif /* SLUICE_SOURCE_KEY_H */

@@ -173,6 +173,10 @@ void cookie_rows(Table &block, const json &c)
 	block.row({"cookie budget", c.at("pps").get<uint64_t>() == 0
 					    ? std::string("none (every cookie SYN is shed)")
 					    : text_of(c.at("pps")) + " SYN-ACKs/s, burst " + text_of(c.at("burst"))})
+		.row({"cookies per network", c.value("dest_pps", uint64_t{0}) == 0
+						   ? std::string("no bound (--cookie-dest-pps 0)")
+						   : text_of(c.at("dest_pps")) + " SYN-ACKs/s toward one /24 or /48, burst " +
+							     text_of(c.at("dest_burst"))})
 		.row({"SYN-ACK offers", offer});
 	std::string sysctls;
 	for (const auto &[name, v] : c.at("sysctls").items()) {

@@ -98,6 +98,7 @@ BudgetAsk ManagedInterface::asked_budgets(const DaemonOptions &opts, const sluic
 	ask.standing_burst = opts.standing_burst;
 	ask.newcomer_pps = newcomer_pps_asked(opts, cpus_);
 	ask.cookie_pps = opts.cookie_pps;
+	ask.cookie_dest_pps = opts.cookie_dest_pps;
 	ask.grant_rate_per_s = opts.grant_rate_per_s;
 	ask.grant_burst = opts.grant_burst;
 	ask.prefix_quota = opts.standing_prefix_quota;

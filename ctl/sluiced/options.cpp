@@ -291,6 +291,7 @@ Result<ParsedOptions> parse_daemon_options(int argc, const char *const *argv)
 	int64_t standing_burst = static_cast<int64_t>(o.standing_burst);
 	int64_t newcomer_pps = -1, observe_periods = o.load.observe_periods;
 	int64_t cookie_pps = static_cast<int64_t>(o.cookie_pps);
+	int64_t cookie_dest_pps = static_cast<int64_t>(o.cookie_dest_pps);
 	int64_t standing_pps = static_cast<int64_t>(o.standing_capacity_pps);
 	int64_t grant_rate = static_cast<int64_t>(o.grant_rate_per_s), grant_burst = static_cast<int64_t>(o.grant_burst);
 	int64_t grant_max = static_cast<int64_t>(o.grant_max);
@@ -339,6 +340,7 @@ Result<ParsedOptions> parse_daemon_options(int argc, const char *const *argv)
 		("newcomer-pps", po::value(&newcomer_pps), "while shedding, the pps the sources without standing share, all CPUs together (default: --trip-pps / 10; 0: none)")
 		("cookies", po::value(&cookies)->default_value(cookies), "answer a TCP SYN from a source without standing to a listening port with a SYN cookie from XDP: shedding (while the breaker sheds), always, off (the newcomer budget alone)")
 		("cookie-pps", po::value(&cookie_pps)->default_value(cookie_pps), "SYN-ACKs a second the program may send, all CPUs together (a ceiling on reflection; 0: none, cookie SYNs are shed)")
+		("cookie-dest-pps", po::value(&cookie_dest_pps)->default_value(cookie_dest_pps), "SYN-ACKs a second the program may send toward one /24 or /48 (the SYN's source network), all CPUs together (a ceiling on reflection toward one victim; 0: no such bound)")
 		("observe-periods", po::value(&observe_periods)->default_value(observe_periods), "grant standing to a source admitted while serving in this many distinct ticks of ~1.07 s (0: off; at most 255)")
 		("no-standing", po::bool_switch(&o.no_standing), "attach no standing feeders and grant none at start: shedding admits only the allowlist and the newcomer budget")
 		("feeder-cgroup", po::value(&o.feeder_cgroup), "the cgroup v2 directory whose sockets grant standing (its descendants too); default: the hierarchy's root, every socket of the host")
@@ -544,6 +546,9 @@ Result<ParsedOptions> parse_daemon_options(int argc, const char *const *argv)
 			return std::unexpected(ok.error());
 		o.cookie_pps = static_cast<uint64_t>(cookie_pps);
 	}
+	if (auto ok = named("--cookie-dest-pps", check_cookie_dest_pps(cookie_dest_pps)); !ok)
+		return std::unexpected(ok.error());
+	o.cookie_dest_pps = static_cast<uint64_t>(cookie_dest_pps);
 	if (auto ok = named("--audit-slots", check_audit_slots(audit)); !ok)
 		return std::unexpected(ok.error());
 	o.audit_per_period = static_cast<uint32_t>(audit);

@@ -42,6 +42,7 @@ struct DaemonOptions {
 	// adopted pins too.
 	sluice_cookie_mode cookie_mode = defaults::kCookieMode;
 	uint64_t cookie_pps = defaults::kCookiePps;
+	uint64_t cookie_dest_pps = defaults::kCookieDestPps;
 	// --no-standing: no feeders attached, no grants for the connections found
 	// at start; the table stays empty, shedding admits the allowlist and the
 	// newcomer budget only.

@@ -57,6 +57,7 @@ PATHS = (("syn", "a SYN to a listener from a source without standing: the SYN-AC
          ("ack", "a forged ACK to a listener: the kernel's cookie check fails (drop_cookie)"),
          ("shed", "the same SYN with --cookies off, shedding, no newcomer budget (drop_shed)"),
          ("syn_spent", "the same SYN past a spent cookie budget (drop_cookie_budget)"),
+         ("syn_reflect", "the same SYN past its /24's spent per-destination bound (drop_cookie_reflect)"),
          ("ack_lookup", "the forged ACK as sluiced without its standing feeders checks it: the listener lookup "
                         "first (drop_cookie)"),
          ("drop", "figure 1's drop path: 64-byte UDP over its limit (drop_rate)"))
@@ -422,8 +423,8 @@ def measure_cost(lab, rows, detail):
         common = (f"{label}; BPF_PROG_TEST_RUN, repeat {repeat:,}, median of {rounds} rounds, in a network namespace "
                   f"of the bench's own (a listener on port 8080, tcp_syncookies = 2 there); behind the "
                   f"restore-frame wrapper, whose own {wrapper:.1f} ns is taken off")
-        for n, base in (("syn", "shed"), ("ack", "shed"), ("syn_spent", "shed"), ("ack_lookup", "shed"),
-                        ("syn", "drop"), ("ack", "drop")):
+        for n, base in (("syn", "shed"), ("ack", "shed"), ("syn_spent", "shed"), ("syn_reflect", "shed"),
+                        ("ack_lookup", "shed"), ("syn", "drop"), ("ack", "drop")):
             floor = {"ack": ("<=", 1.5), "syn_spent": ("<=", 1.2)}.get(n) if base == "shed" else None
             rows.add(f"cookies_cost_{fam}_{n}_vs_{base}", "ns/packet", net[n], net[base],
                      f"sluice, {'shed SYN' if base == 'shed' else 'drop path'}", floor=floor,

@@ -803,6 +803,112 @@ TEST(Cookie, TheCookieBudgetBoundsEachCpu)
 	EXPECT_EQ(c.total_packets(), kN * cpus.size()) << c.str();
 }
 
+// The per-destination SYN-ACK bound (issue 29 item 4): SYNs whose source is
+// in one /24 (a spoofed flood naming one victim network) get at most the
+// network's burst + its refill over the run of SYN-ACKs, from both CPUs
+// together (one bucket the CPUs share); the rest are drop_cookie_reflect,
+// paying nothing of the cookie budget. Another host of the same /24, and one
+// of the same /48 in another /64, are refused too; a SYN from another /24,
+// and an IPv6 one (the families never share a slot), still get their cookies.
+TEST(Cookie, TheSynAcksTowardOneNetworkAreBoundedByItsBucket)
+{
+	SLUICE_REQUIRE_COOKIE_NETNS();
+	constexpr std::uint64_t kB = 5, kN = 24, kCost = SLUICE_NSEC_PER_SEC; // a token a second
+	Options o = cookie_options();
+	o.config.cookie_dest_cost_ns = std::uint32_t(kCost);
+	o.config.cookie_dest_burst = std::uint32_t(kB);
+	SLUICE_LOAD_OR_FAIL(s, o);
+	auto slot4 = [&](const char *a) {
+		sluice_source src = source_of(ip4(a));
+		return sluice_dest_slot(s.options().key, &src, 0);
+	};
+	auto slot6 = [&](const char *a) {
+		sluice_source src = source_of(ip6(a));
+		return sluice_dest_slot(s.options().key, &src, 1);
+	};
+	// One slot per network: the /24's hosts share one, as the /48's do.
+	ASSERT_EQ(slot4("198.18.11.1"), slot4("198.18.11.254"));
+	ASSERT_EQ(slot6("2001:2::1"), slot6("2001:2:0:ffff::1"));
+	// The fixed test key: the networks the test calls "another" do not share the victim's slot.
+	ASSERT_NE(slot4("198.18.11.1"), slot4("198.18.12.1"));
+	ASSERT_NE(slot4("198.18.11.1"), slot6("2001:2::1"));
+
+	cpu_set_t was;
+	ASSERT_EQ(sched_getaffinity(0, sizeof(was), &was), 0);
+	std::vector<int> cpus;
+	for (int i = 0; i < CPU_SETSIZE && cpus.size() < 2; i++)
+		if (CPU_ISSET(i, &was))
+			cpus.push_back(i);
+	ASSERT_GE(cpus.size(), 1u);
+	std::uint64_t tx = 0, dropped = 0;
+	std::uint64_t c0 = coarse_ns();
+	for (std::uint64_t i = 0; i < kN; i++) {
+		cpu_set_t one;
+		CPU_ZERO(&one);
+		CPU_SET(cpus[i % cpus.size()], &one); // the victim's SYNs over both CPUs
+		ASSERT_EQ(sched_setaffinity(0, sizeof(one), &one), 0);
+		Client c = client4("198.18.11.1", 0x01020304, std::uint16_t(41000 + i));
+		c.src4 = ip4_plus(ip4("198.18.11.1"), std::uint32_t(i)); // spoofed hosts of one /24
+		RunResult r = s.run(frame_of(c, c.syn));
+		ASSERT_EQ(r.err, 0);
+		tx += r.retval == XDP_TX;
+		dropped += r.retval == XDP_DROP;
+	}
+	std::uint64_t c1 = coarse_ns();
+	ASSERT_EQ(sched_setaffinity(0, sizeof(was), &was), 0);
+	// The bucket starts full (a zeroed slot); the program's clock is the
+	// coarse one, bracketed by c0 and c1.
+	std::uint64_t most = kB + (c1 - c0) / kCost;
+	std::printf("COOKIE DEST: %llu SYNs from one /24 on %zu CPU(s) in %.3f s: %llu answered (at most %llu)\n",
+		    (unsigned long long)kN, cpus.size(), double(c1 - c0) / 1e9, (unsigned long long)tx,
+		    (unsigned long long)most);
+	EXPECT_GE(tx, kB);
+	EXPECT_LE(tx, most);
+	EXPECT_EQ(tx + dropped, kN);
+	Counters k = s.counters();
+	EXPECT_EQ(k.packets(SLUICE_COOKIE_SENT), tx) << k.str();
+	EXPECT_EQ(k.packets(SLUICE_DROP_COOKIE_REFLECT), kN - tx) << k.str();
+	EXPECT_EQ(k.total_packets(), kN) << k.str();
+
+	// The /24's last host too; the visitor of another /24 and an IPv6 one answered.
+	if (coarse_ns() - c0 < kCost) { // no token refilled yet: exact
+		Client same = client4("198.18.11.254");
+		EXPECT_VERDICT(s, frame_of(same, same.syn), XDP_DROP);
+		EXPECT_EQ(s.counters().packets(SLUICE_DROP_COOKIE_REFLECT), kN - tx + 1) << s.counters().str();
+	}
+	EXPECT_TRUE(expect_synack(s, client4("198.18.12.1")).ok);
+	EXPECT_TRUE(expect_synack(s, client6("2001:2::1")).ok);
+
+	// The /48: its burst spent from one /64, another /64 of it is refused.
+	std::uint64_t c6 = coarse_ns();
+	for (std::uint64_t i = 1; i < kB; i++) { // 2001:2::1 took one token above
+		Client c = client6("2001:2::1", 0x05060708, std::uint16_t(42000 + i));
+		EXPECT_VERDICT(s, frame_of(c, c.syn), XDP_TX);
+	}
+	if (coarse_ns() - c6 < kCost) {
+		Client other64 = client6("2001:2:0:ffff::1");
+		Counters before = s.counters();
+		EXPECT_VERDICT(s, frame_of(other64, other64.syn), XDP_DROP);
+		EXPECT_EQ(s.counters().packets(SLUICE_DROP_COOKIE_REFLECT),
+			  before.packets(SLUICE_DROP_COOKIE_REFLECT) + 1)
+			<< s.counters().str();
+	}
+}
+
+// With the bound off (cookie_dest_cost_ns 0, --cookie-dest-pps 0) a /24 is
+// held by the cookie budget alone.
+TEST(Cookie, WithoutThePerDestinationBoundOneNetworkHasTheWholeBudget)
+{
+	SLUICE_REQUIRE_COOKIE_NETNS();
+	SLUICE_LOAD_OR_FAIL(s, cookie_options());
+	for (std::uint32_t i = 0; i < 20; i++) {
+		Client c = client4("198.18.11.1", 0x01020304, std::uint16_t(43000 + i));
+		c.src4 = ip4_plus(ip4("198.18.11.1"), i);
+		EXPECT_VERDICT(s, frame_of(c, c.syn), XDP_TX);
+	}
+	EXPECT_EQ(s.counters().packets(SLUICE_DROP_COOKIE_REFLECT), 0u) << s.counters().str();
+}
+
 // ------------------------------------------------------------------------ 5
 
 TEST(Cookie, ASynToNoListenerIsShedAsBefore)

@@ -101,6 +101,52 @@ TEST(Budgets, ConfigWithBudgetsSetsEveryBudgetAndItsBookkeeping)
 	EXPECT_EQ(c->newcomer_pps, 0u);
 }
 
+TEST(Budgets, ThePerDestinationBoundIsOneBucketTheCpusShare)
+{
+	// 1,000 a second: a token a millisecond, burst 0.1 s of it, whatever the CPUs.
+	SharedBucket b = cookie_dest_bucket(defaults::kCookieDestPps);
+	EXPECT_EQ(b.cost_ns, 1000000u);
+	EXPECT_EQ(b.burst, 100u);
+	// The cost rounds up (never faster than asked), the burst at least one.
+	EXPECT_EQ(cookie_dest_bucket(3).cost_ns, 333333334u);
+	EXPECT_EQ(cookie_dest_bucket(3).burst, 1u);
+	EXPECT_EQ(cookie_dest_bucket(1).cost_ns, SLUICE_NSEC_PER_SEC);
+	b = cookie_dest_bucket(kCookieDestPpsMax);
+	EXPECT_EQ(b.cost_ns, 100u);
+	EXPECT_EQ(b.burst, SLUICE_BURST_MAX);
+	EXPECT_TRUE(check_cookie_dest_bucket(b.cost_ns, b.burst).has_value());
+	b = cookie_dest_bucket(0);
+	EXPECT_EQ(b.cost_ns, 0u);
+	EXPECT_EQ(b.burst, 0u);
+	EXPECT_TRUE(check_cookie_dest_bucket(0, 0).has_value());
+
+	BudgetAsk ask;
+	ask.cookie_dest_pps = 200;
+	auto c = config_with_budgets(sluice_config{}, ask, 8);
+	ASSERT_TRUE(c.has_value()) << c.error().message;
+	EXPECT_EQ(c->cookie_dest_cost_ns, 5000000u);
+	EXPECT_EQ(c->cookie_dest_burst, 20u);
+	EXPECT_EQ(c->cookie_dest_pps, 200u);
+	EXPECT_EQ(budgets_of(*c).cookie_dest_pps, 200u);
+	ask.cookie_dest_pps = 0;
+	c = config_with_budgets(*c, ask, 8);
+	ASSERT_TRUE(c.has_value());
+	EXPECT_EQ(c->cookie_dest_cost_ns, 0u);
+	EXPECT_EQ(c->cookie_dest_burst, 0u);
+	EXPECT_EQ(c->cookie_dest_pps, 0u);
+
+	ask.cookie_dest_pps = kCookieDestPpsMax + 1;
+	c = config_with_budgets(sluice_config{}, ask, 8);
+	ASSERT_FALSE(c.has_value());
+	EXPECT_EQ(c.error().message, "per-destination SYN-ACK bound 10000001 is outside 0 (none) or 1..10000000");
+	EXPECT_FALSE(check_cookie_dest_pps(-1).has_value());
+	// The config as written: both 0, or a cost of a rate in bounds and a burst.
+	EXPECT_FALSE(check_cookie_dest_bucket(1000000, 0).has_value());
+	EXPECT_FALSE(check_cookie_dest_bucket(0, 100).has_value());
+	EXPECT_FALSE(check_cookie_dest_bucket(9, 100).has_value());
+	EXPECT_FALSE(check_cookie_dest_bucket(1000000, SLUICE_BURST_MAX + 1).has_value());
+}
+
 TEST(Budgets, ConfigWithBudgetsRefusesWhatIsOutOfBounds)
 {
 	auto refused_with = [](BudgetAsk ask, uint64_t cpus, const std::string &message) {

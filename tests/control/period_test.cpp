@@ -39,7 +39,7 @@ TEST(Period, IncomingIsEveryIpFrame)
 		c[k].packets = 1ull << k;
 	// passed, drop_rate, drop_shed, drop_deny, allowlisted, standing,
 	// newcomer, drop_valve, exempt, drop_class, drop_bytes, and the cookie
-	// path's five (a SYN answered is incoming too); not non-IP, malformed or
+	// path's (a SYN answered is incoming too); not non-IP, malformed or
 	// would-drop (which overlays the others).
 	EXPECT_EQ(incoming_of(c), (1ull << SLUICE_PASSED) + (1ull << SLUICE_DROP_RATE) + (1ull << SLUICE_DROP_SHED) +
 					  (1ull << SLUICE_DROP_DENY) + (1ull << SLUICE_ALLOWLISTED) +
@@ -48,7 +48,7 @@ TEST(Period, IncomingIsEveryIpFrame)
 					  (1ull << SLUICE_DROP_CLASS) + (1ull << SLUICE_DROP_BYTES) +
 					  (1ull << SLUICE_COOKIE_SENT) + (1ull << SLUICE_COOKIE_PROVED) + (1ull << SLUICE_REPLY) +
 					  (1ull << SLUICE_DROP_COOKIE) + (1ull << SLUICE_DROP_COOKIE_BUDGET) +
-					  (1ull << SLUICE_DROP_COOKIE_UNFIT));
+					  (1ull << SLUICE_DROP_COOKIE_UNFIT) + (1ull << SLUICE_DROP_COOKIE_REFLECT));
 }
 
 TEST(Period, AdmittedIsWhatTheBucketsAndBudgetsPassed)

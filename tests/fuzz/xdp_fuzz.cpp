@@ -43,7 +43,9 @@
 //     fragment, IPv6 extension headers before TCP or a cut TCP header ->
 //     drop_cookie_unfit; a SYN to port 80 -> cookie_sent (XDP_TX) or
 //     drop_cookie_budget, and only with a token of the cookie budget left or
-//     none (one CPU's bucket at most changes, within [0, burst]); an ACK to
+//     none (one CPU's bucket at most changes, within [0, burst]; the
+//     per-destination bound is off in every config here, so never
+//     drop_cookie_reflect: tests/bpf/cookie_test.cpp has it); an ACK to
 //     port 80 -> cookie_proved or drop_cookie; anything else as without
 //     cookies. A SYN-ACK sent is one frame, at most 8 bytes longer than the
 //     SYN, its Ethernet addresses, IP addresses and ports swapped, its VLAN
@@ -975,7 +977,7 @@ bool drop_outcome(std::uint32_t o)
 {
 	return o == SLUICE_DROP_RATE || o == SLUICE_DROP_SHED || o == SLUICE_DROP_DENY || o == SLUICE_MALFORMED ||
 	       o == SLUICE_DROP_VALVE || o == SLUICE_DROP_CLASS || o == SLUICE_DROP_BYTES || o == SLUICE_DROP_COOKIE ||
-	       o == SLUICE_DROP_COOKIE_BUDGET || o == SLUICE_DROP_COOKIE_UNFIT;
+	       o == SLUICE_DROP_COOKIE_BUDGET || o == SLUICE_DROP_COOKIE_UNFIT || o == SLUICE_DROP_COOKIE_REFLECT;
 }
 
 std::string hex(const std::uint8_t *p, std::size_t n)

@@ -352,6 +352,11 @@ class HostileCli(unittest.TestCase):
                 (["-i", IF, "--cookie-pps", "1e6"], 2, ["'1e6'", "--cookie-pps", "invalid"]),
                 (["-i", IF, "--cookie-pps", "lots"], 2, ["'lots'", "--cookie-pps", "invalid"]),
                 (["-i", IF, "--cookie-pps", ""], 2, ["--cookie-pps"]),
+                # the per-destination bound: 0 (none) or 1..1e7, whatever the CPUs
+                (["-i", IF, "--cookie-dest-pps", "-1"], 2, ["--cookie-dest-pps -1 is outside 0 (none) or 1..10000000"]),
+                (["-i", IF, "--cookie-dest-pps", "10000001"], 2, ["--cookie-dest-pps 10000001 is outside 0 (none) or 1..10000000"]),
+                (["-i", IF, "--cookie-dest-pps", "18446744073709551616"], 2, ["'18446744073709551616'", "--cookie-dest-pps", "invalid"]),
+                (["-i", IF, "--cookie-dest-pps", "1k"], 2, ["'1k'", "--cookie-dest-pps", "invalid"]),
                 # the policy file: refused whole, with its file:line:col, before anything is touched
                 (["-i", IF, "--policy", "/nonexistent/policy.yaml"], 2, ["/nonexistent/policy.yaml", "not_found"]),
                 (["-i", IF, "--policy", "/dev/null"], 2, ["/dev/null", "not_regular"]),
@@ -430,6 +435,7 @@ class HostileConfigFile(unittest.TestCase):
                 (with_file(good + f"cookie-pps = {pps_hi + 1}\n"), 2, [f"--cookie-pps {pps_hi + 1} is outside 0 (none) or"]),
                 (with_file(good + "cookie-pps = 1e6\n"), 2, ["'1e6'", "cookie-pps", "invalid"]),
                 (with_file(good + "cookie-pps = 18446744073709551616\n"), 2, ["'18446744073709551616'", "invalid"]),
+                (with_file(good + "cookie-dest-pps = 20000000\n"), 2, ["--cookie-dest-pps 20000000 is outside 0 (none) or 1..10000000"]),
             ]
             for path, want_rc, words in cases:
                 with self.subTest(config=path):

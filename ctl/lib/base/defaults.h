@@ -69,6 +69,21 @@ inline constexpr sluice_cookie_mode kCookieMode = SLUICE_COOKIES_SHEDDING;
 // uplink's headroom. Its burst: kNewcomerBurstMs of it, per CPU, as the
 // newcomer budget's.
 inline constexpr uint64_t kCookiePps = 1000000;
+// The SYN-ACKs toward one network (the SYN's source /24 or /48), all CPUs
+// together: a spoofed flood that names one victim gets at most this much of
+// the cookie budget sent there, where without it all of kCookiePps could go
+// to one network. 1,000 a second is 0.6 Mbit/s of SYN-ACKs (74 bytes each
+// for IPv4 with the usual options, 94 at most): the host is no reflector
+// worth the name toward any network, 1/1000 of the budget. Who needs more
+// from one network: only visitors without standing take this path (a client
+// that connected before has it), and 1,000 new ones a second from one /24,
+// even a carrier-grade NAT's (a few hundred subscribers an address), to one
+// host is far past what a site sees from one network; a SYN past it is
+// retransmitted 1 s later by its client, so a burst over it is delayed, not
+// refused. Its burst: kNewcomerBurstMs of it, as the cookie budget's (100).
+// 0: no such bound (a host whose visitors come from one network, a
+// company's own NAT, say, where the global budget is bound enough).
+inline constexpr uint64_t kCookieDestPps = 1000;
 // The cookie sysctls stay armed this long after shedding ends: an ACK of a
 // cookie sent just before is still decoded as it was made.
 inline constexpr double kCookieGraceS = 10;

@@ -292,6 +292,22 @@ Status check_per_cpu_bucket(std::string_view what, Given cost_ns, Given burst)
 	return {};
 }
 
+Status check_cookie_dest_pps(Given pps)
+{
+	if (!pps.negative() && (pps.magnitude() == 0 || pps.within(1, kCookieDestPpsMax)))
+		return {};
+	return invalid(pps.str() + " is outside 0 (none) or 1.." + text_of(kCookieDestPpsMax));
+}
+
+Status check_cookie_dest_bucket(Given cost_ns, Given burst)
+{
+	if (!cost_ns.negative() && !burst.negative() && cost_ns.magnitude() == 0 && burst.magnitude() == 0)
+		return {};
+	if (auto ok = check_cost_ns(cost_ns, "cookie_dest_cost_ns"); !ok)
+		return ok;
+	return within(burst, SLUICE_BURST_MIN, SLUICE_BURST_MAX, "cookie_dest_burst", Voice::invariant);
+}
+
 Status check_period_s(double seconds)
 {
 	return seconds_within(seconds, kPeriodMinS, kPeriodMaxS);

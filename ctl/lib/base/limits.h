@@ -119,6 +119,14 @@ uint64_t newcomer_pps_max(uint64_t cpus);
 // SLUICE_BURST_MIN..SLUICE_BURST_MAX.
 Status check_newcomer_bucket(Given cost_ns, Given burst);
 Status check_per_cpu_bucket(std::string_view what, Given cost_ns, Given burst); // "cookie": cookie_cost_ns, ...
+// --cookie-dest-pps: 0 (no bound) or 1..kCookieDestPpsMax, so that its
+// burst (kNewcomerBurstMs of it) stays within SLUICE_BURST_MAX.
+inline constexpr uint64_t kCookieDestPpsMax = 10000000;
+Status check_cookie_dest_pps(Given pps);
+// The per-destination bucket as the config holds it: both 0 (no bound), or
+// cookie_dest_cost_ns in 1e9 / SLUICE_RATE_MAX .. 1e9 and cookie_dest_burst
+// in SLUICE_BURST_MIN..SLUICE_BURST_MAX.
+Status check_cookie_dest_bucket(Given cost_ns, Given burst);
 
 // --- The daemon's tunables ---
 inline constexpr double kPeriodMinS = 0.01, kPeriodMaxS = 60;  // control period

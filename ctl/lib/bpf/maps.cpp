@@ -52,6 +52,8 @@ Status validate_config(const sluice_config &c)
 		return ok;
 	if (auto ok = check_per_cpu_bucket("cookie", c.cookie_cost_ns, c.cookie_burst); !ok)
 		return ok;
+	if (auto ok = check_cookie_dest_bucket(c.cookie_dest_cost_ns, c.cookie_dest_burst); !ok)
+		return ok;
 	if (c.cookie_mode >= SLUICE_COOKIE_MODES)
 		return refused("invariant cookie_mode < " + std::to_string(SLUICE_COOKIE_MODES) +
 			       " violated: rejected cookie_mode " + std::to_string(c.cookie_mode));

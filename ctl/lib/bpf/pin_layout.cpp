@@ -19,7 +19,7 @@ namespace {
 // Every LPM trie (lists, class prefixes) holds both policy sets.
 constexpr uint32_t kLpmEntries = SLUICE_POLICY_SETS * SLUICE_LIST_MAX_ENTRIES;
 
-const std::array<MapPin, 26> kMapPins{{
+const std::array<MapPin, 27> kMapPins{{
 	{SLUICE_PIN_SLOTS, &MapFds::slots, [](sluice_bpf *s) { return s->maps.slots; }, BPF_MAP_TYPE_ARRAY, 4,
 	 sizeof(sluice_slot), Entries::table_slots, 0},
 	{SLUICE_PIN_CONFIG, &MapFds::config, [](sluice_bpf *s) { return s->maps.config; }, BPF_MAP_TYPE_ARRAY, 4,
@@ -83,6 +83,9 @@ const std::array<MapPin, 26> kMapPins{{
 	// The per-prefix quota's counts, one per standing way's bit.
 	{SLUICE_PIN_PREFIX_COUNT, &MapFds::prefix_count, [](sluice_bpf *s) { return s->maps.prefix_count; },
 	 BPF_MAP_TYPE_ARRAY, 4, sizeof(__u32), Entries::quota_counts, 0},
+	// The per-destination SYN-ACK bound, a bucket per slot of a network.
+	{SLUICE_PIN_COOKIE_DEST, &MapFds::cookie_dest, [](sluice_bpf *s) { return s->maps.cookie_dest; },
+	 BPF_MAP_TYPE_ARRAY, 4, sizeof(sluice_slot), Entries::exact, SLUICE_COOKIE_DEST_SLOTS},
 }};
 
 const std::array<FeederPin, 5> kFeederPins{{

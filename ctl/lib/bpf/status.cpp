@@ -53,6 +53,8 @@ CookieStatus cookie_status(const sluice_config &cfg)
 	c.mode = cfg.cookie_mode < SLUICE_COOKIE_MODES ? sluice_cookie_mode(cfg.cookie_mode) : SLUICE_COOKIES_OFF;
 	c.pps = cfg.cookie_pps;
 	c.burst = cfg.cookie_burst_total;
+	c.dest_pps = cfg.cookie_dest_pps;
+	c.dest_burst = cfg.cookie_dest_burst;
 	c.mss4 = cfg.cookie_mss4;
 	c.mss6 = cfg.cookie_mss6;
 	c.wscale = cfg.cookie_wscale;

@@ -43,6 +43,7 @@ struct StandingStatus {
 struct CookieStatus {
 	sluice_cookie_mode mode = SLUICE_COOKIES_OFF;
 	uint64_t pps = 0, burst = 0;  // the cookie budget, all CPUs together
+	uint64_t dest_pps = 0, dest_burst = 0; // the per-destination bound (a /24 or /48); 0: none
 	uint32_t mss4 = 0, mss6 = 0, wscale = 0;
 	uint32_t flags = 0;           // SLUICE_COOKIE_TS | _SACK | _WSCALE
 	bool armed = false;           // sluiced changed the sysctls and has not put them back

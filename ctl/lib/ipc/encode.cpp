@@ -68,6 +68,8 @@ json encode(const CookieStatus &c)
 	return {{"mode", std::string(cookie_mode_name(c.mode))},
 		{"pps", c.pps},
 		{"burst", c.burst},
+		{"dest_pps", c.dest_pps},
+		{"dest_burst", c.dest_burst},
 		{"mss4", c.mss4},
 		{"mss6", c.mss6},
 		{"wscale", c.wscale},

@@ -9,8 +9,8 @@ namespace sluice {
 BudgetAsk budgets_of(const sluice_config &cfg)
 {
 	return BudgetAsk{cfg.rate_pps,       cfg.burst,      cfg.standing_rate_pps, cfg.standing_burst,
-			 cfg.newcomer_pps,   cfg.cookie_pps, cfg.grant_rate_per_s,  cfg.grant_burst,
-			 cfg.prefix_quota,   cfg.grant_max,  cfg.grant_window_s};
+			 cfg.newcomer_pps,   cfg.cookie_pps, cfg.cookie_dest_pps,   cfg.grant_rate_per_s,
+			 cfg.grant_burst,    cfg.prefix_quota, cfg.grant_max,       cfg.grant_window_s};
 }
 
 uint64_t cost_ns_for_rate(uint64_t rate_pps)
@@ -37,6 +37,15 @@ PerCpuBucket per_cpu_bucket(uint64_t pps, uint64_t cpus)
 			      burst_total};
 }
 
+SharedBucket cookie_dest_bucket(uint64_t pps)
+{
+	if (pps == 0)
+		return {};
+	// pps <= kCookieDestPpsMax (1e7): every product far below 2^64
+	return SharedBucket{ceil_div(SLUICE_NSEC_PER_SEC, pps),
+			    std::max<uint64_t>(1, ceil_div(pps * defaults::kNewcomerBurstMs, 1000))};
+}
+
 uint64_t default_newcomer_pps(uint64_t trip_pps, uint64_t cpus)
 {
 	uint64_t pps = trip_pps / defaults::kNewcomerShareDivisor;
@@ -59,6 +68,8 @@ Result<sluice_config> config_with_budgets(sluice_config cfg, const BudgetAsk &as
 		return std::unexpected(ok.error());
 	if (auto ok = named("cookie budget", check_per_cpu_pps(ask.cookie_pps, cpus, "cookie")); !ok)
 		return std::unexpected(ok.error());
+	if (auto ok = named("per-destination SYN-ACK bound", check_cookie_dest_pps(ask.cookie_dest_pps)); !ok)
+		return std::unexpected(ok.error());
 	if (auto ok = check_grant_rate(ask.grant_rate_per_s, Voice::invariant); !ok)
 		return std::unexpected(ok.error());
 	if (ask.grant_rate_per_s)
@@ -75,10 +86,13 @@ Result<sluice_config> config_with_budgets(sluice_config cfg, const BudgetAsk &as
 			return std::unexpected(ok.error());
 	PerCpuBucket nb = per_cpu_bucket(ask.newcomer_pps, cpus);
 	PerCpuBucket cb = per_cpu_bucket(ask.cookie_pps, cpus);
+	SharedBucket db = cookie_dest_bucket(ask.cookie_dest_pps);
 	// (hold for every pps checked above)
 	if (auto ok = check_per_cpu_bucket("newcomer", nb.cost_ns, nb.burst); !ok)
 		return std::unexpected(ok.error());
 	if (auto ok = check_per_cpu_bucket("cookie", cb.cost_ns, cb.burst); !ok)
+		return std::unexpected(ok.error());
+	if (auto ok = check_cookie_dest_bucket(db.cost_ns, db.burst); !ok)
 		return std::unexpected(ok.error());
 	cfg.cost_ns = cost_ns_for_rate(ask.rate_pps);
 	cfg.burst = ask.burst;
@@ -94,6 +108,10 @@ Result<sluice_config> config_with_budgets(sluice_config cfg, const BudgetAsk &as
 	cfg.cookie_burst = cb.burst;
 	cfg.cookie_pps = ask.cookie_pps;
 	cfg.cookie_burst_total = cb.burst_total;
+	// (1e9 and 1e6 at most: the config's 32-bit fields hold them)
+	cfg.cookie_dest_cost_ns = static_cast<uint32_t>(db.cost_ns);
+	cfg.cookie_dest_burst = static_cast<uint32_t>(db.burst);
+	cfg.cookie_dest_pps = static_cast<uint32_t>(ask.cookie_dest_pps);
 	cfg.grant_cost_ns = ask.grant_rate_per_s ? cost_ns_for_rate(ask.grant_rate_per_s) : 0;
 	cfg.grant_burst = ask.grant_burst;
 	cfg.grant_rate_per_s = ask.grant_rate_per_s;

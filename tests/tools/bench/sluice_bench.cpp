@@ -74,6 +74,9 @@
 //         shed    the same SYN with cookies off: drop_shed (no budget)
 //         syn_spent  the same SYN past a spent cookie budget:
 //                 drop_cookie_budget
+//         syn_reflect the same SYN past a spent per-destination bound
+//                 (its /24's or /48's): drop_cookie_reflect (the other
+//                 paths run with the bound in force, never spent)
 //         ack_lookup the forged ACK with config.cookie_acks_unlooked 0
 //                 (sluiced without its feeders): the listener lookup
 //                 first (the other paths run with it 1, as sluiced with
@@ -1259,7 +1262,8 @@ int cmd_cookie_cost(int argc, char **argv)
 
 	// Shedding, no newcomer budget; cookies while shedding (or off), a budget
 	// of a token a nanosecond and a burst of 1e9 (never spent here).
-	auto shedding = [&](Loaded &l, __u32 mode, bool budget_spent = false, bool acks_looked_up = false) {
+	auto shedding = [&](Loaded &l, __u32 mode, bool budget_spent = false, bool acks_looked_up = false,
+			    bool dest_spent = false) {
 		l.set_config(1000, 1000);
 		const uint16_t listening[] = {kPort}; // as sluiced marks its listeners
 		if (auto ok = sluice::ListenPorts(l.map_fd("listen_ports")).mark(listening); !ok)
@@ -1276,6 +1280,11 @@ int cmd_cookie_cost(int argc, char **argv)
 		// Spent: a burst of 0 never pays a token (syn_spent's budget).
 		c.cookie_cost_ns = 1;
 		c.cookie_burst = budget_spent ? 0 : 1000000000ull;
+		// The per-destination bound in force (its hash and token paid on
+		// every SYN), refilled faster than any run spends it; spent: a
+		// burst of 0 (syn_reflect's).
+		c.cookie_dest_cost_ns = dest_spent ? SLUICE_NSEC_PER_SEC : SLUICE_NSEC_PER_SEC / SLUICE_RATE_MAX;
+		c.cookie_dest_burst = dest_spent ? 0 : SLUICE_BURST_MAX;
 		c.cookie_mss4 = 1460;
 		c.cookie_mss6 = 1440;
 		c.cookie_wscale = 7;
@@ -1308,6 +1317,7 @@ int cmd_cookie_cost(int argc, char **argv)
 		reqsk = std::make_unique<Loaded>(o["reqsk-obj"], Loaded::SluiceSetup{});
 	Loaded cookies(o["obj"], Loaded::SluiceSetup{}), off(o["obj"], Loaded::SluiceSetup{}),
 		spent(o["obj"], Loaded::SluiceSetup{}), looked_up(o["obj"], Loaded::SluiceSetup{}),
+		reflect(o["obj"], Loaded::SluiceSetup{}),
 		over(o["obj"], Loaded::SluiceSetup{}),
 		xdp_drop(o["drop-obj"], Loaded::SluiceSetup{});
 	if (!cookies.sluice())
@@ -1316,6 +1326,7 @@ int cmd_cookie_cost(int argc, char **argv)
 	shedding(off, SLUICE_COOKIES_OFF);
 	shedding(spent, SLUICE_COOKIES_SHEDDING, true);
 	shedding(looked_up, SLUICE_COOKIES_SHEDDING, false, true);
+	shedding(reflect, SLUICE_COOKIES_SHEDDING, false, false, true);
 	over.set_config(1, 1);
 	test_run(over.prog_fd(), udp_f.v4, 4);
 	test_run(over.prog_fd(), udp_f.v6, 4);
@@ -1336,6 +1347,7 @@ int cmd_cookie_cost(int argc, char **argv)
 	paths.push_back({"shed", &off, &syn_f, true});
 	paths.push_back({"syn_spent", &spent, &syn_f, true});
 	paths.push_back({"ack_lookup", &looked_up, &ack_f, true});
+	paths.push_back({"syn_reflect", &reflect, &syn_f, true});
 	paths.push_back({"drop", &over, &udp_f, true});
 	paths.push_back({"xdp_drop", &xdp_drop, &syn_f, true});
 	paths.push_back({"xdp_drop_bare", &xdp_drop, &syn_f, false});
