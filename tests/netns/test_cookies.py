@@ -14,6 +14,11 @@ host has never seen (docs/architecture.md, "SYN cookies").
   from before, and puts those back when it exits.
 - --cookies off: the visitor meets the flood as before cookies (no SYN-ACK
   from the program; with no newcomer budget, no connection at all).
+- A spoofed SYN flood naming one victim /24 (its sources all in it) gets at
+  most --cookie-dest-pps x time + its burst SYN-ACKs sent toward it (counted
+  at the router, the window bracketed by the clock around the whole flood),
+  the rest drop_cookie_reflect, while never-seen visitors from another /24
+  still get their cookies and are served.
 - No XDP program on the veth's peer (the router's side): XDP_TX's SYN-ACKs
   could not leave, so sluiced keeps cookies off there (status says why and
   the fix, the sysctls stay as they were, cookie_sent stays 0 under the SYN
@@ -114,8 +119,29 @@ def delta(c2, c1, *names):
     return {n: c2[n] - c1[n] for n in names}
 
 
-OUTCOMES = ("cookie_sent", "cookie_proved", "drop_cookie", "drop_cookie_budget", "drop_cookie_unfit", "drop_shed",
-            "newcomer")
+OUTCOMES = ("cookie_sent", "cookie_proved", "drop_cookie", "drop_cookie_budget", "drop_cookie_unfit",
+            "drop_cookie_reflect", "drop_shed", "newcomer")
+# The victim of the reflection test: a /24 no other test uses (its SYN-ACKs
+# go nowhere past the router).
+VICTIM_NET = "198.19.140.0/24"
+
+
+def count_synacks_toward(tb, net):
+    """A counter in the router of the SYN-ACKs toward `net` that reach it
+    (the program's XDP_TX: they come in on the router's veth to the host);
+    returns a function that reads it."""
+    nft = ["nft"]
+    tb.exec("router", nft + ["add", "table", "ip", "reflect"])
+    tb.exec("router", nft + ["add", "counter", "ip", "reflect", "synacks"])
+    tb.exec("router", nft + ["add", "chain", "ip", "reflect", "pre",
+                             "{ type filter hook prerouting priority -300; }"])
+    tb.exec("router", nft + ["add", "rule", "ip", "reflect", "pre", "ip", "daddr", net, "tcp", "flags", "&",
+                             "(syn|ack)", "==", "syn|ack", "counter", "name", "synacks"])
+
+    def read():
+        out = json.loads(tb.exec("router", nft + ["-j", "list", "counter", "ip", "reflect", "synacks"]).stdout)
+        return next(o["counter"]["packets"] for o in out["nftables"] if "counter" in o)
+    return read
 
 
 class Cookies(unittest.TestCase):
@@ -254,6 +280,64 @@ class Cookies(unittest.TestCase):
                 self.assertEqual(seen["cookie_sent"], 0, seen)
                 self.assertEqual(v["ok"], 0, f"no newcomer budget, no cookies: no connection, as before: {v}")
                 self.assertGreater(seen["drop_shed"], 1000, seen)
+            finally:
+                http.stop()
+
+    def test_a_spoofed_syn_flood_naming_one_victim_gets_at_most_the_bound_toward_it(self):
+        dest_pps, dest_burst = 200, 20  # its burst: 0.1 s of it, as the cookie budget's
+        with Testbed("cook5") as tb:
+            visitor = visitor_net()
+            add_visitors(tb, visitor)
+            synacks = count_synacks_toward(tb, VICTIM_NET)
+            # The host's stack sends the victim nothing (its SYNs pass to the
+            # listener while serving): every SYN-ACK the router counts is the
+            # program's, which XDP_TX sends whatever the routes.
+            tb.exec("host", ["ip", "route", "add", "blackhole", VICTIM_NET])
+            http = start_http(tb)
+            try:
+                with Daemon(tb, *DAEMON_ARGS, "--cookie-dest-pps", str(dest_pps)):
+                    st = iface_status(tb)["cookies"]
+                    self.assertEqual((st["dest_pps"], st["dest_burst"]), (dest_pps, dest_burst), st)
+                    before = synacks()
+                    # The window: from before the generator starts to after
+                    # the counter is read, once every frame it sent was seen.
+                    t0 = time.monotonic()
+                    flood = Traffic(tb.inject_ns, "flood", "--iface", tb.inject_if, "--dst-mac", tb.inject_dst_mac,
+                                    "--dst", tb.host_ip4, "--sources", 254, "--src-base",
+                                    VICTIM_NET.split("/")[0][:-1] + "1", "--syn", "--port", HTTP_PORT,
+                                    "--pps", FLOOD_PPS, "--duration", 120)
+                    with flood:
+                        self.shedding_under_flood(tb, None, flood)
+                        t_shed = time.monotonic()
+                        c1 = counters(tb)
+                        v = visits(tb, visitor, 20, each_new=True)
+                        c2 = counters(tb)
+                        time.sleep(max(0.0, 4.0 - (time.monotonic() - t_shed)))  # at least 4 s of shedding
+                        flood_alive = flood.running()
+                        t_stop = time.monotonic()
+                        flood.stop()
+                        fr = flood.result()
+                    c_flood = counters(tb)
+                    time.sleep(0.2)  # the last frames through the veth's NAPI poll
+                    got = synacks() - before
+                    t1 = time.monotonic()
+                seen = delta(c2, c1, *OUTCOMES)
+                most = dest_burst + dest_pps * (t1 - t0)
+                least = dest_pps * (t_stop - t_shed) / 4
+                report("5 a flood naming one victim /24", synacks_toward_victim=got, at_most=round(most),
+                       at_least=round(least), window_s=round(t1 - t0, 3), shedding_s=round(t_stop - t_shed, 3),
+                       flood_sent=fr["sent"], flood_pps=fr["pps"], visitors=v["attempted"], ok=v["ok"],
+                       reflect_shedding=c_flood["drop_cookie_reflect"] - c1["drop_cookie_reflect"], **seen)
+                self.assertTrue(flood_alive, "the flood ran throughout")
+                self.assertLessEqual(got, most, "SYN-ACKs toward the victim within its bound x time + burst")
+                self.assertGreaterEqual(got, least, "the victim's SYNs were answered up to the bound")
+                # (over the shedding, not the visits alone: 20 visits can take
+                # a few tens of milliseconds)
+                self.assertGreater(c_flood["drop_cookie_reflect"] - c1["drop_cookie_reflect"], 1000,
+                                   f"the rest of the flood refused: {c_flood}")
+                self.assertGreaterEqual(v["ok"], 19, f"visitors from another /24 still served: {v}")
+                self.assertGreaterEqual(seen["cookie_proved"], v["ok"], f"each by its cookie: {seen}")
+                self.assertEqual(seen["newcomer"], 0, seen)
             finally:
                 http.stop()
 
