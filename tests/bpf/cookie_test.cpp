@@ -752,6 +752,16 @@ TEST(Cookie, AnAckOfAConnectionTheHostHasGoesOnOnlyWithoutTheFeeders)
 
 // ------------------------------------------------------------------------ 4
 
+// The first two CPUs of an affinity mask (one on a one-CPU machine).
+static std::vector<int> two_cpus_of(const cpu_set_t &mask)
+{
+	std::vector<int> cpus;
+	for (int i = 0; i < CPU_SETSIZE && cpus.size() < 2; i++)
+		if (CPU_ISSET(i, &mask))
+			cpus.push_back(i);
+	return cpus;
+}
+
 TEST(Cookie, TheCookieBudgetBoundsEachCpu)
 {
 	SLUICE_REQUIRE_COOKIE_NETNS();
@@ -760,10 +770,7 @@ TEST(Cookie, TheCookieBudgetBoundsEachCpu)
 
 	cpu_set_t was;
 	ASSERT_EQ(sched_getaffinity(0, sizeof(was), &was), 0);
-	std::vector<int> cpus;
-	for (int i = 0; i < CPU_SETSIZE && cpus.size() < 2; i++)
-		if (CPU_ISSET(i, &was))
-			cpus.push_back(i);
+	std::vector<int> cpus = two_cpus_of(was);
 	ASSERT_GE(cpus.size(), 1u);
 	if (cpus.size() < 2)
 		std::printf("COOKIE BUDGET: one CPU only: the second CPU's share not measured\n");
@@ -835,10 +842,7 @@ TEST(Cookie, TheSynAcksTowardOneNetworkAreBoundedByItsBucket)
 
 	cpu_set_t was;
 	ASSERT_EQ(sched_getaffinity(0, sizeof(was), &was), 0);
-	std::vector<int> cpus;
-	for (int i = 0; i < CPU_SETSIZE && cpus.size() < 2; i++)
-		if (CPU_ISSET(i, &was))
-			cpus.push_back(i);
+	std::vector<int> cpus = two_cpus_of(was);
 	ASSERT_GE(cpus.size(), 1u);
 	std::uint64_t tx = 0, dropped = 0;
 	std::uint64_t c0 = coarse_ns();
