@@ -35,6 +35,7 @@ measured.
 import json
 import os
 import signal
+import socket
 import sys
 import time
 import unittest
@@ -58,11 +59,30 @@ def report(name, **kv):
     print(f"COOKIES {name}: " + ", ".join(f"{k}={v}" for k, v in kv.items()), file=sys.stderr, flush=True)
 
 
+# The visitor /24s this process holds (see visitor_net).
+_visitor_claims = []
+
+
 def visitor_net():
-    """A /24 of 198.19.64.0/18 no other running test uses (by pid and
-    chance); its first address."""
-    n = (os.getpid() * 7919 + int.from_bytes(os.urandom(2), "big")) % 64
-    return f"198.19.{64 + n}.1"
+    """A /24 of 198.19.64.0/18 no other running test uses; its first address.
+    Each test claims its /24 by binding an abstract unix socket named for it
+    in the root namespace, which the kernel releases when the test's process
+    ends, however it ends. (Drawn by chance alone, two tests side by side
+    drew the same /24 once: the feeders of every daemon sit at the cgroup
+    root, so one test's visitors had standing in the other's table, and its
+    visitors' ACKs proved no cookie.)"""
+    first = int.from_bytes(os.urandom(1), "big") % 64
+    for i in range(64):
+        n = (first + i) % 64
+        claim = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        try:
+            claim.bind(f"\0sluice-test-visitor-net-{n}")
+        except OSError:
+            claim.close()
+            continue
+        _visitor_claims.append(claim)
+        return f"198.19.{64 + n}.1"
+    raise AssertionError("every visitor /24 of 198.19.64.0/18 is held by a running test")
 
 
 def add_visitors(tb, first, peer=True):
