@@ -45,8 +45,10 @@
  * 14: the per-destination SYN-ACK bound: the cookie_dest map, config's
  *    cookie_dest_cost_ns and cookie_dest_burst (the former _pad3 and _pad4)
  *    and cookie_dest_pps (the former _pad1), the "drop_cookie_reflect"
- *    outcome. */
-#define SLUICE_LAYOUT_VERSION 14
+ *    outcome.
+ * 15: a penalty keeps the source it bars (struct sluice_penalty_set's
+ *    source[]), so that a new hash key (sluicectl rekey) carries it. */
+#define SLUICE_LAYOUT_VERSION 15
 
 /* Table size bounds. The slot table is a BPF_MAP_TYPE_ARRAY whose size is a
  * power of two fixed at load: the index is (hash & (slots - 1)). */
@@ -681,11 +683,15 @@ struct sluice_standing_set {
  *                is at most 7 days, so "ended" is right across the wrap)
  *   bits 7..0    revocations so far (the penalty doubles with each)
  * A grant (any feeder, a cookie) of a source whose penalty runs is refused.
+ * source[] keeps way w's source (words 2w and 2w + 1, as the standing set's
+ * source[]): the program never reads it; the daemon carries the penalty to
+ * its place under a new hash key with it (ctl/lib/bpf/rekey.cpp).
  */
 #define SLUICE_PENALTY_TICK_MASK 0xffffffu
 #define SLUICE_PENALTY_SETS_DIVISOR 8u
 struct sluice_penalty_set {
 	__u64 way[SLUICE_STANDING_WAYS];
+	__u64 source[SLUICE_STANDING_SOURCE_WORDS];
 };
 
 /*

@@ -111,6 +111,7 @@ Status do_attach(Context &, const Invocation &);
 void attach_options(po::options_description &);
 Status do_detach(Context &, const Invocation &);
 Status do_audit(Context &, const Invocation &);
+Status do_rekey(Context &, const Invocation &);
 Status do_top(Context &, const Invocation &);
 void top_options(po::options_description &);
 Status do_standing(Context &, const Invocation &);

@@ -492,6 +492,11 @@ json Daemon::top(ManagedInterface &mi, const Request &req)
 	return reply_of(mi.top(static_cast<size_t>(count), monotonic_seconds()));
 }
 
+json Daemon::rekey(ManagedInterface &mi, const Request &)
+{
+	return reply_of(mi.rekey("the operator's sluicectl rekey"));
+}
+
 json Daemon::standing_revoke(ManagedInterface &mi, const Request &req)
 {
 	auto addr = req.str("addr");
@@ -740,6 +745,7 @@ const Daemon::Handler &Daemon::handler(Command c)
 		{Command::capture, nullptr, &Daemon::capture},
 		{Command::standing_revoke, nullptr, &Daemon::standing_revoke},
 		{Command::capture_renew, nullptr, &Daemon::capture_renew},
+		{Command::rekey, nullptr, &Daemon::rekey},
 	};
 	static_assert(std::size(handlers) == kCommandCount, "every command of the registry needs a handler");
 	static_assert(

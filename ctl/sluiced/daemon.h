@@ -49,6 +49,7 @@ private:
 	json top(ManagedInterface &mi, const Request &req);
 	json standing(ManagedInterface &mi, const Request &req);
 	json standing_revoke(ManagedInterface &mi, const Request &req);
+	json rekey(ManagedInterface &mi, const Request &req);
 	json reload(const Request &req);
 	json explain(const Request &req); // refused (exit 1) for an interface not managed
 	json upstream(const Request &req);

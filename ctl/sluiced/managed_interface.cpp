@@ -245,6 +245,8 @@ Status ManagedInterface::load_and_attach(const DaemonOptions &opts, AttachMode m
 
 Status ManagedInterface::prepare_control(const DaemonOptions &opts)
 {
+	rekey_every_s_ = double(opts.rekey_every_s);
+	next_rekey_s_ = monotonic_seconds() + rekey_every_s_;
 	// Connections older than the feeders' links (made before this daemon, or
 	// while none ran): their peers are granted standing now.
 	// (None with --no-standing: the table stays empty.)
@@ -456,6 +458,7 @@ void ManagedInterface::after_period(double now_s)
 	if (!dp_->feeders_attached() || now_s - listeners_marked_s_ >= kListenerRescanS)
 		mark_listeners();
 	count_occupancy_part(now_s);
+	rekey_when_due(now_s);
 
 	auto before = auditor_->report().violations;
 	if (auto ok = auditor_->step(dp_->slots()); !ok)

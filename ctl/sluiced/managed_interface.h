@@ -86,6 +86,9 @@ public:
 	// `sluicectl standing revoke`: the address loses its standing (if it
 	// has any) and cannot earn it again for its penalty; logged, counted.
 	Result<RevocationEvent> revoke_standing(const std::string &addr_text);
+	// A new hash key now (Dataplane::rekey), logged with `why`; the
+	// schedule (--rekey-every) starts again from it.
+	Result<RekeyResult> rekey(const std::string &why);
 	// Remove the program and the pins. The object is done afterwards.
 	Status detach();
 	// The daemon is exiting: the cookie sysctls go back as they were (the
@@ -266,6 +269,11 @@ private:
 	// 2 x kOccupancySweepS.
 	static constexpr double kOccupancySweepS = 5;
 	void count_occupancy_part(double now_s);
+	// The scheduled rekey, from after_period: due, and the breaker serving.
+	void rekey_when_due(double now_s);
+	double rekey_every_s_ = 0; // 0: no schedule
+	double next_rekey_s_ = 0;  // monotonic
+	uint64_t rekeys_ = 0;
 	std::optional<CountedOccupancy> counted_occupancy() const;
 	std::optional<StandingOccupancy> occupancy_; // the last whole count
 	double occupancy_at_s_ = 0;                  // when its oldest part was read (monotonic)

@@ -292,6 +292,7 @@ Result<ParsedOptions> parse_daemon_options(int argc, const char *const *argv)
 	int64_t newcomer_pps = -1, observe_periods = o.load.observe_periods;
 	int64_t cookie_pps = static_cast<int64_t>(o.cookie_pps);
 	int64_t cookie_dest_pps = static_cast<int64_t>(o.cookie_dest_pps);
+	int64_t rekey_every = static_cast<int64_t>(o.rekey_every_s);
 	int64_t standing_pps = static_cast<int64_t>(o.standing_capacity_pps);
 	int64_t grant_rate = static_cast<int64_t>(o.grant_rate_per_s), grant_burst = static_cast<int64_t>(o.grant_burst);
 	int64_t grant_max = static_cast<int64_t>(o.grant_max);
@@ -346,6 +347,7 @@ Result<ParsedOptions> parse_daemon_options(int argc, const char *const *argv)
 		("feeder-cgroup", po::value(&o.feeder_cgroup), "the cgroup v2 directory whose sockets grant standing (its descendants too); default: the hierarchy's root, every socket of the host")
 		("top-capacity", po::value(&top_capacity)->default_value(top_capacity), "sources the `sluicectl top` summary tracks (its memory is fixed by this)")
 		("top-window", po::value(&o.top_window_s)->default_value(o.top_window_s), "seconds each `sluicectl top` summary covers")
+		("rekey-every", po::value(&rekey_every)->default_value(rekey_every), "a new SipHash key this often, in seconds (0: only `sluicectl rekey`; else 5..2592000): a new program, every source's bucket anew and full, the standing table and its penalties carried; put off while the breaker is not serving")
 		("hash-key-file", po::value(&key_file), "a file holding the SipHash key as 32 hex digits, mode 0600 (tests only; default from getrandom)")
 		("socket", po::value(&o.socket_path)->default_value(o.socket_path), "control socket path")
 		("socket-group", po::value(&o.socket_group), "group allowed on the control socket (mode 0660)")
@@ -549,6 +551,9 @@ Result<ParsedOptions> parse_daemon_options(int argc, const char *const *argv)
 	if (auto ok = named("--cookie-dest-pps", check_cookie_dest_pps(cookie_dest_pps)); !ok)
 		return std::unexpected(ok.error());
 	o.cookie_dest_pps = static_cast<uint64_t>(cookie_dest_pps);
+	if (auto ok = named("--rekey-every", check_rekey_every_s(rekey_every)); !ok)
+		return std::unexpected(ok.error());
+	o.rekey_every_s = static_cast<uint64_t>(rekey_every);
 	if (auto ok = named("--audit-slots", check_audit_slots(audit)); !ok)
 		return std::unexpected(ok.error());
 	o.audit_per_period = static_cast<uint32_t>(audit);

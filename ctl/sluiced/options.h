@@ -59,6 +59,8 @@ struct DaemonOptions {
 	uint64_t grant_rate_per_s = defaults::kGrantRatePerS;
 	uint64_t grant_burst = defaults::kGrantBurst;
 	uint64_t grant_max = defaults::kGrantMax; // --grant-max: a user's UDP grants a lapse time; 0: no such bound
+	// A new hash key this often, in seconds (0: only `sluicectl rekey`).
+	uint64_t rekey_every_s = defaults::kRekeyEveryS;
 	// Standing entries one /24 or /48 may hold (logic/prefix_quota).
 	uint32_t standing_prefix_quota = defaults::kStandingPrefixQuota;
 	LoadOptions load;         // table size, prefixes, dry run, key, standing sets/lapse, observed standing

@@ -115,6 +115,7 @@ TEST(Options, Defaults)
 	EXPECT_DOUBLE_EQ(o.policy.recovery_s, 60);
 	EXPECT_EQ(o.policy.start_ppm, 100000u);
 	EXPECT_EQ(o.audit_per_period, 65536u);
+	EXPECT_EQ(o.rekey_every_s, 86400u); // a new hash key a day
 	EXPECT_EQ(o.max_clients, 64u);
 	EXPECT_EQ(o.log_level, LogLevel::info);
 	EXPECT_FALSE(o.detach_on_exit);
@@ -144,8 +145,10 @@ TEST(Options, GoodValuesAreTaken)
 		       "--socket-group", "sluice", "--pin-dir", "/sys/fs/bpf/other", "--period", "0.5", "--trip-pps",
 		       "5000", "--clear-pps", "2000", "--trip-periods", "7", "--hold", "3", "--recovery", "30",
 		       "--recovery-start", "25", "--audit-slots", "1024", "--max-clients", "8", "--log-level", "debug",
-		       "--detach-on-exit", "--hash-key-file", key_file("000102030405060708090a0b0c0d0E0F\n")});
+		       "--detach-on-exit", "--hash-key-file", key_file("000102030405060708090a0b0c0d0E0F\n"),
+		       "--rekey-every", "5"});
 	EXPECT_EQ(o.interfaces, (std::vector<std::string>{"eth0", "veth1"}));
+	EXPECT_EQ(o.rekey_every_s, 5u);
 	EXPECT_EQ(o.mode, AttachMode::skb);
 	EXPECT_EQ(o.rate_pps, 100000000u);
 	EXPECT_EQ(o.burst, 1000000u);
@@ -426,6 +429,9 @@ TEST(Options, RefusesOtherBadValues)
 	expect_bad_value("--log-level", "INFO");
 	expect_bad_value("--audit-slots", "0");
 	expect_bad_value("--audit-slots", "16777217");
+	expect_bad_value("--rekey-every", "4", {"--rekey-every", "0 (never) or 5..2592000 seconds"});
+	expect_bad_value("--rekey-every", "2592001", {"0 (never) or 5..2592000"});
+	expect_bad_value("--rekey-every", "-1");
 	expect_bad_value("--max-clients", "0");
 	expect_bad_value("--max-clients", "1025");
 	expect_bad_value("--pin-dir", "relative/dir", {"absolute"});

@@ -84,6 +84,16 @@ inline constexpr uint64_t kCookiePps = 1000000;
 // 0: no such bound (a host whose visitors come from one network, a
 // company's own NAT, say, where the global budget is bound enough).
 inline constexpr uint64_t kCookieDestPps = 1000;
+// A new hash key this often (sluiced --rekey-every; sluicectl rekey now):
+// the key is what keeps an attacker from choosing sources that share a
+// bucket or a standing set, and what it could learn of it (by timing, or
+// from a leak) is worth nothing after the next one. A day: a rekey makes
+// every source's bucket anew, full, as a source never seen gets one, so it
+// gives each source of a steady flood one burst more a day, which is what
+// a flood of new sources gets every second anyway; a scheduled one waits
+// while the breaker is not serving. The standing table and its penalties
+// are carried, not lost (Dataplane::rekey).
+inline constexpr uint64_t kRekeyEveryS = 86400;
 // The cookie sysctls stay armed this long after shedding ends: an ACK of a
 // cookie sent just before is still decoded as it was made.
 inline constexpr double kCookieGraceS = 10;

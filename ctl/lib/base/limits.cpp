@@ -299,6 +299,14 @@ Status check_cookie_dest_pps(Given pps)
 	return invalid(pps.str() + " is outside 0 (none) or 1.." + text_of(kCookieDestPpsMax));
 }
 
+Status check_rekey_every_s(Given seconds)
+{
+	if (!seconds.negative() && (seconds.magnitude() == 0 || seconds.within(kRekeyEveryMinS, kRekeyEveryMaxS)))
+		return {};
+	return invalid(seconds.str() + " is outside 0 (never) or " + text_of(kRekeyEveryMinS) + ".." +
+		       text_of(kRekeyEveryMaxS) + " seconds");
+}
+
 Status check_cookie_dest_bucket(Given cost_ns, Given burst)
 {
 	if (!cost_ns.negative() && !burst.negative() && cost_ns.magnitude() == 0 && burst.magnitude() == 0)

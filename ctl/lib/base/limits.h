@@ -123,6 +123,12 @@ Status check_per_cpu_bucket(std::string_view what, Given cost_ns, Given burst); 
 // burst (kNewcomerBurstMs of it) stays within SLUICE_BURST_MAX.
 inline constexpr uint64_t kCookieDestPpsMax = 10000000;
 Status check_cookie_dest_pps(Given pps);
+// --rekey-every: 0 (never) or kRekeyEveryMinS..kRekeyEveryMaxS seconds.
+// Not below 5 s: each rekey loads a program on the control loop (tens of
+// ms) and makes every bucket anew; not above 30 days.
+inline constexpr uint64_t kRekeyEveryMinS = 5;
+inline constexpr uint64_t kRekeyEveryMaxS = 30 * 86400;
+Status check_rekey_every_s(Given seconds);
 // The per-destination bucket as the config holds it: both 0 (no bound), or
 // cookie_dest_cost_ns in 1e9 / SLUICE_RATE_MAX .. 1e9 and cookie_dest_burst
 // in SLUICE_BURST_MIN..SLUICE_BURST_MAX.

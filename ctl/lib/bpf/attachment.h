@@ -40,6 +40,10 @@ public:
 	virtual Status detach() = 0;
 	// The ifindex the program is attached to now (0: its interface went away).
 	virtual Result<uint32_t> ifindex() const = 0;
+	// Put `prog` in place of the program in force, atomically: every frame
+	// runs the one or the other (bpf_link_update). Refused with libxdp,
+	// whose dispatcher holds the links.
+	virtual Status replace_program(UniqueFd prog) = 0;
 	// The program (-1 while libxdp has not loaded it yet).
 	virtual int prog_fd() const = 0;
 	Result<uint32_t> prog_id() const;

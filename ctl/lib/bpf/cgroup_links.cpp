@@ -110,6 +110,17 @@ Status FeederLinks::attach(const FeederFds &progs, const std::string &cgroup)
 	return {};
 }
 
+Status FeederLinks::replace(const FeederFds &progs)
+{
+	const auto feeders = feeder_pins();
+	for (size_t i = 0; i < feeders.size(); i++)
+		if (links_[i])
+			if (int err = bpf_link_update(links_[i].get(), (progs.*feeders[i].prog).get(), nullptr); err)
+				return fail_bpf(err, "putting the new program's feeder " + std::string(feeders[i].link_pin) +
+							     " on its cgroup link");
+	return {};
+}
+
 Status FeederLinks::pin(const std::string &dir) const
 {
 	const auto feeders = feeder_pins();

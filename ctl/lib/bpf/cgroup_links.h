@@ -51,6 +51,9 @@ public:
 	static Result<FeederLinks> adopt(const std::string &dir, const std::string &fix);
 	// Take every feeder off the cgroup. The pins are the caller's.
 	Status detach();
+	// Put `progs` in place of the feeders the links run (a new program's,
+	// Dataplane::rekey), each link atomically; nothing while none is attached.
+	Status replace(const FeederFds &progs);
 
 private:
 	std::array<UniqueFd, 5> links_;

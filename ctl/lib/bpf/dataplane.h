@@ -59,6 +59,14 @@ struct LoadOptions {
 
 Status validate_load_options(const LoadOptions &o);
 
+// What Dataplane::rekey() did.
+struct RekeyReport {
+	uint32_t prog_id_before = 0, prog_id_after = 0;
+	StandingCarry carried;  // the standing table's entries and penalties, both passes together
+	uint64_t carried_late = 0; // of carried.entries, those the second pass found (granted while the programs changed)
+	double took_ms = 0;        // from the new program's load to the last pin
+};
+
 // The lapse time in standing ticks (2^30 ns), rounded up.
 uint32_t standing_lapse_ticks(uint32_t lapse_s);
 
@@ -66,6 +74,20 @@ class Dataplane {
 public:
 	// A fresh program, loaded and configured with `initial`, not attached.
 	static Result<Dataplane> load(const LoadOptions &opts, const sluice_config &initial);
+	// A new hash key (sluicectl rekey, sluiced --rekey-every): a new program
+	// with `key` (none: from getrandom) and the settings it was loaded
+	// with, made anew the maps the key places entries in (pin_layout.h's
+	// keyed rows: the slots, which start full, as for a source never seen;
+	// the standing table, observed candidates, penalties, prefix counts and
+	// the per-destination SYN-ACK buckets) and handed every other map as it
+	// is; the standing table's entries and penalties carried where the new
+	// key puts them (StandingTable::carry_into); then the new program put on
+	// the XDP link and the feeders' links atomically, what the old feeders
+	// granted meanwhile carried, and the new maps pinned over the old pins
+	// under `dir`. The fds this Dataplane hands out for the maps kept stay
+	// valid. Until the links change nothing is changed (an error leaves
+	// the old program in force); refused with --multiprog.
+	Result<RekeyReport> rekey(const std::string &dir, std::optional<std::array<uint64_t, 2>> key = std::nullopt);
 	// The pins under `dir`; refuses pins of another layout, naming the path and the fix.
 	static Result<Dataplane> adopt(const std::string &dir);
 	// Is there an attachment pin under `dir` (the link, or the multiprog

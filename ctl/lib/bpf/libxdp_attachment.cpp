@@ -92,6 +92,11 @@ public:
 	Status pin(const std::string &dir) const override;
 	Status detach() override;
 	Result<uint32_t> ifindex() const override;
+	Status replace_program(UniqueFd) override
+	{
+		return refused("the program is one of libxdp's dispatcher's (--multiprog), which holds its links: a new "
+			       "hash key needs sluiced restarted without its pins (sluicectl detach, then start it)");
+	}
 	int prog_fd() const override { return prog_.get(); }
 	bool multiprog() const override { return true; }
 

@@ -21,6 +21,7 @@ public:
 	Status pin(const std::string &dir) const override;
 	Status detach() override;
 	Result<uint32_t> ifindex() const override;
+	Status replace_program(UniqueFd prog) override;
 	int prog_fd() const override { return prog_.get(); }
 	bool multiprog() const override { return false; }
 
@@ -75,6 +76,18 @@ Status LinkAttachment::detach()
 			return fail_bpf(err, "detaching the XDP link");
 	}
 	link_.reset();
+	return {};
+}
+
+Status LinkAttachment::replace_program(UniqueFd prog)
+{
+	if (link_) {
+		// BPF_F_REPLACE: only if the link still runs the program we hold.
+		LIBBPF_OPTS(bpf_link_update_opts, o, .flags = BPF_F_REPLACE, .old_prog_fd = prog_.get());
+		if (int err = bpf_link_update(link_.get(), prog.get(), &o); err)
+			return fail_bpf(err, "putting the new program on the XDP link");
+	}
+	prog_ = std::move(prog);
 	return {};
 }
 

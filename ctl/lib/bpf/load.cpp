@@ -54,11 +54,46 @@ std::pair<uint32_t, uint32_t> ephemeral_ports()
 	return {SLUICE_EPHEMERAL_LO_DEFAULT, SLUICE_EPHEMERAL_HI_DEFAULT};
 }
 
-struct SkelDeleter {
-	void operator()(sluice_bpf *s) const { sluice_bpf__destroy(s); }
-};
-
 } // namespace
+
+void SkelDeleter::operator()(sluice_bpf *s) const
+{
+	sluice_bpf__destroy(s);
+}
+
+Result<std::array<uint64_t, 2>> draw_hash_key()
+{
+	std::array<uint64_t, 2> key{};
+	if (getrandom(key.data(), sizeof(key), 0) != sizeof(key))
+		return fail_errno("reading the hash key from getrandom()");
+	return key;
+}
+
+Status size_maps(sluice_bpf *skel, const sluice_settings &s)
+{
+	auto size = [&](const MapPin &m, uint32_t n, const std::string &what) -> Status {
+		if (int err = bpf_map__set_max_entries(m.of(skel), n); err)
+			return fail_bpf(err, "sizing the " + what + " to " + std::to_string(n));
+		return {};
+	};
+	const uint32_t standing_sets = s.standing_set_mask + 1;
+	for (const auto &m : map_pins()) {
+		Status ok;
+		if (m.entries == Entries::table_slots)
+			ok = size(m, s.slot_mask + 1, "slot table");
+		else if (m.entries == Entries::standing_sets)
+			ok = size(m, standing_sets, "standing table (sets)");
+		else if (m.entries == Entries::penalty_sets)
+			ok = size(m, s.penalty_set_mask + 1, "penalty map (sets)");
+		else if (m.entries == Entries::quota_counts)
+			ok = size(m, standing_sets * SLUICE_STANDING_WAYS, "prefix quota's map (counts)");
+		else if (m.entries == Entries::observed_sets)
+			ok = size(m, s.observe_set_mask + 1, "observed map (sets)");
+		if (!ok)
+			return ok;
+	}
+	return {};
+}
 
 Result<Dataplane> Dataplane::load(const LoadOptions &opts, const sluice_config &initial)
 {
@@ -76,11 +111,11 @@ Result<Dataplane> Dataplane::load(const LoadOptions &opts, const sluice_config &
 		s.hash_key[0] = (*opts.hash_key)[0];
 		s.hash_key[1] = (*opts.hash_key)[1];
 	} else {
-		uint64_t key[2];
-		if (getrandom(key, sizeof(key), 0) != sizeof(key))
-			return fail_errno("reading the hash key from getrandom()");
-		s.hash_key[0] = key[0];
-		s.hash_key[1] = key[1];
+		auto key = draw_hash_key();
+		if (!key)
+			return std::unexpected(key.error());
+		s.hash_key[0] = (*key)[0];
+		s.hash_key[1] = (*key)[1];
 	}
 	s.layout_version = SLUICE_LAYOUT_VERSION;
 	s.slot_mask = opts.slots - 1;
@@ -98,28 +133,8 @@ Result<Dataplane> Dataplane::load(const LoadOptions &opts, const sluice_config &
 	auto [lo, hi] = ephemeral_ports();
 	s.ephemeral_lo = lo;
 	s.ephemeral_hi = hi;
-	for (const auto &m : map_pins()) {
-		if (m.entries == Entries::table_slots)
-			if (int err = bpf_map__set_max_entries(m.of(skel.get()), opts.slots); err)
-				return fail_bpf(err, "sizing the slot table to " + std::to_string(opts.slots));
-		if (m.entries == Entries::standing_sets)
-			if (int err = bpf_map__set_max_entries(m.of(skel.get()), opts.standing_sets); err)
-				return fail_bpf(err, "sizing the standing table to " + std::to_string(opts.standing_sets) +
-							     " sets");
-		if (m.entries == Entries::penalty_sets)
-			if (int err = bpf_map__set_max_entries(m.of(skel.get()), s.penalty_set_mask + 1); err)
-				return fail_bpf(err, "sizing the penalty map to " + std::to_string(s.penalty_set_mask + 1) +
-							     " sets");
-		if (m.entries == Entries::quota_counts)
-			if (int err = bpf_map__set_max_entries(m.of(skel.get()), opts.standing_sets * SLUICE_STANDING_WAYS);
-			    err)
-				return fail_bpf(err, "sizing the prefix quota's map to " +
-							     std::to_string(opts.standing_sets * SLUICE_STANDING_WAYS) +
-							     " counts");
-		if (m.entries == Entries::observed_sets)
-			if (int err = bpf_map__set_max_entries(m.of(skel.get()), observed_sets); err)
-				return fail_bpf(err, "sizing the observed map to " + std::to_string(observed_sets) + " sets");
-	}
+	if (auto ok = size_maps(skel.get(), s); !ok)
+		return std::unexpected(ok.error());
 
 	Dataplane dp;
 	dp.settings_ = s;

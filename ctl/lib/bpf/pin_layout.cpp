@@ -21,14 +21,14 @@ constexpr uint32_t kLpmEntries = SLUICE_POLICY_SETS * SLUICE_LIST_MAX_ENTRIES;
 
 const std::array<MapPin, 27> kMapPins{{
 	{SLUICE_PIN_SLOTS, &MapFds::slots, [](sluice_bpf *s) { return s->maps.slots; }, BPF_MAP_TYPE_ARRAY, 4,
-	 sizeof(sluice_slot), Entries::table_slots, 0},
+	 sizeof(sluice_slot), Entries::table_slots, 0, true},
 	{SLUICE_PIN_CONFIG, &MapFds::config, [](sluice_bpf *s) { return s->maps.config; }, BPF_MAP_TYPE_ARRAY, 4,
 	 sizeof(sluice_config), Entries::exact, 1},
 	{SLUICE_PIN_COUNTERS, &MapFds::counters, [](sluice_bpf *s) { return s->maps.counters; },
 	 BPF_MAP_TYPE_PERCPU_ARRAY, 4, sizeof(sluice_counter), Entries::exact, SLUICE_OUTCOMES},
 	// The read-only data: hash key, layout version, table size, prefixes, dry-run.
 	{SLUICE_PIN_SETTINGS, &MapFds::settings, [](sluice_bpf *s) { return s->maps.rodata; }, BPF_MAP_TYPE_ARRAY,
-	 4, sizeof(sluice_settings), Entries::exact, 1},
+	 4, sizeof(sluice_settings), Entries::exact, 1, true},
 	{SLUICE_PIN_ALLOW_V4, &MapFds::allow_v4, [](sluice_bpf *s) { return s->maps.allow_v4; },
 	 BPF_MAP_TYPE_LPM_TRIE, sizeof(sluice_lpm_v4), 1, Entries::exact, kLpmEntries},
 	{SLUICE_PIN_ALLOW_V6, &MapFds::allow_v6, [](sluice_bpf *s) { return s->maps.allow_v6; },
@@ -40,11 +40,11 @@ const std::array<MapPin, 27> kMapPins{{
 	{SLUICE_PIN_DROP_SAMPLES, &MapFds::drop_samples, [](sluice_bpf *s) { return s->maps.drop_samples; },
 	 BPF_MAP_TYPE_RINGBUF, 0, 0, Entries::exact, SLUICE_SAMPLE_RING_BYTES},
 	{SLUICE_PIN_STANDING, &MapFds::standing, [](sluice_bpf *s) { return s->maps.standing; }, BPF_MAP_TYPE_ARRAY,
-	 4, sizeof(sluice_standing_set), Entries::standing_sets, 0},
+	 4, sizeof(sluice_standing_set), Entries::standing_sets, 0, true},
 	{SLUICE_PIN_NEWCOMERS, &MapFds::newcomers, [](sluice_bpf *s) { return s->maps.newcomers; },
 	 BPF_MAP_TYPE_PERCPU_ARRAY, 4, sizeof(sluice_slot), Entries::exact, 1},
 	{SLUICE_PIN_OBSERVED, &MapFds::observed, [](sluice_bpf *s) { return s->maps.observed; }, BPF_MAP_TYPE_ARRAY,
-	 4, sizeof(sluice_observed_set), Entries::observed_sets, 0},
+	 4, sizeof(sluice_observed_set), Entries::observed_sets, 0, true},
 	// The policy classes, both sets (sluice_abi.h).
 	{SLUICE_PIN_CLASSES, &MapFds::classes, [](sluice_bpf *s) { return s->maps.classes; }, BPF_MAP_TYPE_ARRAY, 4,
 	 sizeof(sluice_class), Entries::exact, SLUICE_POLICY_SETS * SLUICE_CLASSES_MAX},
@@ -75,17 +75,17 @@ const std::array<MapPin, 27> kMapPins{{
 	 BPF_MAP_TYPE_PERCPU_ARRAY, 4, sizeof(sluice_capture_stats), Entries::exact, 1},
 	// Earned, bounded trust: revoked standing, the UDP feeders' budget per user.
 	{SLUICE_PIN_STANDING_PENALTY, &MapFds::standing_penalty, [](sluice_bpf *s) { return s->maps.standing_penalty; },
-	 BPF_MAP_TYPE_ARRAY, 4, sizeof(sluice_penalty_set), Entries::penalty_sets, 0},
+	 BPF_MAP_TYPE_ARRAY, 4, sizeof(sluice_penalty_set), Entries::penalty_sets, 0, true},
 	{SLUICE_PIN_GRANT_QUOTA, &MapFds::grant_quota, [](sluice_bpf *s) { return s->maps.grant_quota; },
 	 BPF_MAP_TYPE_ARRAY, 4, sizeof(sluice_slot), Entries::exact, SLUICE_GRANT_QUOTA_ENTRIES},
 	{SLUICE_PIN_OWN_ADDRS, &MapFds::own_addrs, [](sluice_bpf *s) { return s->maps.own_addrs; }, BPF_MAP_TYPE_HASH,
 	 sizeof(sluice_addr16), 1, Entries::exact, SLUICE_OWN_ADDRS_MAX},
 	// The per-prefix quota's counts, one per standing way's bit.
 	{SLUICE_PIN_PREFIX_COUNT, &MapFds::prefix_count, [](sluice_bpf *s) { return s->maps.prefix_count; },
-	 BPF_MAP_TYPE_ARRAY, 4, sizeof(__u32), Entries::quota_counts, 0},
+	 BPF_MAP_TYPE_ARRAY, 4, sizeof(__u32), Entries::quota_counts, 0, true},
 	// The per-destination SYN-ACK bound, a bucket per slot of a network.
 	{SLUICE_PIN_COOKIE_DEST, &MapFds::cookie_dest, [](sluice_bpf *s) { return s->maps.cookie_dest; },
-	 BPF_MAP_TYPE_ARRAY, 4, sizeof(sluice_slot), Entries::exact, SLUICE_COOKIE_DEST_SLOTS},
+	 BPF_MAP_TYPE_ARRAY, 4, sizeof(sluice_slot), Entries::exact, SLUICE_COOKIE_DEST_SLOTS, true},
 }};
 
 const std::array<FeederPin, 5> kFeederPins{{

@@ -14,6 +14,7 @@
 
 #include <linux/bpf.h>
 
+#include <array>
 #include <cstdint>
 #include <span>
 #include <string>
@@ -58,6 +59,10 @@ struct MapPin {
 	uint32_t value_size;
 	Entries entries;
 	uint32_t max_entries; // Entries::exact only
+	// Its entries are placed by the hash key (or hold it: the settings), so
+	// a new key needs a new map (Dataplane::rekey, rekey.cpp); the others
+	// are handed to the new program as they are.
+	bool keyed = false;
 };
 
 // The sets of the standing_penalty map for a standing table of `standing_sets`.
@@ -91,6 +96,17 @@ Status pin_object(int fd, const std::string &dir, const char *name);
 void remove_pin(const std::string &dir, const char *name);
 // Remove the attachment's pin, every map's and the directory.
 Status remove_pins(const std::string &dir);
+
+// Closes an opened or loaded skeleton (load.cpp).
+struct SkelDeleter {
+	void operator()(sluice_bpf *s) const;
+};
+
+// Every map of an opened skeleton sized as the settings say (the slot table,
+// the standing table and the maps sized with it): load.cpp.
+Status size_maps(sluice_bpf *skel, const sluice_settings &s);
+// A new hash key, from getrandom().
+Result<std::array<uint64_t, 2>> draw_hash_key();
 
 // Of a loaded skeleton: every map's fd into maps, every feeder's into
 // feeders, and the XDP program's fd, each duplicated (the skeleton closes its own).

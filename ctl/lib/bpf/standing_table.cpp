@@ -296,6 +296,12 @@ Result<Revoked> StandingTable::revoke_at(uint32_t set_idx, uint32_t fp, const Ad
 	}
 	if (pw < 0)
 		pw = soonest;
+	// The source it bars, kept so that a new hash key carries the penalty
+	// (none when a way was revoked after its entry had gone: rare, and that
+	// penalty then ends with the key).
+	pen.source[2 * pw] = pen.source[2 * pw + 1] = 0;
+	if (r.source.family == Family::v4 || r.source.family == Family::v6)
+		kept_source_of(settings_, r.source, &pen.source[2 * pw]);
 	const double seconds = penalty_s(before);
 	const uint32_t ticks = static_cast<uint32_t>(
 		std::ceil(seconds * double(SLUICE_NSEC_PER_SEC) / double(1ull << SLUICE_STANDING_TICK_SHIFT)));
@@ -311,6 +317,128 @@ uint32_t StandingTable::quota_bit(const uint64_t kept[2]) const
 {
 	const __u64 key[2] = {settings_.hash_key[0], settings_.hash_key[1]};
 	return sluice_quota_bit(key, kept[0], kept[1], settings_.standing_set_mask);
+}
+
+Result<StandingTable::Carried> StandingTable::carry_entry(const sluice_standing_set &from, uint32_t w, uint32_t stamp) const
+{
+	const Address addr = standing_source_address(&from.source[2 * w]);
+	const uint64_t hash = source_hash(settings_, addr);
+	const uint32_t idx = sluice_standing_set_of(hash, settings_.standing_set_mask);
+	const uint32_t fp = sluice_standing_fingerprint(hash);
+	sluice_standing_set set{};
+	if (int err = bpf_map_lookup_elem(fd_, &idx, &set); err)
+		return fail_errno("reading standing set " + std::to_string(idx));
+	if (sluice_standing_way_of(&set, fp) >= 0)
+		return Carried::present; // carried already (or granted here since)
+	const uint32_t reason = sluice_standing_record_reason(from.record[w]);
+	const uint32_t proof = sluice_standing_proof(reason);
+	const int v = sluice_standing_victim(&set, fp, stamp, settings_.standing_lapse_ticks, proof);
+	if (v < 0)
+		return Carried::lost;
+	// A live way given up here is a carried source lost, as a grant into a
+	// full set gives up its weakest.
+	const bool evicts = sluice_standing_live(set.way[v], stamp, settings_.standing_lapse_ticks);
+	set.way[v] = sluice_standing_entry(fp, uint32_t(from.way[w]));
+	set.empty_at[v] = from.empty_at[w];
+	set.record[v] = from.record[w];
+	set.seen[v] = 0;
+	set.source[2 * v] = from.source[2 * w];
+	set.source[2 * v + 1] = from.source[2 * w + 1];
+	set.port[v] = from.port[w];
+	if (int err = bpf_map_update_elem(fd_, &idx, &set, BPF_EXIST); err)
+		return fail_errno("writing standing set " + std::to_string(idx));
+	if (prefix_fd_ >= 0) {
+		// counted as the program counts a grant (standing_path.bpf.h)
+		const __u64 key[2] = {settings_.hash_key[0], settings_.hash_key[1]};
+		uint32_t bit = sluice_quota_bit(key, from.source[2 * w], from.source[2 * w + 1], settings_.standing_set_mask);
+		uint32_t c = 0;
+		if (bpf_map_lookup_elem(prefix_fd_, &bit, &c) == 0) {
+			c = sluice_prefix_count((c & SLUICE_QUOTA_COUNT_MASK) + 1,
+						(c >> SLUICE_QUOTA_HANDSHAKE_SHIFT) + (proof == SLUICE_PROOF_HANDSHAKE));
+			if (bpf_map_update_elem(prefix_fd_, &bit, &c, BPF_EXIST))
+				return fail_errno("writing prefix_count " + std::to_string(bit));
+		}
+	}
+	return evicts ? Carried::evicting : Carried::written;
+}
+
+Result<StandingCarry> StandingTable::carry_into(const StandingTable &to) const
+{
+	if (to.sets() != sets() || to.settings_.penalty_set_mask != settings_.penalty_set_mask)
+		return invalid("standing: carrying a table of " + std::to_string(sets()) + " sets into one of " +
+			       std::to_string(to.sets()));
+	StandingCarry c;
+	const uint32_t stamp = sluice_standing_stamp(dataplane_now());
+	Status failed;
+	auto ok = for_each_set(0, sets(), [&](uint32_t, const sluice_standing_set &set) {
+		for (uint32_t w = 0; w < SLUICE_STANDING_WAYS && failed; w++) {
+			if (!sluice_standing_live(set.way[w], stamp, settings_.standing_lapse_ticks))
+				continue;
+			auto r = to.carry_entry(set, w, stamp);
+			if (!r) {
+				failed = std::unexpected(r.error());
+				break;
+			}
+			c.entries += *r == Carried::written || *r == Carried::evicting;
+			c.entries_lost += *r == Carried::lost || *r == Carried::evicting;
+		}
+	});
+	if (!ok)
+		return std::unexpected(ok.error());
+	if (!failed)
+		return std::unexpected(failed.error());
+	if (penalty_fd_ < 0 || to.penalty_fd_ < 0)
+		return c;
+	for (uint32_t p = 0; p <= settings_.penalty_set_mask; p++) {
+		sluice_penalty_set pen{};
+		if (int err = bpf_map_lookup_elem(penalty_fd_, &p, &pen); err)
+			return fail_errno("reading penalty set " + std::to_string(p));
+		for (uint32_t w = 0; w < SLUICE_STANDING_WAYS; w++) {
+			const uint64_t e = pen.way[w];
+			if (sluice_standing_entry_fp(e) == 0 || !sluice_penalty_runs(e, stamp))
+				continue;
+			if ((pen.source[2 * w] | pen.source[2 * w + 1]) == 0) {
+				c.penalties_lost++;
+				continue;
+			}
+			const uint64_t hash = source_hash(to.settings_, standing_source_address(&pen.source[2 * w]));
+			const uint32_t pidx = sluice_standing_set_of(hash, to.settings_.penalty_set_mask);
+			const uint32_t fp = sluice_standing_fingerprint(hash);
+			sluice_penalty_set dst{};
+			if (int err = bpf_map_lookup_elem(to.penalty_fd_, &pidx, &dst); err)
+				return fail_errno("reading penalty set " + std::to_string(pidx));
+			// carried already, else a free way, else the one ending soonest
+			// if it ends before this one (as revoke_at chooses)
+			if (std::any_of(std::begin(dst.way), std::end(dst.way),
+					[&](uint64_t d) { return sluice_standing_entry_fp(d) == fp; }))
+				continue;
+			int dw = -1;
+			for (int i = 0; i < SLUICE_STANDING_WAYS && dw < 0; i++)
+				if (sluice_standing_entry_fp(dst.way[i]) == 0 || !sluice_penalty_runs(dst.way[i], stamp))
+					dw = i;
+			const uint32_t left = (sluice_penalty_until(e) - stamp) & SLUICE_PENALTY_TICK_MASK;
+			uint32_t soonest_left = left;
+			for (int i = 0; i < SLUICE_STANDING_WAYS && dw < 0; i++)
+				if (const uint32_t l = (sluice_penalty_until(dst.way[i]) - stamp) & SLUICE_PENALTY_TICK_MASK;
+				    l < soonest_left) {
+					soonest_left = l;
+					dw = i;
+				}
+			if (dw < 0) {
+				c.penalties_lost++;
+				continue;
+			}
+			if (sluice_standing_entry_fp(dst.way[dw]) != 0 && sluice_penalty_runs(dst.way[dw], stamp))
+				c.penalties_lost++; // the one it displaces
+			dst.way[dw] = sluice_penalty_entry(fp, sluice_penalty_until(e), sluice_penalty_revocations(e));
+			dst.source[2 * dw] = pen.source[2 * w];
+			dst.source[2 * dw + 1] = pen.source[2 * w + 1];
+			if (int err = bpf_map_update_elem(to.penalty_fd_, &pidx, &dst, BPF_EXIST); err)
+				return fail_errno("writing penalty set " + std::to_string(pidx));
+			c.penalties++;
+		}
+	}
+	return c;
 }
 
 Result<bool> StandingTable::evict_way(uint32_t index, uint32_t fp) const

@@ -65,6 +65,15 @@ struct StandingOccupancy {
 	uint64_t full_sets; // sets whose every way is live: a grant there replaces a source
 };
 
+// What carry_into() moved to a table under another hash key.
+struct StandingCarry {
+	uint64_t entries = 0;        // live entries written where the new key puts them
+	uint64_t entries_lost = 0;   // entries that found their new set full of stronger or newer ones
+	uint64_t penalties = 0;      // running penalties written where the new key puts them
+	uint64_t penalties_lost = 0; // penalties without their source (written before it was kept), or
+	                             // that found their new set full of later-ending ones
+};
+
 class StandingTable {
 public:
 	// penalty_fd: the standing_penalty map (-1: none; revoke and penalty
@@ -126,8 +135,21 @@ public:
 	// prefix_count as the program reads it, every count, into `out` (of
 	// the map's size, or refused).
 	Status prefix_counts(std::span<uint32_t> out) const;
+	// Every live entry and running penalty of this table written into `to`,
+	// a table of the same sizes under another hash key (sluicectl rekey),
+	// where `to`'s key puts them: each entry with its reason, first grant,
+	// stamp, standing bucket and UDP port (its seen count from 0: the
+	// governor's demand is a difference, and the entry's place is new), its
+	// prefix counted in `to`'s prefix_count as a grant counts it; each
+	// penalty with its end and revocations. A source `to` holds already is
+	// left as it is, so a second call carries only what this table gained
+	// since the first (the old feeders' grants while the programs change).
+	Result<StandingCarry> carry_into(const StandingTable &to) const;
 
 private:
+	// One entry of another table (set `from`, way w) into this one.
+	enum class Carried { written, present, evicting, lost };
+	Result<Carried> carry_entry(const sluice_standing_set &from, uint32_t w, uint32_t stamp) const;
 	Status for_each_set(uint32_t first, uint32_t count,
 			    const std::function<void(uint32_t, const sluice_standing_set &)> &fn) const;
 	Result<Revoked> revoke_at(uint32_t set_idx, uint32_t fp, const Address *asked,

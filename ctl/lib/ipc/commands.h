@@ -42,8 +42,9 @@ enum class Command : uint8_t {
 	capture,
 	standing_revoke,
 	capture_renew,
+	rekey,
 };
-inline constexpr size_t kCommandCount = static_cast<size_t>(Command::capture_renew) + 1;
+inline constexpr size_t kCommandCount = static_cast<size_t>(Command::rekey) + 1;
 
 enum class ArgType : uint8_t {
 	string,      // Request::str
@@ -154,6 +155,8 @@ inline constexpr std::array<CommandSpec, kCommandCount> kCommandSpecs = {{
 	 "take an address's standing, and bar it from earning standing for its penalty (doubled on each revocation)"},
 	{Command::capture_renew, "capture_renew", Access::read, command_args::iface,
 	 "renew the lease of the capture this client holds on an interface (sluiced ends one not renewed in time)"},
+	{Command::rekey, "rekey", Access::write, command_args::iface,
+	 "a new hash key for an interface now: a new program, every bucket anew, the standing table carried"},
 }};
 
 constexpr bool registry_in_order()

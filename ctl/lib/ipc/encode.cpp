@@ -97,6 +97,22 @@ json encode(const RevocationEvent &e)
 		{"why", e.why}};
 }
 
+json encode(const RekeyResult &r)
+{
+	const RekeyReport &k = r.report;
+	return {{"iface", r.iface},
+		{"prog_id_before", k.prog_id_before},
+		{"prog_id_after", k.prog_id_after},
+		{"standing_carried", k.carried.entries},
+		{"standing_lost", k.carried.entries_lost},
+		{"standing_carried_late", k.carried_late},
+		{"penalties_carried", k.carried.penalties},
+		{"penalties_lost", k.carried.penalties_lost},
+		{"took_ms", k.took_ms},
+		{"rekeys", r.rekeys},
+		{"next_rekey_in_s", r.next_rekey_in_s ? json(*r.next_rekey_in_s) : json()}};
+}
+
 json encode(const StandingRevokeReply &r)
 {
 	return {{"iface", r.iface}, {"revoked", encode(r.revoked)}};

@@ -28,6 +28,7 @@ json encode(const CookieStatus &c);
 json encode(const StandingView &v);
 json encode(const RevocationEvent &e);
 json encode(const StandingRevokeReply &r);
+json encode(const RekeyResult &r);
 json encode(const ListChange &c);
 json encode(const ListShow &s);
 json encode(const UpstreamView &v);

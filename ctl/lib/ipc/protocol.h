@@ -34,6 +34,12 @@
 //   attach      iface, [mode: native|skb|auto] -> {"iface", "mode"}
 //   detach      iface                       -> {"iface"}
 //   audit       iface                       -> {"iface", "audit": {...}} (a full sweep now)
+//   rekey       iface                       -> {"iface", "prog_id_before", "prog_id_after",
+//                                               "standing_carried", "standing_lost",
+//                                               "standing_carried_late", "penalties_carried",
+//                                               "penalties_lost", "took_ms", "rekeys",
+//                                               "next_rekey_in_s" (null: no schedule)}
+//               (a new hash key now: Dataplane::rekey; refused with --multiprog)
 //   top         iface, [n: int 1..2^20, default 10]
 //                                           -> {"iface", "dropped_pps", "sample_every", "window_s",
 //                                               "window_complete", "samples", "capacity",

@@ -5,6 +5,7 @@
 
 #include "base/address.h"
 #include "bpf/audit.h"
+#include "bpf/dataplane.h"
 #include "bpf/maps.h"
 #include "bpf/status.h"
 #include "logic/breaker.h"
@@ -248,6 +249,13 @@ struct ListShow {
 	std::string iface;
 	ListKind list = ListKind::allow;
 	std::vector<Cidr> cidrs;
+};
+
+struct RekeyResult {
+	std::string iface;
+	RekeyReport report;
+	uint64_t rekeys = 0;                    // by this daemon on this interface, this one included
+	std::optional<double> next_rekey_in_s;  // none: --rekey-every 0
 };
 
 struct AuditResult {
