@@ -42,7 +42,7 @@ import unittest
 
 from sluice_netns import (Daemon, Testbed, Traffic, bpftool_json, counters, counters_after, ctl, ctl_json, main,
                           pinned_config, pinned_settings_fields, require_root, run, send, settle, sluice_abi, start_sink, stop_sink,
-                          wait_until, SOURCE_DIR)
+                          wait_until, xdp_prog_id, SOURCE_DIR)
 
 HTTP_PORT = 8080
 ECHO_PORT = 9090
@@ -597,6 +597,93 @@ class Standing(unittest.TestCase):
                         x.kill()
                 host_conn.stop()
                 echo.stop()
+                http.stop()
+
+    def test_rekey_while_shedding_keeps_standing_and_penalties(self):
+        """A new hash key: --rekey-every 5 changes it while serving and waits
+        while shedding; `sluicectl rekey` during a random-source flood that
+        is being shed moves the regular client's standing to the new key's
+        place (its requests keep being served, its reason and since stay),
+        keeps a revoked source's penalty, moves a source's slots, replaces
+        the program on the same link, and a restarted sluiced adopts the
+        new key and the carried table."""
+        barred = "198.19.31.7"  # revoked by hand; no test sends from it
+        with Testbed("rekey1") as tb:
+            d = Daemon(tb, *DAEMON_ARGS, "--rekey-every", "5").start()
+            d2 = None
+            http = start_http(tb)
+            try:
+                settle(tb)
+                warm = http_requests(tb, 3)
+                self.assertEqual(warm["ok"], 3, warm)
+                view = StandingView(tb)
+                wait_until(lambda: view.has_standing(tb.client_ip4), 5, what="the client's standing")
+                ctl(tb, "standing", "revoke", tb.host_if, barred, check=True)
+                client0 = standing_of(tb, tb.client_ip4)
+                link0 = bpftool_json("link", "show", "pinned", os.path.join(d.pins, "link"))
+                # the schedule, while serving: a new key within a period of 5 s
+                key0 = view.key
+                wait_until(lambda: StandingView(tb).key != key0, 9, what="--rekey-every 5 to change the key")
+                self.assertIn("every 5 s (--rekey-every)", d.output())
+                self.assertTrue(StandingView(tb).has_standing(tb.client_ip4), "carried by the scheduled rekey")
+
+                with inject_bg(tb, "--random-src", "--pps", 40000, "--duration", 120) as flood:
+                    wait_until(lambda: breaker_state(tb) == "shedding", 20, what="the flood to trip the breaker")
+                    key1 = StandingView(tb).key
+                    slots1 = ctl_json(tb, "bucket", tb.host_if, NEWCOMER_SRC)["slots"]
+                    prog1 = xdp_prog_id(tb)
+                    t_wait = now_s()
+                    time.sleep(6.5)
+                    waited = StandingView(tb).key == key1 and breaker_state(tb) == "shedding"
+                    r = ctl_json(tb, "rekey", tb.host_if)
+                    during = http_requests(tb, 50)
+                    c1 = counters(tb)
+                    still_shedding = breaker_state(tb) == "shedding"
+                    flood.stop()
+                    flood.result()
+                view2 = StandingView(tb)
+                client1 = standing_of(tb, tb.client_ip4)
+                pen = standing_of(tb, barred)
+                slots2 = ctl_json(tb, "bucket", tb.host_if, NEWCOMER_SRC)["slots"]
+                link1 = bpftool_json("link", "show", "pinned", os.path.join(d.pins, "link"))
+                report("rekey", waited_s=round(now_s() - t_wait, 1), reply=json.dumps(r), ok_after=during["ok"],
+                       slots_before=slots1, slots_after=slots2, penalty=json.dumps(pen.get("penalty")))
+                self.assertTrue(waited, "the scheduled rekey waited while shedding")
+                self.assertTrue(still_shedding)
+                self.assertNotEqual(view2.key, key1, "a new key in the pinned settings")
+                self.assertNotEqual(r["prog_id_after"], r["prog_id_before"])
+                self.assertEqual(r["prog_id_before"], prog1)
+                self.assertEqual(xdp_prog_id(tb), r["prog_id_after"], "the interface runs the new program")
+                self.assertEqual(link1["id"], link0["id"], "on the same link")
+                self.assertGreaterEqual(r["standing_carried"], 1, r)
+                self.assertGreaterEqual(r["penalties_carried"], 1, r)
+                self.assertEqual(r["standing_lost"], 0, r)
+                self.assertEqual(r["next_rekey_in_s"] is not None, True, r)
+                self.assertGreaterEqual(during["ok"], 49, f"the regular client served after the rekey: {during}")
+                self.assertGreater(c1["standing"], 0)
+                self.assertTrue(view2.has_standing(tb.client_ip4), "its entry where the new key puts it")
+                self.assertTrue(client1["has_standing"], client1)
+                self.assertEqual(client1["reason"], client0["reason"])
+                self.assertLess(abs(since_epoch(client1["since"]) - since_epoch(client0["since"])), 2.5)
+                self.assertIsNotNone(pen.get("penalty"), f"the penalty survives the key: {pen}")
+                self.assertEqual(pen["penalty"]["revocations"], 1, pen)
+                self.assertFalse(pen["has_standing"])
+                self.assertNotEqual(slots2, slots1, "a source's slots move with the key")
+
+                # a restart adopts the new key and the carried table
+                d.kill()
+                d2 = Daemon(tb, *DAEMON_ARGS, "--rekey-every", "0").start()
+                self.assertIn("adopted pins", d2.output())
+                self.assertEqual(StandingView(tb).key, view2.key)
+                self.assertTrue(standing_of(tb, tb.client_ip4)["has_standing"])
+                self.assertIsNotNone(standing_of(tb, barred).get("penalty"))
+                after = ctl_json(tb, "rekey", tb.host_if)
+                self.assertIsNone(after["next_rekey_in_s"], "no schedule with --rekey-every 0")
+                self.assertTrue(StandingView(tb).has_standing(tb.client_ip4))
+            finally:
+                for x in (d2, d):
+                    if x:
+                        x.kill()
                 http.stop()
 
     def test_a_standing_flood_is_held_to_its_share_and_revoked(self):
