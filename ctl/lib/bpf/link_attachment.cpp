@@ -83,7 +83,7 @@ Status LinkAttachment::replace_program(UniqueFd prog)
 {
 	if (link_) {
 		// BPF_F_REPLACE: only if the link still runs the program we hold.
-		LIBBPF_OPTS(bpf_link_update_opts, o, .flags = BPF_F_REPLACE, .old_prog_fd = prog_.get());
+		LIBBPF_OPTS(bpf_link_update_opts, o, .flags = BPF_F_REPLACE, .old_prog_fd = static_cast<__u32>(prog_.get()));
 		if (int err = bpf_link_update(link_.get(), prog.get(), &o); err)
 			return fail_bpf(err, "putting the new program on the XDP link");
 	}
