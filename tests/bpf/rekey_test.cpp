@@ -266,8 +266,20 @@ TEST(Rekey, TheNewProgramTakesTheLinksAndThePinsAndGrantsGoToItsTable)
 	const uint64_t standing_map0 = map_id(bpf_obj_get((dir + "/" SLUICE_PIN_STANDING).c_str()));
 	const uint64_t config_map0 = map_id(bpf_obj_get((dir + "/" SLUICE_PIN_CONFIG).c_str()));
 
+	// A capture's control word (a global of the program's data section,
+	// handed over like every map the key does not place) keeps its value.
+	const int capture = dp.capture_maps().control;
+	sluice_capture cap{};
+	const uint32_t zero = 0;
+	cap.generation = 77;
+	cap.lease_ns = 1; // long past: the program copies nothing
+	ASSERT_EQ(bpf_map_update_elem(capture, &zero, &cap, BPF_ANY), 0);
+
 	auto r = dp.rekey(dir);
 	ASSERT_TRUE(r) << r.error().describe();
+	sluice_capture after{};
+	ASSERT_EQ(bpf_map_lookup_elem(dp.capture_maps().control, &zero, &after), 0);
+	EXPECT_EQ(after.generation, 77u) << "the capture's control word is the same map, its value kept";
 	EXPECT_NE(dp.settings().hash_key[0], key0[0]);
 	EXPECT_EQ(r->prog_id_before, prog0);
 	EXPECT_EQ(r->prog_id_after, *dp.prog_id());
