@@ -67,6 +67,23 @@ std::string last_audit(const json &s)
 	return text + (last.empty() ? "; no full sweep yet" : "; last full sweep " + last);
 }
 
+// "2 new keys by this daemon, the last 3600 s ago; next in 82800 s (every
+// 86400 s)": the daemon's alone (from pins there is none).
+std::string hash_key(const json &k)
+{
+	std::string text = k.at("rekeys").get<uint64_t>() == 0
+				   ? std::string("as loaded or adopted, none new by this daemon")
+				   : text_of(k.at("rekeys")) + " new by this daemon, the last " +
+					     fixed(k.at("last_s_ago").get<double>(), 0) + " s ago";
+	const json next = k.at("next_in_s");
+	if (next.is_null())
+		return text + "; no schedule (--rekey-every 0)";
+	const double in = next.get<double>();
+	return text + "; next " +
+	       (in > 0 ? "in " + fixed(in, 0) + " s" : std::string("due, waiting for the breaker to serve")) +
+	       " (every " + fixed(k.at("every_s").get<double>(), 0) + " s)";
+}
+
 void print_interface(std::ostream &out, const json &s)
 {
 	out << s.at("iface").get<std::string>() << '\n';
@@ -96,6 +113,8 @@ void print_interface(std::ostream &out, const json &s)
 	if (s.contains("cookies"))
 		cookie_rows(block, s.at("cookies"));
 	block.row({"last audit", last_audit(s)});
+	if (const json k = s.value("hash_key", json()); k.is_object())
+		block.row({"hash key", hash_key(k)});
 	// The daemon's policy file (null: none; absent: from pins).
 	if (const json p = s.value("policy_file", json()); p.is_object()) {
 		std::string classes;

@@ -274,6 +274,7 @@ private:
 	double rekey_every_s_ = 0; // 0: no schedule
 	double next_rekey_s_ = 0;  // monotonic
 	uint64_t rekeys_ = 0;
+	double last_rekey_s_ = 0; // monotonic, of the last (rekeys_ > 0)
 	std::optional<CountedOccupancy> counted_occupancy() const;
 	std::optional<StandingOccupancy> occupancy_; // the last whole count
 	double occupancy_at_s_ = 0;                  // when its oldest part was read (monotonic)

@@ -21,6 +21,7 @@ Result<RekeyResult> ManagedInterface::rekey(const std::string &why)
 	}
 	rekeys_++;
 	const double now_s = monotonic_seconds();
+	last_rekey_s_ = now_s;
 	if (rekey_every_s_ > 0)
 		next_rekey_s_ = now_s + rekey_every_s_;
 	// The standing count and the prefix quota's sweep start again on the

@@ -9,6 +9,7 @@
 #include "sluiced/period.h"
 
 #include "base/address.h"
+#include "base/clock.h"
 #include "base/limits.h"
 #include "base/log.h"
 #include "bpf/class_maps.h"
@@ -55,6 +56,13 @@ ManagedStatus ManagedInterface::status() const
 		st.cookies_asked = cookie_mode_;
 		st.xdp_tx = xdp_tx_;
 	}
+	st.key.rekeys = rekeys_;
+	const double now_s = monotonic_seconds();
+	if (rekeys_)
+		st.key.last_s_ago = now_s - last_rekey_s_;
+	st.key.every_s = rekey_every_s_;
+	if (rekey_every_s_ > 0)
+		st.key.next_in_s = next_rekey_s_ - now_s;
 	return st;
 }
 

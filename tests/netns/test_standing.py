@@ -635,6 +635,8 @@ class Standing(unittest.TestCase):
                     t_wait = now_s()
                     time.sleep(6.5)
                     waited = StandingView(tb).key == key1 and breaker_state(tb) == "shedding"
+                    key_status = iface_status(tb)["hash_key"]
+                    status_text = ctl(tb, "status", tb.host_if, check=True).stdout
                     r = ctl_json(tb, "rekey", tb.host_if)
                     during = http_requests(tb, 50)
                     c1 = counters(tb)
@@ -649,6 +651,11 @@ class Standing(unittest.TestCase):
                 report("rekey", waited_s=round(now_s() - t_wait, 1), reply=json.dumps(r), ok_after=during["ok"],
                        slots_before=slots1, slots_after=slots2, penalty=json.dumps(pen.get("penalty")))
                 self.assertTrue(waited, "the scheduled rekey waited while shedding")
+                self.assertEqual(key_status["rekeys"], 1, key_status)
+                self.assertEqual(key_status["every_s"], 5, key_status)
+                self.assertLessEqual(key_status["next_in_s"], 0, f"due, and waiting: {key_status}")
+                self.assertIn("due, waiting for the breaker to serve", status_text)
+                self.assertEqual(r["rekeys"], 2, r)
                 self.assertTrue(still_shedding)
                 self.assertNotEqual(view2.key, key1, "a new key in the pinned settings")
                 self.assertNotEqual(r["prog_id_after"], r["prog_id_before"])

@@ -219,6 +219,10 @@ json encode(const ManagedStatus &s)
 	j["oper_state"] = s.oper_state;
 	j["pin_dir"] = s.pin_dir;
 	j["policy_file"] = s.policy ? encode(*s.policy) : json(nullptr);
+	j["hash_key"] = {{"rekeys", s.key.rekeys},
+			 {"last_s_ago", s.key.last_s_ago ? json(*s.key.last_s_ago) : json()},
+			 {"every_s", s.key.every_s},
+			 {"next_in_s", s.key.next_in_s ? json(*s.key.next_in_s) : json()}};
 	// Only the daemon knows what was asked, and whether the SYN-ACKs can leave.
 	if (s.maps && s.cookies_asked) {
 		j["cookies"]["asked"] = std::string(cookie_mode_name(*s.cookies_asked));

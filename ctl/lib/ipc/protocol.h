@@ -80,6 +80,9 @@
 //                        gone, ...), pin_dir, policy_file: null or {file,
 //                        generation, applied, set, classes: [{id, name}], rules,
 //                        reloads_applied, reloads_refused, last_refused},
+//                        hash_key: {rekeys (by this daemon), last_s_ago (null:
+//                        none yet), every_s (--rekey-every, 0: none), next_in_s
+//                        (null: no schedule; <= 0: due, waiting for serving)},
 //                        cookies.asked (--cookies; absent when off) and
 //                        cookies.xdp_tx: null (not read yet) or {delivers,
 //                        why, fix (null when it delivers)}: whether the

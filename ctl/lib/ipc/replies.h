@@ -70,6 +70,16 @@ struct ManagedStatus {
 	// config's mode (maps.cookies.mode) is off.
 	std::optional<sluice_cookie_mode> cookies_asked;
 	std::optional<XdpTxVerdict> xdp_tx;
+	// The hash key: new keys this daemon made (sluicectl rekey, the
+	// schedule), the last one's age (none: none yet), the schedule (0: none)
+	// and when it is due (none without one; 0 or less: due, waiting for
+	// the breaker to serve).
+	struct KeyStatus {
+		uint64_t rekeys = 0;
+		std::optional<double> last_s_ago;
+		double every_s = 0;
+		std::optional<double> next_in_s;
+	} key;
 };
 
 // status.daemon
