@@ -246,6 +246,14 @@ Status ManagedInterface::load_and_attach(const DaemonOptions &opts, AttachMode m
 Status ManagedInterface::prepare_control(const DaemonOptions &opts)
 {
 	rekey_every_s_ = double(opts.rekey_every_s);
+	if (rekey_every_s_ > 0 && dp_->multiprog()) {
+		// libxdp's dispatcher holds the links: no new program can take them
+		// (Dataplane::rekey refuses), so no schedule to fail on every turn.
+		log_warn(name_ + ": --rekey-every " + std::to_string(opts.rekey_every_s) +
+			 " is off with --multiprog (libxdp's dispatcher holds the program's links); the hash key "
+			 "changes only with a fresh load");
+		rekey_every_s_ = 0;
+	}
 	next_rekey_s_ = monotonic_seconds() + rekey_every_s_;
 	// Connections older than the feeders' links (made before this daemon, or
 	// while none ran): their peers are granted standing now.

@@ -118,6 +118,14 @@ class Multiprog(unittest.TestCase):
             i = ctl_json(tb, "status")["interfaces"][0]
             self.assertEqual((i["prog_id"], i["attached"]), (prog, True))
 
+            # a new hash key needs the links libxdp holds: refused, saying so,
+            # and no schedule (the default --rekey-every is off, logged)
+            p = ctl(tb, "rekey", tb.host_if)
+            self.assertEqual(p.returncode, 1, p.stderr)
+            self.assertIn("--multiprog", p.stderr)
+            self.assertIn("--rekey-every 86400 is off with --multiprog", d.output())
+            self.assertEqual(ctl_json(tb, "status")["interfaces"][0]["prog_id"], prog)
+
             # detach: sluice leaves, xdp-filter stays and still filters
             ctl(tb, "detach", tb.host_if, check=True)
             status = loader_status(tb)
