@@ -40,6 +40,29 @@ void kept_source_of(const sluice_settings &s, const Address &addr, __u64 out[2])
 	sluice_standing_source(src.w[0], src.w[1], v6, out);
 }
 
+// The way of a penalty set that a penalty of fp is written to: fp's own,
+// else a free one (empty, or its penalty over), else the one whose penalty
+// ends soonest, if that is within `ends_within` ticks of now (UINT32_MAX:
+// whichever); -1 when none is.
+int penalty_way(const sluice_penalty_set &pen, uint32_t fp, uint32_t stamp, uint32_t ends_within)
+{
+	for (int i = 0; i < SLUICE_STANDING_WAYS; i++)
+		if (sluice_standing_entry_fp(pen.way[i]) == fp)
+			return i;
+	for (int i = 0; i < SLUICE_STANDING_WAYS; i++)
+		if (sluice_standing_entry_fp(pen.way[i]) == 0 || !sluice_penalty_runs(pen.way[i], stamp))
+			return i;
+	int soonest = -1;
+	uint32_t soonest_left = ends_within;
+	for (int i = 0; i < SLUICE_STANDING_WAYS; i++)
+		if (const uint32_t left = (sluice_penalty_until(pen.way[i]) - stamp) & SLUICE_PENALTY_TICK_MASK;
+		    left < soonest_left) { // a tick count is 24 bits: below UINT32_MAX
+			soonest_left = left;
+			soonest = i;
+		}
+	return soonest;
+}
+
 } // namespace
 
 Address standing_source_address(const __u64 kept[2])
@@ -278,24 +301,9 @@ Result<Revoked> StandingTable::revoke_at(uint32_t set_idx, uint32_t fp, const Ad
 	sluice_penalty_set pen{};
 	if (int err = bpf_map_lookup_elem(penalty_fd_, &pidx, &pen); err)
 		return fail_errno("reading penalty set " + std::to_string(pidx));
-	int pw = -1, soonest = 0;
-	uint32_t soonest_left = UINT32_MAX;
-	for (int i = 0; i < SLUICE_STANDING_WAYS && pw < 0; i++)
-		if (sluice_standing_entry_fp(pen.way[i]) == fp)
-			pw = i;
-	const uint32_t before = pw >= 0 ? sluice_penalty_revocations(pen.way[pw]) : 0;
-	for (int i = 0; i < SLUICE_STANDING_WAYS && pw < 0; i++)
-		if (sluice_standing_entry_fp(pen.way[i]) == 0 || !sluice_penalty_runs(pen.way[i], stamp))
-			pw = i;
-	for (int i = 0; i < SLUICE_STANDING_WAYS && pw < 0; i++) {
-		uint32_t left = (sluice_penalty_until(pen.way[i]) - stamp) & SLUICE_PENALTY_TICK_MASK;
-		if (left < soonest_left) {
-			soonest_left = left;
-			soonest = i;
-		}
-	}
-	if (pw < 0)
-		pw = soonest;
+	const int pw = penalty_way(pen, fp, stamp, UINT32_MAX);
+	const uint32_t before =
+		sluice_standing_entry_fp(pen.way[pw]) == fp ? sluice_penalty_revocations(pen.way[pw]) : 0;
 	// The source it bars, kept so that a new hash key carries the penalty
 	// (none when a way was revoked after its entry had gone: rare, and that
 	// penalty then ends with the key).
@@ -407,23 +415,13 @@ Result<StandingCarry> StandingTable::carry_into(const StandingTable &to) const
 			sluice_penalty_set dst{};
 			if (int err = bpf_map_lookup_elem(to.penalty_fd_, &pidx, &dst); err)
 				return fail_errno("reading penalty set " + std::to_string(pidx));
-			// carried already, else a free way, else the one ending soonest
-			// if it ends before this one (as revoke_at chooses)
+			// carried already; else the way revoke_at would choose, but
+			// displacing only a penalty that ends before this one
 			if (std::any_of(std::begin(dst.way), std::end(dst.way),
 					[&](uint64_t d) { return sluice_standing_entry_fp(d) == fp; }))
 				continue;
-			int dw = -1;
-			for (int i = 0; i < SLUICE_STANDING_WAYS && dw < 0; i++)
-				if (sluice_standing_entry_fp(dst.way[i]) == 0 || !sluice_penalty_runs(dst.way[i], stamp))
-					dw = i;
-			const uint32_t left = (sluice_penalty_until(e) - stamp) & SLUICE_PENALTY_TICK_MASK;
-			uint32_t soonest_left = left;
-			for (int i = 0; i < SLUICE_STANDING_WAYS && dw < 0; i++)
-				if (const uint32_t l = (sluice_penalty_until(dst.way[i]) - stamp) & SLUICE_PENALTY_TICK_MASK;
-				    l < soonest_left) {
-					soonest_left = l;
-					dw = i;
-				}
+			const int dw = penalty_way(dst, fp, stamp,
+						   (sluice_penalty_until(e) - stamp) & SLUICE_PENALTY_TICK_MASK);
 			if (dw < 0) {
 				c.penalties_lost++;
 				continue;
