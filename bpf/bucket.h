@@ -147,6 +147,146 @@ static inline int sluice_admit2(struct sluice_slot *a, struct sluice_slot *b,
 }
 
 /*
+ * Leases: what contention on one pair costs, bounded. A source whose frames
+ * arrive on several CPUs (RSS spreads its flows) makes every CPU swap the
+ * same two slots on every admitted frame: their cache lines go from CPU to
+ * CPU, and a frame that loses SLUICE_CAS_TRIES swaps is dropped although its
+ * pair held tokens (docs/benchmarks.md, figure 13). So a CPU that loses a
+ * swap takes a batch of tokens at once (a lease) and admits the pair's next
+ * frames on this CPU from it, touching the shared slots once a batch.
+ *
+ * A lease is n admissions at the instant it is taken: both slots pay n
+ * tokens (the other one floored at zero), the fuller one by CAS, exactly as
+ * n single admissions at that `now` would leave them (the fuller stays the
+ * fuller when both pay alike), and n is at most the whole tokens the fuller
+ * slot holds. So 0 <= tokens <= burst at every write, and the tokens taken
+ * from a pair never exceed burst + rate x interval (tokens leased count as
+ * taken). A frame admitted from a lease spends a token taken before it; a
+ * leased token never spent (its source went idle on that CPU, its entry was
+ * taken by another pair, the rate changed) is lost: leases only ever
+ * under-admit, by at most (batch - 1) tokens a CPU at any instant.
+ *
+ * The batch is a small share of burst: burst / SLUICE_LEASE_BURST_SHARE,
+ * at most SLUICE_LEASE_MAX; below 2 (a burst under 2 x the share) there is
+ * no leasing. A CPU leases only after it lost a swap on that pair (or while
+ * its entry already leases that pair): a source alone on one CPU never
+ * loses one, so its path is the single admission it always was.
+ *
+ * Each CPU keeps its leases in a small direct-mapped cache
+ * (SLUICE_LEASE_ENTRIES entries, by the pair's first slot), its entries'
+ * tags the pair; an entry that still holds tokens of another pair is taken
+ * over only once idle for SLUICE_LEASE_IDLE_NS (so two pairs that share an
+ * entry cannot make each other strand a lease on every frame).
+ */
+#define SLUICE_LEASE_MAX 32
+#define SLUICE_LEASE_BURST_SHARE 64
+#define SLUICE_LEASE_ENTRIES 128
+#define SLUICE_LEASE_IDLE_NS SLUICE_NSEC_PER_SEC
+
+/* One CPU's lease on one pair: its tag (sluice_lease_pair), the cost its
+ * tokens were taken at, when it was last used, and the tokens left. */
+struct sluice_lease {
+	__u64 pair;
+	__u64 cost_ns;
+	__u64 at;
+	__u64 tokens;
+};
+
+static inline __u64 sluice_lease_pair(__u32 a, __u32 b)
+{
+	return ((__u64)a << 32) | b;
+}
+
+/* The batch a lease takes at this burst (tokens); below 2: no leasing. */
+static inline __u64 sluice_lease_batch(__u64 burst)
+{
+	__u64 n = burst / SLUICE_LEASE_BURST_SHARE;
+
+	return n > SLUICE_LEASE_MAX ? SLUICE_LEASE_MAX : n;
+}
+
+/*
+ * sluice_admit2 taking up to `first` tokens on its first try and up to
+ * `later` on each try after a lost swap (each at most the fuller slot's whole
+ * tokens). Returns the tokens taken: 0 to drop, 1 to admit, n > 1 to admit
+ * with n - 1 left to lease.
+ */
+static inline __u64 sluice_admit2_n(struct sluice_slot *a, struct sluice_slot *b, __u64 now, __u64 cost_ns,
+				    __u64 burst_ns, __u64 first, __u64 later)
+{
+	__u64 want = first;
+	int i;
+
+	for (i = 0; i < SLUICE_CAS_TRIES; i++, want = later) {
+		__u64 ea = SLUICE_READ_ONCE(a->empty_at);
+		__u64 eb = SLUICE_READ_ONCE(b->empty_at);
+		__u64 ca = sluice_credit(ea, now, burst_ns);
+		__u64 cb = sluice_credit(eb, now, burst_ns);
+		struct sluice_slot *full = a, *other = b;
+		__u64 e_full = ea, c_full = ca, e_other = eb, paid, n = 1, take;
+
+		if (cb > ca) {
+			full = b;
+			other = a;
+			e_full = eb;
+			c_full = cb;
+			e_other = ea;
+		}
+		if (c_full < cost_ns)
+			return 0;
+		if (want > 1) {
+			n = c_full / cost_ns;
+			if (n > want)
+				n = want;
+		}
+		take = n * cost_ns;
+		if (other != full) {
+			paid = sluice_pay_floored(e_other, now, take, burst_ns);
+			if (paid != e_other &&
+			    __sync_val_compare_and_swap(&other->empty_at, e_other, paid) != e_other)
+				continue; /* another CPU changed it: decide again */
+		}
+		if (__sync_val_compare_and_swap(&full->empty_at, e_full, now - (c_full - take)) != e_full)
+			continue; /* another CPU took from it first: decide again */
+		return n;
+	}
+	return 0;
+}
+
+/*
+ * Admit one frame of the pair (a, b), tagged `pair`, with this CPU's lease
+ * entry l (NULL: no leasing): from the lease when it holds a token of this
+ * pair at this cost, else from the slots, leasing a batch when this entry
+ * already leases the pair or once a swap was lost. Returns 1 to admit.
+ */
+static inline int sluice_admit2_leased(struct sluice_lease *l, __u64 pair, struct sluice_slot *a,
+				       struct sluice_slot *b, __u64 now, __u64 cost_ns, __u64 burst)
+{
+	__u64 batch = sluice_lease_batch(burst), first = 1, later = 1, n;
+
+	if (l && batch > 1) {
+		if (l->pair == pair && l->cost_ns) { /* this entry leases this pair */
+			if (l->cost_ns == cost_ns && l->tokens) {
+				l->tokens--;
+				l->at = now;
+				return 1;
+			}
+			first = later = batch; /* spent, or taken at another cost (lost) */
+		} else if (!l->tokens || now - l->at > SLUICE_LEASE_IDLE_NS) {
+			later = batch;
+		}
+	}
+	n = sluice_admit2_n(a, b, now, cost_ns, burst * cost_ns, first, later);
+	if (n > 1 && l) {
+		l->pair = pair;
+		l->cost_ns = cost_ns;
+		l->at = now;
+		l->tokens = n - 1;
+	}
+	return n != 0;
+}
+
+/*
  * One bucket alone (the standing bucket of a source with standing; the
  * newcomer budget, one per CPU, whose caller writes the result itself): the
  * empty_at after one admission at `now`, or 0 when it holds no whole token. 0 is never an admission's result (now - credit >=

@@ -17,6 +17,23 @@ static __always_inline struct sluice_slot *newcomer_bucket(void)
 	return bpf_map_lookup_elem(&newcomers, &zero);
 }
 
+/* Admit one frame from the slot pair tagged `pair` (sluice_lease_pair) at
+ * cost_ns a token, with this CPU's lease entry for it (bucket.h, "Leases":
+ * a direct-mapped cache by the pair's first slot). A global function: the
+ * lease's state inlined into limit() took the program past its 512 bytes
+ * of stack; verified once, its scalar arguments any value (0 if a lookup
+ * fails, which cannot happen: slot_mask < max_entries). */
+__noinline int sluice_pair_admit(__u64 pair, __u64 now, __u64 cost_ns, __u64 burst)
+{
+	__u32 ia = pair >> 32, ib = (__u32)pair, il = ia & (SLUICE_LEASE_ENTRIES - 1);
+	struct sluice_slot *a = bpf_map_lookup_elem(&slots, &ia);
+	struct sluice_slot *b = bpf_map_lookup_elem(&slots, &ib);
+
+	if (!a || !b)
+		return 0;
+	return sluice_admit2_leased(bpf_map_lookup_elem(&leases, &il), pair, a, b, now, cost_ns, burst);
+}
+
 /* The slot pair of the source of this hash; 0 if it cannot be looked up
  * (cannot happen: slot_mask < max_entries). */
 static __always_inline int slot_pair(__u64 hash, struct sluice_slot **a, struct sluice_slot **b)
@@ -207,7 +224,10 @@ static __always_inline __u32 limit(const struct sluice_config *cfg, struct budge
 		if (set)
 			cost = bg->cost_ns;
 	}
-	if (sluice_admit2(a, b, *now, cost, bg->burst * cost)) {
+	/* The pair's indices again (a few instructions) rather than kept live
+	 * across the standing lookup. */
+	idx = sluice_slots_of(bg->hash, settings.slot_mask, settings.one_choice);
+	if (sluice_pair_admit(sluice_lease_pair(idx.a, idx.b), *now, cost, bg->burst)) {
 		if (settings.observe_periods && bg->state == SLUICE_SERVING) {
 			if (bg->observe)
 				*bg->observe = 1;

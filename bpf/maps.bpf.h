@@ -145,6 +145,17 @@ struct {
 	__type(value, struct sluice_slot);
 } newcomers SEC(".maps");
 
+/* Leases (bucket.h): each CPU's tokens taken from a slot pair in a batch
+ * once that pair's swaps were contended, a direct-mapped cache by the pair's
+ * first slot. Not state: never pinned, made anew with each load (what a lease
+ * held then is lost: under-admitted, never over). */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, SLUICE_LEASE_ENTRIES);
+	__type(key, __u32);
+	__type(value, struct sluice_lease);
+} leases SEC(".maps");
+
 /* The cookie budget: the SYN-ACKs the program may send, one bucket per CPU
  * like the newcomer budget (cost and burst in config are per CPU). */
 struct {

@@ -50,11 +50,12 @@ TEST(PinLayout, EveryMapOfTheProgramHasOneRow)
 	{
 		// Internal maps other than .rodata (the settings) and .data.capture
 		// (the capture's control word) are the program's own business, and
-		// so are the cookie path's per-CPU scratch and the drop sampling's
-		// per-CPU countdown (no state: pin_layout.cpp says why they have
-		// no row).
+		// so are the cookie path's per-CPU scratch, the drop sampling's
+		// per-CPU countdown and the slot pairs' per-CPU leases (no state:
+		// pin_layout.cpp says why they have no row).
 		if ((bpf_map__is_internal(map) && map != skel->maps.rodata && map != skel->maps.data_capture) ||
-		    map == skel->maps.cookie_scratch || map == skel->maps.sample_countdown)
+		    map == skel->maps.cookie_scratch || map == skel->maps.sample_countdown ||
+		    map == skel->maps.leases)
 			continue;
 		maps++;
 		EXPECT_TRUE(rows.count(map)) << bpf_map__name(map) << " has no row in map_pins()";

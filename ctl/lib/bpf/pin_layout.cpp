@@ -59,7 +59,8 @@ const std::array<MapPin, 27> kMapPins{{
 	 BPF_MAP_TYPE_PERCPU_ARRAY, 4, sizeof(sluice_counter), Entries::exact, SLUICE_CLASS_COUNTER_KEYS},
 	// The cookie budget, one bucket per CPU (its scratch map is not state:
 	// never pinned, made anew with each load; nor is the drop sampling's
-	// countdown, which a new load starts at 0).
+	// countdown, which a new load starts at 0, nor the slot pairs' per-CPU
+	// leases, whose tokens a new load loses: under-admitted, bpf/bucket.h).
 	{SLUICE_PIN_COOKIE_BUDGET, &MapFds::cookie_budget, [](sluice_bpf *s) { return s->maps.cookie_budget; },
 	 BPF_MAP_TYPE_PERCPU_ARRAY, 4, sizeof(sluice_slot), Entries::exact, 1},
 	// The TCP ports that have had a listener (the cookie path's hint).
