@@ -108,40 +108,51 @@ static inline __u64 sluice_pay_floored(__u64 empty_at, __u64 now, __u64 cost_ns,
  * CAS decides again from fresh reads (the other slot may then have paid for an
  * admission that did not happen: under contention a source is charged more,
  * never less).
- * Returns 1 to admit, 0 to drop.
+ * sluice_admit2_once is one try: 1 to admit, 0 to drop (the fuller slot
+ * holds no whole token), -1 for a lost swap (decide again). sluice_admit2
+ * tries up to SLUICE_CAS_TRIES times; returns 1 to admit, 0 to drop.
  */
+static inline int sluice_admit2_once(struct sluice_slot *a, struct sluice_slot *b,
+				     __u64 now, __u64 cost_ns, __u64 burst_ns)
+{
+	__u64 ea = SLUICE_READ_ONCE(a->empty_at);
+	__u64 eb = SLUICE_READ_ONCE(b->empty_at);
+	__u64 ca = sluice_credit(ea, now, burst_ns);
+	__u64 cb = sluice_credit(eb, now, burst_ns);
+	struct sluice_slot *full = a, *other = b;
+	__u64 e_full = ea, c_full = ca, e_other = eb, paid;
+
+	if (cb > ca) {
+		full = b;
+		other = a;
+		e_full = eb;
+		c_full = cb;
+		e_other = ea;
+	}
+	if (c_full < cost_ns)
+		return 0;
+	if (other != full) {
+		paid = sluice_pay_floored(e_other, now, cost_ns, burst_ns);
+		if (paid != e_other &&
+		    __sync_val_compare_and_swap(&other->empty_at, e_other, paid) != e_other)
+			return -1; /* another CPU changed it: decide again */
+	}
+	if (__sync_val_compare_and_swap(&full->empty_at, e_full,
+					now - (c_full - cost_ns)) != e_full)
+		return -1; /* another CPU took from it first: decide again */
+	return 1;
+}
+
 static inline int sluice_admit2(struct sluice_slot *a, struct sluice_slot *b,
 				__u64 now, __u64 cost_ns, __u64 burst_ns)
 {
 	int i;
 
 	for (i = 0; i < SLUICE_CAS_TRIES; i++) {
-		__u64 ea = SLUICE_READ_ONCE(a->empty_at);
-		__u64 eb = SLUICE_READ_ONCE(b->empty_at);
-		__u64 ca = sluice_credit(ea, now, burst_ns);
-		__u64 cb = sluice_credit(eb, now, burst_ns);
-		struct sluice_slot *full = a, *other = b;
-		__u64 e_full = ea, c_full = ca, e_other = eb, paid;
+		int r = sluice_admit2_once(a, b, now, cost_ns, burst_ns);
 
-		if (cb > ca) {
-			full = b;
-			other = a;
-			e_full = eb;
-			c_full = cb;
-			e_other = ea;
-		}
-		if (c_full < cost_ns)
-			return 0;
-		if (other != full) {
-			paid = sluice_pay_floored(e_other, now, cost_ns, burst_ns);
-			if (paid != e_other &&
-			    __sync_val_compare_and_swap(&other->empty_at, e_other, paid) != e_other)
-				continue; /* another CPU changed it: decide again */
-		}
-		if (__sync_val_compare_and_swap(&full->empty_at, e_full,
-						now - (c_full - cost_ns)) != e_full)
-			continue; /* another CPU took from it first: decide again */
-		return 1;
+		if (r >= 0)
+			return r;
 	}
 	return 0;
 }
@@ -217,6 +228,7 @@ static inline __u64 sluice_admit2_n(struct sluice_slot *a, struct sluice_slot *b
 	__u64 want = first;
 	int i;
 
+	#pragma unroll
 	for (i = 0; i < SLUICE_CAS_TRIES; i++, want = later) {
 		__u64 ea = SLUICE_READ_ONCE(a->empty_at);
 		__u64 eb = SLUICE_READ_ONCE(b->empty_at);
@@ -257,12 +269,15 @@ static inline __u64 sluice_admit2_n(struct sluice_slot *a, struct sluice_slot *b
  * Admit one frame of the pair (a, b), tagged `pair`, with this CPU's lease
  * entry l (NULL: no leasing): from the lease when it holds a token of this
  * pair at this cost, else from the slots, leasing a batch when this entry
- * already leases the pair or once a swap was lost. Returns 1 to admit.
+ * already leases the pair, or when `lost` (the caller lost a swap on it:
+ * sluice_admit2_once returned -1) and the entry is free (no tokens, or idle
+ * for SLUICE_LEASE_IDLE_NS); the entry is then the pair's, with the tokens
+ * taken past the first (none if one or none was taken). Returns 1 to admit.
  */
 static inline int sluice_admit2_leased(struct sluice_lease *l, __u64 pair, struct sluice_slot *a,
-				       struct sluice_slot *b, __u64 now, __u64 cost_ns, __u64 burst)
+				       struct sluice_slot *b, __u64 now, __u64 cost_ns, __u64 burst, int lost)
 {
-	__u64 batch = sluice_lease_batch(burst), first = 1, later = 1, n;
+	__u64 batch = sluice_lease_batch(burst), want = 1, n;
 
 	if (l && batch > 1) {
 		if (l->pair == pair && l->cost_ns) { /* this entry leases this pair */
@@ -271,19 +286,32 @@ static inline int sluice_admit2_leased(struct sluice_lease *l, __u64 pair, struc
 				l->at = now;
 				return 1;
 			}
-			first = later = batch; /* spent, or taken at another cost (lost) */
-		} else if (!l->tokens || now - l->at > SLUICE_LEASE_IDLE_NS) {
-			later = batch;
+			want = batch; /* spent, or taken at another cost (lost) */
+		} else if (lost && (!l->tokens || now - l->at > SLUICE_LEASE_IDLE_NS)) {
+			want = batch;
 		}
 	}
-	n = sluice_admit2_n(a, b, now, cost_ns, burst * cost_ns, first, later);
-	if (n > 1 && l) {
+	/* The entry is this pair's from the try on (its tokens once taken):
+	 * nothing of it stays live across the swaps (the BPF frame's size). */
+	if (want > 1 && l) {
 		l->pair = pair;
 		l->cost_ns = cost_ns;
 		l->at = now;
-		l->tokens = n - 1;
+		l->tokens = 0;
 	}
+	n = sluice_admit2_n(a, b, now, cost_ns, burst * cost_ns, want, want);
+	if (n > 1 && l)
+		l->tokens = n - 1;
 	return n != 0;
+}
+
+/* Whether this CPU's entry l leases the pair tagged `pair` (so its frames go
+ * to sluice_admit2_leased before touching the slots). A pair no CPU lost a
+ * swap on is never leased: its path is sluice_admit2_once, and
+ * sluice_admit2_leased (lost = 1) only after that lost a swap. */
+static inline int sluice_lease_held(const struct sluice_lease *l, __u64 pair)
+{
+	return l && l->pair == pair && l->cost_ns;
 }
 
 /*

@@ -17,22 +17,40 @@ static __always_inline struct sluice_slot *newcomer_bucket(void)
 	return bpf_map_lookup_elem(&newcomers, &zero);
 }
 
-/* Admit one frame from the slot pair tagged `pair` (sluice_lease_pair) at
- * cost_ns a token, with this CPU's lease entry for it (bucket.h, "Leases":
- * a direct-mapped cache by the pair's first slot). A global function: the
- * lease's state inlined into limit() took the program past its 512 bytes
- * of stack; verified once, its scalar arguments any value (0 if a lookup
- * fails, which cannot happen: slot_mask < max_entries). */
-__noinline int sluice_pair_admit(__u64 pair, __u64 now, __u64 cost_ns, __u64 burst)
+/* Admit one frame from the slot pair (a, b), tagged `pair`
+ * (sluice_lease_pair), at cost_ns a token, with this CPU's lease entry for it
+ * (bucket.h, "Leases": a direct-mapped cache by the pair's first slot):
+ * entered only for a pair that entry leases, or after the caller lost a swap
+ * on it (lost: the entry does not lease it). A global function, its frame
+ * small (the slots by pointer, the clock read again: a frame of the lease's
+ * state inlined into limit(), or a larger one here, took the program past
+ * its 512 bytes of stack); verified once, its scalar arguments any value. */
+__noinline int sluice_pair_admit(struct sluice_slot *a, struct sluice_slot *b, __u64 pair, __u64 cost_ns,
+				 __u64 burst)
 {
-	__u32 ia = pair >> 32, ib = (__u32)pair, il = ia & (SLUICE_LEASE_ENTRIES - 1);
-	struct sluice_slot *a = bpf_map_lookup_elem(&slots, &ia);
-	struct sluice_slot *b = bpf_map_lookup_elem(&slots, &ib);
+	__u64 now = SLUICE_CLOCK() + SLUICE_TIME_BIAS;
+	__u32 il = (pair >> 32) & (SLUICE_LEASE_ENTRIES - 1);
+	struct sluice_lease *l;
 
 	if (!a || !b)
 		return 0;
-	return sluice_admit2_leased(bpf_map_lookup_elem(&leases, &il), pair, a, b, now, cost_ns, burst);
+	l = bpf_map_lookup_elem(&leases, &il);
+	return sluice_admit2_leased(l, pair, a, b, now, cost_ns, burst, !sluice_lease_held(l, pair));
 }
+
+/* Admit one frame of the budget's source from its slot pair (a, b): one try
+ * inlined, exactly sluice_admit2's first, unless this CPU's entry leases the
+ * pair; the lease path (sluice_pair_admit) only for a leased pair or after a
+ * lost swap. The check reads this CPU's entry (a per-CPU array lookup, which
+ * the kernel inlines). */
+#define PAIR_ADMIT(held, pair, bg, now, cost, a, b)                                                             \
+	({                                                                                                        \
+		int r_ = -1;                                                                                      \
+                                                                                                                  \
+		if (!(held))                                                                                      \
+			r_ = sluice_admit2_once(a, b, now, cost, (bg)->burst * (cost));                           \
+		r_ < 0 ? sluice_pair_admit(a, b, pair, cost, (bg)->burst) : r_;                                    \
+	})
 
 /* The slot pair of the source of this hash; 0 if it cannot be looked up
  * (cannot happen: slot_mask < max_entries). */
@@ -198,6 +216,9 @@ static __always_inline __u32 limit(const struct sluice_config *cfg, struct budge
 	if (!a || !b)
 		return SLUICE_DROP_RATE; /* cannot happen: slot_mask < max_entries */
 	SLUICE_BENCH_CUT_POINT(LOOKUP, SLUICE_BENCH_STOPPED, a, b);
+	/* Whether this CPU's lease entry leases the pair (bucket.h, "Leases"). */
+	__u32 il = idx.a & (SLUICE_LEASE_ENTRIES - 1);
+	int held = sluice_lease_held(bpf_map_lookup_elem(&leases, &il), sluice_lease_pair(idx.a, idx.b));
 
 	__u64 cost = sluice_effective_cost(bg->cost_ns, bg->state, cfg->admission_ppm);
 	/* The coarse clock (CLOCK_MONOTONIC_COARSE): about a quarter of the
@@ -224,10 +245,7 @@ static __always_inline __u32 limit(const struct sluice_config *cfg, struct budge
 		if (set)
 			cost = bg->cost_ns;
 	}
-	/* The pair's indices again (a few instructions) rather than kept live
-	 * across the standing lookup. */
-	idx = sluice_slots_of(bg->hash, settings.slot_mask, settings.one_choice);
-	if (sluice_pair_admit(sluice_lease_pair(idx.a, idx.b), *now, cost, bg->burst)) {
+	if (PAIR_ADMIT(held, sluice_lease_pair(idx.a, idx.b), bg, *now, cost, a, b)) {
 		if (settings.observe_periods && bg->state == SLUICE_SERVING) {
 			if (bg->observe)
 				*bg->observe = 1;

@@ -99,6 +99,17 @@ TEST(Lease, BatchIsNSingleAdmissionsAtItsInstant)
 			}
 }
 
+// What limit() does (buckets_path.bpf.h): a pair this CPU's entry does not
+// lease takes one inlined try; only a lost swap, or a pair the entry leases,
+// goes to sluice_admit2_leased (the global function).
+int admit_as_xdp(sluice_lease *l, sluice_slot *a, sluice_slot *b, __u64 now, __u64 burst)
+{
+	if (sluice_lease_held(l, kPair))
+		return sluice_admit2_leased(l, kPair, a, b, now, kCost, burst, 0);
+	const int r = sluice_admit2_once(a, b, now, kCost, burst * kCost);
+	return r >= 0 ? r : sluice_admit2_leased(l, kPair, a, b, now, kCost, burst, 1);
+}
+
 // One CPU alone never loses a swap, so it never leases: every frame pays its
 // pair, its entry stays empty, and it is held to burst then the rate exactly
 // as sluice_admit2 holds it.
@@ -110,7 +121,7 @@ TEST(Lease, ACpuAloneNeverLeases)
 	__u64 admitted = 0, ref = 0;
 	for (__u64 t = 0; t < 3 * kSecond / 1000; t += 100) {
 		for (int i = 0; i < 3; i++) {
-			admitted += sluice_admit2_leased(&l, kPair, &a, &b, kNow + t, kCost, kBurst);
+			admitted += sluice_admit2_leased(&l, kPair, &a, &b, kNow + t, kCost, kBurst, 0);
 			ref += sluice_admit2(&ra, &rb, kNow + t, kCost, kBurst * kCost);
 		}
 		ASSERT_EQ(l.tokens, 0u);
@@ -132,7 +143,7 @@ TEST(Lease, ALostSwapLeasesABatchAndItsFramesTouchNoSlot)
 	sluice_lease l{};
 	sluice_slot a{0}, b{0};
 	lease_hook::before_cas = [&] { ASSERT_TRUE(sluice_admit2(&a, &b, kNow, kCost, kBurst * kCost)); };
-	ASSERT_TRUE(sluice_admit2_leased(&l, kPair, &a, &b, kNow, kCost, kBurst));
+	ASSERT_TRUE(admit_as_xdp(&l, &a, &b, kNow, kBurst));
 	EXPECT_EQ(l.pair, kPair);
 	EXPECT_EQ(l.cost_ns, kCost);
 	EXPECT_EQ(l.tokens, batch - 1);
@@ -143,14 +154,14 @@ TEST(Lease, ALostSwapLeasesABatchAndItsFramesTouchNoSlot)
 	const sluice_slot sa = a, sb = b;
 	const int calls = lease_hook::cas_calls;
 	for (__u64 i = 0; i < batch - 1; i++)
-		ASSERT_TRUE(sluice_admit2_leased(&l, kPair, &a, &b, kNow + i, kCost, kBurst));
+		ASSERT_TRUE(sluice_admit2_leased(&l, kPair, &a, &b, kNow + i, kCost, kBurst, 0));
 	EXPECT_EQ(l.tokens, 0u);
 	EXPECT_EQ(a.empty_at, sa.empty_at);
 	EXPECT_EQ(b.empty_at, sb.empty_at);
 	EXPECT_EQ(lease_hook::cas_calls, calls) << "a leased frame swaps nothing";
 
 	// The entry still leases the pair: its next frame takes a batch at once.
-	ASSERT_TRUE(sluice_admit2_leased(&l, kPair, &a, &b, kNow + batch, kCost, kBurst));
+	ASSERT_TRUE(sluice_admit2_leased(&l, kPair, &a, &b, kNow + batch, kCost, kBurst, 0));
 	EXPECT_EQ(l.tokens, batch - 1);
 	EXPECT_EQ(lease_hook::cas_calls, calls + 2);
 }
@@ -162,13 +173,13 @@ TEST(Lease, ABatchTakesNoMoreThanThePairHolds)
 	constexpr __u64 kBurst = 20000;
 	sluice_lease l{kPair, kCost, kNow, 0}; // leasing this pair, spent
 	sluice_slot a{kNow - 5 * kCost - 999}, b{kNow - 2 * kCost};
-	ASSERT_TRUE(sluice_admit2_leased(&l, kPair, &a, &b, kNow, kCost, kBurst));
+	ASSERT_TRUE(sluice_admit2_leased(&l, kPair, &a, &b, kNow, kCost, kBurst, 0));
 	EXPECT_EQ(l.tokens, 4u);
 	EXPECT_EQ(a.empty_at, kNow - 999) << "the remainder stays in the credit";
 	EXPECT_EQ(b.empty_at, kNow);
 	for (int i = 0; i < 4; i++)
-		ASSERT_TRUE(sluice_admit2_leased(&l, kPair, &a, &b, kNow, kCost, kBurst));
-	EXPECT_FALSE(sluice_admit2_leased(&l, kPair, &a, &b, kNow, kCost, kBurst));
+		ASSERT_TRUE(sluice_admit2_leased(&l, kPair, &a, &b, kNow, kCost, kBurst, 0));
+	EXPECT_FALSE(sluice_admit2_leased(&l, kPair, &a, &b, kNow, kCost, kBurst, 0));
 	EXPECT_EQ(l.tokens, 0u);
 }
 
@@ -183,7 +194,7 @@ TEST(Lease, EntryRules)
 		SCOPED_TRACE("another cost");
 		sluice_lease l{kPair, 2 * kCost, kNow, 5};
 		sluice_slot a{0}, b{0};
-		ASSERT_TRUE(sluice_admit2_leased(&l, kPair, &a, &b, kNow, kCost, kBurst));
+		ASSERT_TRUE(sluice_admit2_leased(&l, kPair, &a, &b, kNow, kCost, kBurst, 0));
 		EXPECT_EQ(tokens(a, kNow, kBurst), kBurst - batch) << "its pair, at a new cost: a new batch";
 		EXPECT_EQ(l.cost_ns, kCost);
 		EXPECT_EQ(l.tokens, batch - 1);
@@ -195,7 +206,7 @@ TEST(Lease, EntryRules)
 		sluice_lease l{foreign, kCost, last, 5};
 		sluice_slot a{0}, b{0};
 		lease_hook::before_cas = [&] { ASSERT_TRUE(sluice_admit2(&a, &b, kNow, kCost, kBurst * kCost)); };
-		ASSERT_TRUE(sluice_admit2_leased(&l, kPair, &a, &b, kNow, kCost, kBurst));
+		ASSERT_TRUE(admit_as_xdp(&l, &a, &b, kNow, kBurst));
 		EXPECT_EQ(l.pair, idle ? kPair : foreign);
 		EXPECT_EQ(l.tokens, idle ? batch - 1 : 5u);
 		EXPECT_EQ(tokens(a, kNow, kBurst), kBurst - 1 - (idle ? batch : 1));
@@ -206,14 +217,34 @@ TEST(Lease, EntryRules)
 		sluice_lease l{kPair, kCost, kNow, 0};
 		sluice_slot a{0}, b{0};
 		lease_hook::before_cas = [&] { ASSERT_TRUE(sluice_admit2(&a, &b, kNow, kCost, small * kCost)); };
-		ASSERT_TRUE(sluice_admit2_leased(&l, kPair, &a, &b, kNow, kCost, small));
+		ASSERT_TRUE(sluice_admit2_leased(&l, kPair, &a, &b, kNow, kCost, small, 0));
 		EXPECT_EQ(l.tokens, 0u);
 		EXPECT_EQ(tokens(a, kNow, small), small - 2);
 		sluice_lease held{kPair, kCost, kNow, 3}; // a lease from before burst was lowered: not spent
 		sluice_slot c{kNow}, d{kNow};              // empty
-		EXPECT_FALSE(sluice_admit2_leased(&held, kPair, &c, &d, kNow, kCost, small));
+		EXPECT_FALSE(sluice_admit2_leased(&held, kPair, &c, &d, kNow, kCost, small, 0));
 	}
 	ASSERT_FALSE(lease_hook::before_cas);
+}
+
+// The inlined try, lost: the leased path's first try takes a batch.
+TEST(Lease, ALostInlinedTryLeasesOnTheNextTry)
+{
+	constexpr __u64 kBurst = 20000;
+	const __u64 batch = sluice_lease_batch(kBurst);
+	sluice_lease l{};
+	sluice_slot a{0}, b{0};
+	ASSERT_FALSE(sluice_lease_held(&l, kPair));
+	ASSERT_EQ(sluice_admit2_once(&a, &b, kNow, kCost, kBurst * kCost), 1); // alone: one token, no lease
+	ASSERT_FALSE(sluice_lease_held(&l, kPair));
+	sluice_slot c{0}, d{0};
+	lease_hook::before_cas = [&] { ASSERT_EQ(sluice_admit2_once(&c, &d, kNow, kCost, kBurst * kCost), 1); };
+	ASSERT_TRUE(admit_as_xdp(&l, &c, &d, kNow, kBurst)); // lost once, then leased
+	EXPECT_TRUE(sluice_lease_held(&l, kPair));
+	EXPECT_EQ(l.tokens, batch - 1);
+	// Both slots paid 1 (the other CPU) + batch: exactly that many admissions.
+	EXPECT_EQ(sluice_credit(c.empty_at, kNow, kBurst * kCost), (kBurst - 1 - batch) * kCost);
+	EXPECT_EQ(sluice_credit(d.empty_at, kNow, kBurst * kCost), (kBurst - 1 - batch) * kCost);
 }
 
 // Two CPUs' entries on one pair, frames interleaved at random over a fake
@@ -236,11 +267,11 @@ TEST(Lease, TwoCpusStayWithinTheExactBound)
 			const int cpu = int(rng() % 2);
 			if (rng() % 8 == 0) // the other CPU's admission lands before this CPU's swap
 				lease_hook::before_cas = [&, now] {
-					admitted += sluice_admit2_leased(&l[1 - cpu], kPair, &a, &b, now, kCost, burst);
+					admitted += admit_as_xdp(&l[1 - cpu], &a, &b, now, burst);
 				};
 			lease_hook::now = now;
 			lease_hook::burst_ns = burst_ns;
-			admitted += sluice_admit2_leased(&l[cpu], kPair, &a, &b, now, kCost, burst);
+			admitted += admit_as_xdp(&l[cpu], &a, &b, now, burst);
 			lease_hook::burst_ns = 0;
 			lease_hook::before_cas = nullptr;
 			ASSERT_EQ(lease_hook::bad_writes, 0) << "a write outside 0 <= tokens <= burst at frame " << i;
