@@ -108,19 +108,21 @@ static inline __u64 sluice_pay_floored(__u64 empty_at, __u64 now, __u64 cost_ns,
  * CAS decides again from fresh reads (the other slot may then have paid for an
  * admission that did not happen: under contention a source is charged more,
  * never less).
- * sluice_admit2_once is one try: 1 to admit, 0 to drop (the fuller slot
- * holds no whole token), -1 for a lost swap (decide again). sluice_admit2
- * tries up to SLUICE_CAS_TRIES times; returns 1 to admit, 0 to drop.
+ * sluice_admit2_try is one try taking up to `want` tokens at once (at most
+ * the fuller slot's whole tokens; a lease's batch, 1 for a frame): the tokens
+ * taken, 0 to drop (the fuller slot holds no whole token), -1 for a lost swap
+ * (decide again). sluice_admit2_once is its one-token try; sluice_admit2
+ * tries up to SLUICE_CAS_TRIES times and returns 1 to admit, 0 to drop.
  */
-static inline int sluice_admit2_once(struct sluice_slot *a, struct sluice_slot *b,
-				     __u64 now, __u64 cost_ns, __u64 burst_ns)
+static inline __s64 sluice_admit2_try(struct sluice_slot *a, struct sluice_slot *b, __u64 now, __u64 cost_ns,
+				      __u64 burst_ns, __u64 want)
 {
 	__u64 ea = SLUICE_READ_ONCE(a->empty_at);
 	__u64 eb = SLUICE_READ_ONCE(b->empty_at);
 	__u64 ca = sluice_credit(ea, now, burst_ns);
 	__u64 cb = sluice_credit(eb, now, burst_ns);
 	struct sluice_slot *full = a, *other = b;
-	__u64 e_full = ea, c_full = ca, e_other = eb, paid;
+	__u64 e_full = ea, c_full = ca, e_other = eb, paid, n = 1, take;
 
 	if (cb > ca) {
 		full = b;
@@ -131,16 +133,27 @@ static inline int sluice_admit2_once(struct sluice_slot *a, struct sluice_slot *
 	}
 	if (c_full < cost_ns)
 		return 0;
+	if (want > 1) {
+		n = c_full / cost_ns;
+		if (n > want)
+			n = want;
+	}
+	take = n * cost_ns;
 	if (other != full) {
-		paid = sluice_pay_floored(e_other, now, cost_ns, burst_ns);
+		paid = sluice_pay_floored(e_other, now, take, burst_ns);
 		if (paid != e_other &&
 		    __sync_val_compare_and_swap(&other->empty_at, e_other, paid) != e_other)
 			return -1; /* another CPU changed it: decide again */
 	}
-	if (__sync_val_compare_and_swap(&full->empty_at, e_full,
-					now - (c_full - cost_ns)) != e_full)
+	if (__sync_val_compare_and_swap(&full->empty_at, e_full, now - (c_full - take)) != e_full)
 		return -1; /* another CPU took from it first: decide again */
-	return 1;
+	return (__s64)n;
+}
+
+static inline int sluice_admit2_once(struct sluice_slot *a, struct sluice_slot *b,
+				     __u64 now, __u64 cost_ns, __u64 burst_ns)
+{
+	return (int)sluice_admit2_try(a, b, now, cost_ns, burst_ns, 1);
 }
 
 static inline int sluice_admit2(struct sluice_slot *a, struct sluice_slot *b,
@@ -230,37 +243,10 @@ static inline __u64 sluice_admit2_n(struct sluice_slot *a, struct sluice_slot *b
 
 	#pragma unroll
 	for (i = 0; i < SLUICE_CAS_TRIES; i++, want = later) {
-		__u64 ea = SLUICE_READ_ONCE(a->empty_at);
-		__u64 eb = SLUICE_READ_ONCE(b->empty_at);
-		__u64 ca = sluice_credit(ea, now, burst_ns);
-		__u64 cb = sluice_credit(eb, now, burst_ns);
-		struct sluice_slot *full = a, *other = b;
-		__u64 e_full = ea, c_full = ca, e_other = eb, paid, n = 1, take;
+		__s64 n = sluice_admit2_try(a, b, now, cost_ns, burst_ns, want);
 
-		if (cb > ca) {
-			full = b;
-			other = a;
-			e_full = eb;
-			c_full = cb;
-			e_other = ea;
-		}
-		if (c_full < cost_ns)
-			return 0;
-		if (want > 1) {
-			n = c_full / cost_ns;
-			if (n > want)
-				n = want;
-		}
-		take = n * cost_ns;
-		if (other != full) {
-			paid = sluice_pay_floored(e_other, now, take, burst_ns);
-			if (paid != e_other &&
-			    __sync_val_compare_and_swap(&other->empty_at, e_other, paid) != e_other)
-				continue; /* another CPU changed it: decide again */
-		}
-		if (__sync_val_compare_and_swap(&full->empty_at, e_full, now - (c_full - take)) != e_full)
-			continue; /* another CPU took from it first: decide again */
-		return n;
+		if (n >= 0)
+			return (__u64)n;
 	}
 	return 0;
 }
