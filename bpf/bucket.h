@@ -230,19 +230,17 @@ static inline __u64 sluice_lease_batch(__u64 burst)
 }
 
 /*
- * sluice_admit2 taking up to `first` tokens on its first try and up to
- * `later` on each try after a lost swap (each at most the fuller slot's whole
- * tokens). Returns the tokens taken: 0 to drop, 1 to admit, n > 1 to admit
- * with n - 1 left to lease.
+ * sluice_admit2 taking up to `want` tokens on each try (each at most the
+ * fuller slot's whole tokens). Returns the tokens taken: 0 to drop, 1 to
+ * admit, n > 1 to admit with n - 1 left to lease.
  */
 static inline __u64 sluice_admit2_n(struct sluice_slot *a, struct sluice_slot *b, __u64 now, __u64 cost_ns,
-				    __u64 burst_ns, __u64 first, __u64 later)
+				    __u64 burst_ns, __u64 want)
 {
-	__u64 want = first;
 	int i;
 
 	#pragma unroll
-	for (i = 0; i < SLUICE_CAS_TRIES; i++, want = later) {
+	for (i = 0; i < SLUICE_CAS_TRIES; i++) {
 		__s64 n = sluice_admit2_try(a, b, now, cost_ns, burst_ns, want);
 
 		if (n >= 0)
@@ -285,7 +283,7 @@ static inline int sluice_admit2_leased(struct sluice_lease *l, __u64 pair, struc
 		l->at = now;
 		l->tokens = 0;
 	}
-	n = sluice_admit2_n(a, b, now, cost_ns, burst * cost_ns, want, want);
+	n = sluice_admit2_n(a, b, now, cost_ns, burst * cost_ns, want);
 	if (n > 1 && l)
 		l->tokens = n - 1;
 	return n != 0;

@@ -29,7 +29,6 @@ struct Hammer {
 	std::uint64_t c0 = 0, c1 = 0; // CLOCK_MONOTONIC_COARSE around it
 };
 
-
 // Both CPUs run `repeat` frames of f at once, each thread pinned to its CPU;
 // false (with the test failed) if they did not.
 bool hammer_both(Sluice &s, const Bytes &f, int repeat, Hammer (&h)[2])

@@ -90,7 +90,7 @@ TEST(Lease, BatchIsNSingleAdmissionsAtItsInstant)
 				__u64 singles = 0;
 				while (singles < want && sluice_admit2(&sa, &sb, kNow, kCost, burst_ns))
 					singles++;
-				const __u64 n = sluice_admit2_n(&a, &b, kNow, kCost, burst_ns, want, want);
+				const __u64 n = sluice_admit2_n(&a, &b, kNow, kCost, burst_ns, want);
 				EXPECT_EQ(n, singles);
 				EXPECT_EQ(a.empty_at, sa.empty_at);
 				EXPECT_EQ(b.empty_at, sb.empty_at);
