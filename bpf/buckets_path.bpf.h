@@ -174,8 +174,14 @@ static __always_inline __u32 shed(const struct sluice_config *cfg, struct budget
 		}
 		return sampled_drop(bg->ctx, masked, is_v6, SLUICE_DROP_RATE);
 	}
-	if (cfg->valve_closed)
+	if (cfg->valve_closed) {
+		/* Seen all the same: the governor's demand is what a source
+		 * offers its standing bucket, and a flood the valve drops must
+		 * still show in it, or its standing is never revoked and one
+		 * source keeps shedding allowlist-only for everyone. */
+		__sync_fetch_and_add(&set->seen[w & (SLUICE_STANDING_WAYS - 1)], 1);
 		return sampled_drop(bg->ctx, src, is_v6, SLUICE_DROP_VALVE);
+	}
 	/* While shedding a source with standing has its standing bucket alone,
 	 * not its slot pair too: the daemon's share bounds the standing
 	 * sources together only if nothing else admits them. */

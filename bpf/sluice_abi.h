@@ -654,8 +654,9 @@ enum sluice_standing_reason {
  *                bits 27..0 the tick of the first grant, modulo 2^28 (about
  *                9 years): "since when" for `sluicectl standing`
  *   seen[w]      frames of way w's source that reached its standing bucket
- *                (admitted or not), wrapping: the daemon's deltas are its
- *                demand for the fair share and its test of responsiveness
+ *                (admitted or not) or the closed valve, wrapping: the
+ *                daemon's deltas are its demand for the fair share and its
+ *                test of responsiveness
  *   source[w]    the granted source, masked as it was hashed (IPv4 in the
  *                first word's low 4 bytes, network order; IPv6 16 bytes):
  *                how the daemon names a source it revokes or lists

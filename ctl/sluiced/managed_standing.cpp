@@ -19,9 +19,11 @@ void ManagedInterface::govern_standing(double now_s, sluice_config &next)
 	if (!governor_)
 		return;
 	// Nothing reached a standing bucket this period (no frame was admitted
-	// as standing, none refused by a rate) and no share is in force: the
-	// table's scan would find no demand, so it is skipped.
+	// as standing, none refused by a rate or by the closed valve) and no
+	// share is in force: the table's scan would find no demand, so it is
+	// skipped.
 	if (rates_ && (*rates_)[SLUICE_STANDING].pps == 0 && (*rates_)[SLUICE_DROP_RATE].pps == 0 &&
+	    (*rates_)[SLUICE_DROP_VALVE].pps == 0 &&
 	    governor_->level_pps() == 0 && governor_->newer_level_pps() == 0) {
 		governor_->idle(now_s);
 		return;

@@ -437,6 +437,10 @@ TEST(StandingBudget, TheValveClosedSheddingIsAllowlistOnly)
 
 	auto ds = run_counted(s, udp4({}, {.src = standing}), 4);
 	EXPECT_EQ(ds[SLUICE_DROP_VALVE], 4u) << "a source with standing is dropped as drop_valve";
+	const int w = st.way_of(hash_of(s, standing));
+	ASSERT_GE(w, 0);
+	EXPECT_EQ(st.read(st.set_of(hash_of(s, standing))).seen[w], 4u)
+		<< "seen all the same: the governor's demand, or a flood the valve drops keeps its standing";
 	auto dn = run_counted(s, udp4({}, {.src = newcomer}), 4);
 	EXPECT_EQ(dn[SLUICE_DROP_SHED], 4u) << "no newcomers while the valve is closed";
 	auto da = run_counted(s, udp4({}, {.src = allowed}), 4);
