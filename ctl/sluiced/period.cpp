@@ -41,8 +41,12 @@ PolicySample policy_sample(double now_s, const CounterSet &counters, BreakerStat
 
 ValveSample valve_sample(double now_s, const CounterSet &counters, BreakerState state, const sluice_config &cfg)
 {
-	return ValveSample{now_s, counters[SLUICE_STANDING].packets, counters[SLUICE_DROP_VALVE].packets, state,
-			   cfg.valve_closed != 0};
+	return ValveSample{now_s,
+			   counters[SLUICE_STANDING].packets,
+			   counters[SLUICE_DROP_VALVE].packets,
+			   state,
+			   cfg.valve_closed != 0,
+			   cfg.standing_share_cost_ns != 0 || cfg.standing_newer_share_cost_ns != 0};
 }
 
 sluice_config valve_config(sluice_config cfg, bool close, uint64_t now_realtime_ns)

@@ -138,6 +138,12 @@ TEST(Period, ValveSampleAndConfig)
 	EXPECT_EQ(s.dropped, 45u);
 	EXPECT_EQ(s.state, BreakerState::shedding);
 	EXPECT_TRUE(s.closed);
+	EXPECT_FALSE(s.shared) << "no standing share in the config";
+	cfg.standing_newer_share_cost_ns = 1000000;
+	EXPECT_TRUE(valve_sample(7.5, c, BreakerState::shedding, cfg).shared) << "the newer sources' share";
+	cfg.standing_newer_share_cost_ns = 0;
+	cfg.standing_share_cost_ns = 500000;
+	EXPECT_TRUE(valve_sample(7.5, c, BreakerState::shedding, cfg).shared);
 	auto opened = valve_config(cfg, false, 999);
 	EXPECT_EQ(opened.valve_closed, 0u);
 	EXPECT_EQ(opened.valve_since_ns, 999u);

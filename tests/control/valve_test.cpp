@@ -19,6 +19,7 @@ struct Driver {
 	Valve valve;
 	BreakerState state;
 	bool closed = false;
+	bool shared = false; // a standing share in force (the governor's level)
 	double now = 500;
 	uint64_t standing = 7'000'000, dropped = 3'000; // cumulative, not from 0
 	int closes = 0, opens = 0;
@@ -30,7 +31,7 @@ struct Driver {
 		now += 1;
 		standing += standing_pps;
 		dropped += dropped_pps;
-		last = valve.step({now, standing, dropped, state, closed});
+		last = valve.step({now, standing, dropped, state, closed, shared});
 		if (last.close) {
 			closed = *last.close;
 			(closed ? closes : opens)++;
@@ -51,6 +52,56 @@ TEST(Valve, ClosesAfterTripPeriodsOfStandingOverTwiceTheCapacityWhileShedding)
 	EXPECT_DOUBLE_EQ(dec.standing_pps, 5000);
 	EXPECT_EQ(dec.reason, "standing 5000 pps > 2 x capacity 1000 pps for 3 periods");
 	EXPECT_EQ(d.closes, 1);
+}
+
+// A standing flood's onset: the first period runs before any share (the
+// sources at their own rates), the next one with the governor's first level
+// landing somewhere in it. Neither is the share failing: the streak starts
+// over after the onset, and only trip_periods periods under the share close
+// the valve.
+TEST(Valve, ThePeriodTheShareCameIntoForceEndsAStreak)
+{
+	Driver d(BreakerState::shedding);
+	d.period_at(0, 0);
+	EXPECT_FALSE(d.period_at(27000, 0).close); // no share yet: 1
+	EXPECT_FALSE(d.period_at(27000, 0).close); // 2
+	d.shared = true;
+	EXPECT_FALSE(d.period_at(9000, 0).close) << "the onset's period: the streak ends, not 3";
+	EXPECT_FALSE(d.period_at(1100, 0).close) << "held to about the capacity";
+	EXPECT_FALSE(d.period_at(1100, 0).close);
+	EXPECT_EQ(d.closes, 0);
+	// The share failing (more sources than the capacity over the floor):
+	// trip_periods periods with the share in force close it.
+	EXPECT_FALSE(d.period_at(4400, 0).close);
+	EXPECT_FALSE(d.period_at(4400, 0).close);
+	auto dec = d.period_at(4400, 0);
+	ASSERT_TRUE(dec.close);
+	EXPECT_TRUE(*dec.close);
+	EXPECT_EQ(dec.reason, "standing 4400 pps > 2 x capacity 1000 pps for 3 periods");
+}
+
+// The last resort does not rest on the governor: standing over twice the
+// capacity with no share ever written (the table's scan failing, say) still
+// closes it, and a share lifted and put back is an onset again.
+TEST(Valve, WithoutAShareItStillClosesAndAShareBackIsAnOnsetAgain)
+{
+	Driver d(BreakerState::shedding);
+	d.period_at(0, 0);
+	d.period_at(5000, 0);
+	d.period_at(5000, 0);
+	ASSERT_TRUE(d.period_at(5000, 0).close);
+	EXPECT_TRUE(d.closed);
+	for (int i = 0; i < 3; i++)
+		d.period_at(0, 100); // drop_valve under clear-pps
+	ASSERT_FALSE(d.closed);
+	d.shared = true;
+	d.period_at(5000, 0); // onset
+	d.period_at(5000, 0);
+	d.period_at(5000, 0);
+	EXPECT_FALSE(d.closed) << "two periods under the share, not three";
+	d.period_at(5000, 0);
+	EXPECT_TRUE(d.closed);
+	EXPECT_EQ(d.closes, 2);
 }
 
 // The fair share holds the standing sum to the capacity: a set of sources

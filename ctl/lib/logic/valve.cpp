@@ -20,6 +20,7 @@ ValveDecision Valve::step(const ValveSample &s)
 		last_ = s; // first sample, or counters restarted: no rate yet
 		return d;
 	}
+	const bool was_shared = last_->shared;
 	double dt = s.now_s - last_->now_s;
 	d.standing_pps = double(s.standing - last_->standing) / dt;
 	d.dropped_pps = double(s.dropped - last_->dropped) / dt;
@@ -29,7 +30,8 @@ ValveDecision Valve::step(const ValveSample &s)
 
 	auto fmt = [](double v) { return std::to_string(static_cast<uint64_t>(v)); };
 	if (!s.closed) {
-		streak_ = d.standing_pps > kValveFactor * double(cfg_.capacity_pps) ? streak_ + 1 : 0;
+		const bool onset = s.shared && !was_shared;
+		streak_ = !onset && d.standing_pps > kValveFactor * double(cfg_.capacity_pps) ? streak_ + 1 : 0;
 		if (streak_ >= cfg_.trip_periods) {
 			d.close = true;
 			d.reason = "standing " + fmt(d.standing_pps) + " pps > " + fmt(kValveFactor) + " x capacity " +

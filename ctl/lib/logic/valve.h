@@ -14,7 +14,12 @@
 // standing are dropped as drop_valve, which is what they still offer.
 //
 //   open, shedding    standing rate > kValveFactor x capacity_pps for
-//                     trip_periods consecutive periods: close
+//                     trip_periods consecutive periods: close. The period
+//                     in which a share first came into force does not count
+//                     and ends a streak: the standing sources ran at their
+//                     own rates until the governor's write landed in it
+//                     (later still on a loaded host), so it measures the
+//                     flood's onset, not the share's failure.
 //   closed, shedding  drop_valve rate < clear_pps for trip_periods
 //                     consecutive periods: open
 //   closed, not shedding (the breaker left shedding): open at once
@@ -46,6 +51,7 @@ struct ValveSample {
 	uint64_t dropped;   // cumulative frames of the drop_valve outcome
 	BreakerState state; // the breaker in force now
 	bool closed;        // config.valve_closed now
+	bool shared;        // a standing share in force now (config.standing_share_cost_ns or the newer one)
 };
 
 struct ValveDecision {
