@@ -18,6 +18,10 @@
  *                        of the clock the stack stamps the connection with
  *                        later, so the client's PAWS check never refuses it.
  *   sluice_synack        the reply's IP and TCP headers, checksums included
+ *   sluice_syn_stamp_*   the cookie path's SYN stamps (sluice_abi.h,
+ *                        SLUICE_COOKIE_SYN_SLOTS): a source's slot, the stamp
+ *                        a SYN leaves there, and whether an ACK's source may
+ *                        carry a cookie the kernel still accepts
  *
  * The reply, as the kernel's own cookies answer:
  *   IPv4  20 bytes, no options, DF, TTL 64, id 0     IPv6  40 bytes, hop limit 64
@@ -197,6 +201,28 @@ static inline __u32 sluice_cookie_tsval(__u32 now_ms, const struct sluice_syn_op
 	if (ts > now_ms)
 		ts -= 1u << SLUICE_TSBITS;
 	return ts;
+}
+
+/* The cookie_syns slot of the source whose plain keyed hash is `hash`. */
+static inline __u32 sluice_syn_stamp_slot(__u64 hash)
+{
+	return ((__u32)hash >> 16) & (SLUICE_COOKIE_SYN_SLOTS - 1);
+}
+
+/* The stamp a SYN leaves at time `now` (ns; SLUICE_TIME_BIAS, a multiple of
+ * 2^32 ticks, drops out of the 32-bit tick): its tick + 1, so that 0 is
+ * "never" for 2^32 ticks (136 years of uptime). */
+static inline __u32 sluice_syn_stamp_of(__u64 now)
+{
+	return (__u32)(now >> SLUICE_COOKIE_SYN_TICK_SHIFT) + 1;
+}
+
+/* Did a SYN leave `stamp` within the last SLUICE_COOKIE_SYN_TICKS ticks of
+ * `now` (one tick ahead allowed: another CPU may have stamped the slot in a
+ * tick this CPU's `now` has not reached)? */
+static inline int sluice_syn_stamp_recent(__u32 stamp, __u64 now)
+{
+	return stamp && (__u32)(sluice_syn_stamp_of(now) + 1 - stamp) <= SLUICE_COOKIE_SYN_TICKS + 1;
 }
 
 /* One's complement sum of len bytes (len even, at most 80) into sum. */

@@ -36,8 +36,12 @@ static __always_inline int port_listened(__u32 port)
  *     the SYN-ACK in place of the SYN -> cookie_sent (XDP_TX). No listener
  *     any more, or the kernel will not make a cookie (net.ipv4.tcp_syncookies
  *     is not 2, the accept queue is full): on, nothing paid.
+ *   Every SYN to such a port stamps its source's cookie_syns slot first
+ *     (stamp_syn), whatever follows.
  *   ACK (no SYN or RST) to a port that had a listener, with
- *     config.cookie_acks_unlooked (the standing feeders attached): the
+ *     config.cookie_acks_unlooked (the standing feeders attached): from
+ *     config.cookie_acks_stamped_from on, no SYN stamp of its source's slot
+ *     in the last 2 minutes and more -> drop_cookie, unchecked; else the
  *     kernel's cookie check on the headers alone (bpf_tcp_raw_check_syncookie_*:
  *     the same secret and the same two minutes as the listener's own check,
  *     no socket lookup) -> valid: the source is granted standing (cookie)
@@ -110,6 +114,29 @@ static __always_inline int dest_take(struct cookie_scratch *s, const struct slui
 	__u64 cost = cfg->cookie_dest_cost_ns;
 
 	return d && sluice_admit1(&d->empty_at, s->now, cost, cost * cfg->cookie_dest_burst);
+}
+
+/* A SYN to a listened port: its source's slot stamped with this tick (a
+ * store only when the tick moved on: a SYN flood from few sources writes
+ * the line once a tick, not once a frame). */
+static __always_inline void stamp_syn(__u64 hash, __u64 now)
+{
+	__u32 slot = sluice_syn_stamp_slot(hash);
+	__u32 *stamp = bpf_map_lookup_elem(&cookie_syns, &slot);
+	__u32 v = sluice_syn_stamp_of(now);
+
+	if (stamp && *stamp != v)
+		*stamp = v;
+}
+
+/* Has a SYN from this source's slot been seen while its cookie could still
+ * be good (cookie.h, sluice_syn_stamp_recent)? */
+static __always_inline int syn_stamped(__u64 hash, __u64 now)
+{
+	__u32 slot = sluice_syn_stamp_slot(hash);
+	const __u32 *stamp = bpf_map_lookup_elem(&cookie_syns, &slot);
+
+	return stamp && sluice_syn_stamp_recent(*stamp, now);
 }
 
 /* A valid cookie ACK: its source granted standing (cookie). The record's
@@ -194,7 +221,16 @@ __noinline __u32 sluice_cookie(struct xdp_md *ctx, __u64 hash, __u64 now, __u32 
 	 * comes to the ephemeral port of a connect(): looked up whatever. */
 	if (!synack && !port_listened(sluice_be16_at(th + 2)))
 		return SLUICE_COOKIE_GO_ON;
+	if (syn)
+		stamp_syn(hash, now);
 	if (ack && cfg->cookie_acks_unlooked) {
+		/* No SYN from this source's slot in the cookie's lifetime: no
+		 * cookie this host could have sent, refused before the check
+		 * (most of a forged ACK's cost). */
+		__u64 from = cfg->cookie_acks_stamped_from;
+
+		if (from && now >= from && !syn_stamped(hash, now))
+			return SLUICE_DROP_COOKIE;
 		/* Packet pointers: both headers were checked whole above. */
 		long r = is_v6 ? bpf_tcp_raw_check_syncookie_ipv6((struct ipv6hdr *)l3, (struct tcphdr *)th)
 			       : bpf_tcp_raw_check_syncookie_ipv4((struct iphdr *)l3, (struct tcphdr *)th);

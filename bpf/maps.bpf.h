@@ -175,6 +175,16 @@ struct {
 	__type(value, struct sluice_slot);
 } cookie_dest SEC(".maps");
 
+/* The cookie path's SYN stamps (sluice_abi.h, SLUICE_COOKIE_SYN_SLOTS): a
+ * tick per slot, written by plain stores (CPUs that race write the same or
+ * the next tick). */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, SLUICE_COOKIE_SYN_SLOTS);
+	__type(key, __u32);
+	__type(value, __u32);
+} cookie_syns SEC(".maps");
+
 /* TCP ports that have had a listener (sluice_abi.h, "The listen_ports map"). */
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);

@@ -47,8 +47,10 @@
  *    and cookie_dest_pps (the former _pad1), the "drop_cookie_reflect"
  *    outcome.
  * 15: a penalty keeps the source it bars (struct sluice_penalty_set's
- *    source[]), so that a new hash key (sluicectl rekey) carries it. */
-#define SLUICE_LAYOUT_VERSION 15
+ *    source[]), so that a new hash key (sluicectl rekey) carries it.
+ * 16: the cookie path's SYN stamps: the cookie_syns map,
+ *    config.cookie_acks_stamped_from. */
+#define SLUICE_LAYOUT_VERSION 16
 
 /* Table size bounds. The slot table is a BPF_MAP_TYPE_ARRAY whose size is a
  * power of two fixed at load: the index is (hash & (slots - 1)). */
@@ -252,6 +254,15 @@ struct sluice_config {
 	__u32 cookie_dest_burst;    /* read by the program: cookie_dest_cost_ns's burst, >= 1 when it is set */
 	/* bookkeeping, not read by the program */
 	__u64 standing_newer_share_pps; /* the newer sources' level as computed (0: none) */
+	/* Read by the program (docs/architecture.md, "SYN cookies"): from this
+	 * time on (the program's clock, SLUICE_TIME_BIAS added) an ACK checked
+	 * alone (cookie_acks_unlooked) from a source that sent no SYN the
+	 * cookie path saw in the last SLUICE_COOKIE_SYN_TICKS ticks (the
+	 * cookie_syns map) is drop_cookie without the kernel's check: it
+	 * carries no cookie this host could have sent. sluiced sets it a grace
+	 * (kCookieStampGraceS) after cookies come into force and after a new
+	 * hash key, for the ACKs of SYNs answered before. 0: every ACK checked. */
+	__u64 cookie_acks_stamped_from;
 };
 
 /* config.cookie_mode: when a SYN without standing is answered with a
@@ -307,6 +318,21 @@ static inline __u64 sluice_listen_port_bit(__u32 port)
  * bound, so only a flood that names few networks meets it.
  */
 #define SLUICE_COOKIE_DEST_SLOTS 65536u
+
+/*
+ * The cookie path's SYN stamps (the cookie_syns map; docs/architecture.md,
+ * "SYN cookies"): a 32-bit tick (bpf/cookie.h, sluice_syn_stamp_of) per
+ * slot, the slot bits 16..31 of the SYN's source's plain keyed hash, written
+ * by every SYN to a listened port that reaches the cookie path. The kernel
+ * accepts a cookie for at most 2 minutes, so an ACK from a source whose slot
+ * holds no stamp from the last SLUICE_COOKIE_SYN_TICKS ticks (of 2^30 ns:
+ * 137 s) cannot carry one (config.cookie_acks_stamped_from). Sources that
+ * share a slot share a stamp: a collision only lets a forged ACK on to the
+ * kernel's check, as every ACK went before. 65,536 slots (256 KiB).
+ */
+#define SLUICE_COOKIE_SYN_SLOTS 65536u
+#define SLUICE_COOKIE_SYN_TICK_SHIFT 30
+#define SLUICE_COOKIE_SYN_TICKS 128u
 
 /* config.cookie_flags: what the host's sysctls (in the program's network
  * namespace) let a SYN-ACK offer; sluiced reads them when it arms cookies. */
@@ -775,6 +801,7 @@ struct sluice_observed_set {
 #define SLUICE_PIN_OWN_ADDRS "own_addrs"
 #define SLUICE_PIN_PREFIX_COUNT "prefix_count"
 #define SLUICE_PIN_COOKIE_DEST "cookie_dest"
+#define SLUICE_PIN_COOKIE_SYNS "cookie_syns"
 /* The standing feeders' bpf_links on the cgroup v2 root. */
 #define SLUICE_PIN_SOCKOPS_LINK "sockops_link"
 #define SLUICE_PIN_CONNECT4_LINK "connect4_link"

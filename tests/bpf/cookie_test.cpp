@@ -724,6 +724,77 @@ TEST(Cookie, TheListenersOwnCookieProvesAndOneOlderThanTwoMinutesDoesNot)
 	}
 }
 
+// The SYN stamps (config.cookie_acks_stamped_from): once they are asked
+// for, a genuine cookie ACK (the listener's own, from a loopback connect())
+// from a source whose SYN the program never saw is dropped unchecked and
+// proves nothing; after that source's SYN has come through the program (and
+// been answered with the program's own cookie), the same ACK proves it. In
+// the grace (stamped_from still ahead) it proves without any SYN seen.
+TEST(Cookie, OnceStampsAreAskedAnAckProvesOnlyFromASourceWhoseSynWasSeen)
+{
+	SLUICE_REQUIRE_COOKIE_NETNS();
+	for (bool v6 : {false, true}) {
+		SCOPED_TRACE(v6 ? "IPv6" : "IPv4");
+		for (bool in_grace : {false, true}) {
+			SCOPED_TRACE(in_grace ? "in the grace" : "stamps asked");
+			Options o = cookie_options();
+			o.config.cookie_acks_stamped_from = in_grace ? ~0ull : 1;
+			SLUICE_LOAD_OR_FAIL(s, o);
+			StackCookie k = stack_cookie(v6);
+			ASSERT_NE(k.sport, 0);
+			Client c;
+			c.v6 = v6;
+			if (v6)
+				c.src6 = c.dst6 = ip6("::1");
+			else
+				c.src4 = c.dst4 = ip4("127.0.0.1");
+			// A SYN of the same source from another port: the stamp is the
+			// source's, and k's own 4-tuple is a connection, not the listener.
+			c.syn = Tcp{.sport = std::uint16_t(k.sport ^ 0x4000), .dport = kPort, .seq = 7, .flags = kTcpSyn,
+				    .options = linux_syn_options(1400, 0x01020304, 9)};
+			Tcp t{.sport = k.sport, .dport = kPort, .seq = k.seq, .ack = k.ack, .flags = kTcpAck, .window = 502};
+			Counters b = s.counters();
+			if (!in_grace) {
+				EXPECT_VERDICT(s, frame_of(c, t), XDP_DROP);
+				Counters e = s.counters();
+				EXPECT_EQ(e.packets(SLUICE_DROP_COOKIE), b.packets(SLUICE_DROP_COOKIE) + 1) << e.str();
+				EXPECT_EQ(standing_reason(s, c), -1);
+				Answer a = expect_synack(s, c); // the SYN stamps its source
+				ASSERT_TRUE(a.ok);
+				b = s.counters();
+			}
+			EXPECT_VERDICT(s, frame_of(c, t), XDP_PASS);
+			Counters f = s.counters();
+			EXPECT_EQ(f.packets(SLUICE_COOKIE_PROVED), b.packets(SLUICE_COOKIE_PROVED) + 1) << f.str();
+			EXPECT_EQ(f.total_packets(), b.total_packets() + 1) << f.str();
+			EXPECT_EQ(standing_reason(s, c), std::int32_t(SLUICE_BY_COOKIE));
+		}
+	}
+}
+
+// The program's own cookie proves its client with the stamps asked (the
+// SYN that got it stamped the source), and a forged ACK from a source
+// beside it, which sent no SYN, is drop_cookie like any forgery.
+TEST(Cookie, WithStampsAskedTheProgramsOwnCookieProvesAndAForgeryIsDropped)
+{
+	SLUICE_REQUIRE_COOKIE_NETNS();
+	Options o = cookie_options();
+	o.config.cookie_acks_stamped_from = 1;
+	SLUICE_LOAD_OR_FAIL(s, o);
+	for (Client c : {client4("198.18.9.1"), client6("2001:2::9:1")}) {
+		SCOPED_TRACE(c.v6 ? "IPv6" : "IPv4");
+		Client forger = c.v6 ? client6("2001:2:0:99::1") : client4("198.18.99.1");
+		Answer a = expect_synack(s, c);
+		ASSERT_TRUE(a.ok);
+		Counters b = s.counters();
+		EXPECT_VERDICT(s, frame_of(forger, ack_of(forger, a)), XDP_DROP);
+		Counters e = s.counters();
+		EXPECT_EQ(e.packets(SLUICE_DROP_COOKIE), b.packets(SLUICE_DROP_COOKIE) + 1) << e.str();
+		EXPECT_EQ(standing_reason(s, forger), -1);
+		expect_proved(s, c, a);
+	}
+}
+
 // Without the feeders (config.cookie_acks_unlooked 0) the listener lookup
 // comes first, and an ACK of a connection the host has goes on (here to the
 // shed: no newcomer budget). With them (1) an ACK is checked as a cookie

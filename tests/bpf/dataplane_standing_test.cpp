@@ -468,13 +468,13 @@ TEST(DataplaneStanding, AdoptingPinsOfLayout3IsRefusedWithThePathAndTheFix)
 TEST(DataplaneStanding, AdoptingPinsOfLayout4IsRefusedWithThePathAndTheFix)
 {
 	SLUICE_REQUIRE_ROOT();
-	// Layout 4's settings are layout 15's (the policy classes, the SYN
+	// Layout 4's settings are layout 16's (the policy classes, the SYN
 	// cookies, the port hint, capture, the drop sample's signature, the
-	// trust maps, the per-destination SYN-ACK bound and the penalty's
-	// source changed maps, not settings; penalty_set_mask took the
-	// padding): the version alone tells them apart, before any map (the
-	// lists' keys grew a set byte) is compared.
-	static_assert(SLUICE_LAYOUT_VERSION == 15);
+	// trust maps, the per-destination SYN-ACK bound, the penalty's source
+	// and the SYN stamps changed maps and config, not settings;
+	// penalty_set_mask took the padding): the version alone tells them
+	// apart, before any map (the lists' keys grew a set byte) is compared.
+	static_assert(SLUICE_LAYOUT_VERSION == 16);
 	expect_old_layout_refused(4, sizeof(sluice_settings));
 }
 

@@ -995,3 +995,46 @@ TEST(CookieFuzz, RandomHeadersParseInBoundsAndAnswerInShape)
 }
 
 } // namespace
+
+// ----------------------------------------------------------- the SYN stamps
+
+namespace {
+constexpr std::uint64_t kTickNs = 1ull << SLUICE_COOKIE_SYN_TICK_SHIFT;
+constexpr std::uint64_t kBias = 1ull << 62; // bucket.h's SLUICE_TIME_BIAS, as the program's clock carries it
+} // namespace
+
+TEST(CookieSynStamp, TheSlotIsInTheMapAndTakesTheHashsMiddleBits)
+{
+	EXPECT_EQ(sluice_syn_stamp_slot(0), 0u);
+	EXPECT_EQ(sluice_syn_stamp_slot(0xffffffffffffffffull), SLUICE_COOKIE_SYN_SLOTS - 1);
+	EXPECT_EQ(sluice_syn_stamp_slot(0x0000ffffull), 0u); // the low bits (the standing set's) do not choose it
+	EXPECT_EQ(sluice_syn_stamp_slot(0x12345678ull << 32), 0u); // nor the fingerprint's
+	EXPECT_EQ(sluice_syn_stamp_slot(0xabcd0000ull), 0xabcdu);
+}
+
+TEST(CookieSynStamp, AStampIsTheTickPlusOneAndTheBiasDropsOut)
+{
+	EXPECT_EQ(sluice_syn_stamp_of(0), 1u);
+	EXPECT_EQ(sluice_syn_stamp_of(kTickNs - 1), 1u);
+	EXPECT_EQ(sluice_syn_stamp_of(kTickNs), 2u);
+	for (std::uint64_t t : {std::uint64_t(0), 5 * kTickNs + 3, 1000000 * kTickNs})
+		EXPECT_EQ(sluice_syn_stamp_of(kBias + t), sluice_syn_stamp_of(t));
+}
+
+TEST(CookieSynStamp, RecentForTheCookiesLifetimeAndNeverForAnEmptySlot)
+{
+	// The window covers the kernel's 2 minutes.
+	EXPECT_GE(SLUICE_COOKIE_SYN_TICKS * kTickNs, 120ull * 1000000000ull);
+	const std::uint64_t syn_at = kBias + 7777 * kTickNs + 12345;
+	const std::uint32_t stamp = sluice_syn_stamp_of(syn_at);
+	EXPECT_FALSE(sluice_syn_stamp_recent(0, syn_at));
+	EXPECT_TRUE(sluice_syn_stamp_recent(stamp, syn_at));
+	EXPECT_TRUE(sluice_syn_stamp_recent(stamp, syn_at + 120ull * 1000000000ull));
+	EXPECT_TRUE(sluice_syn_stamp_recent(stamp, syn_at + SLUICE_COOKIE_SYN_TICKS * kTickNs));
+	EXPECT_FALSE(sluice_syn_stamp_recent(stamp, syn_at + (SLUICE_COOKIE_SYN_TICKS + 1) * kTickNs));
+	EXPECT_FALSE(sluice_syn_stamp_recent(stamp, syn_at + 1000 * kTickNs));
+	// Another CPU's stamp one tick ahead of this CPU's clock still counts;
+	// two ahead (which no clock does) does not.
+	EXPECT_TRUE(sluice_syn_stamp_recent(stamp + 1, syn_at));
+	EXPECT_FALSE(sluice_syn_stamp_recent(stamp + 2, syn_at));
+}

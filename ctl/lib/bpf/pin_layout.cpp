@@ -19,7 +19,7 @@ namespace {
 // Every LPM trie (lists, class prefixes) holds both policy sets.
 constexpr uint32_t kLpmEntries = SLUICE_POLICY_SETS * SLUICE_LIST_MAX_ENTRIES;
 
-const std::array<MapPin, 27> kMapPins{{
+const std::array<MapPin, 28> kMapPins{{
 	{SLUICE_PIN_SLOTS, &MapFds::slots, [](sluice_bpf *s) { return s->maps.slots; }, BPF_MAP_TYPE_ARRAY, 4,
 	 sizeof(sluice_slot), Entries::table_slots, 0, true},
 	{SLUICE_PIN_CONFIG, &MapFds::config, [](sluice_bpf *s) { return s->maps.config; }, BPF_MAP_TYPE_ARRAY, 4,
@@ -87,6 +87,9 @@ const std::array<MapPin, 27> kMapPins{{
 	// The per-destination SYN-ACK bound, a bucket per slot of a network.
 	{SLUICE_PIN_COOKIE_DEST, &MapFds::cookie_dest, [](sluice_bpf *s) { return s->maps.cookie_dest; },
 	 BPF_MAP_TYPE_ARRAY, 4, sizeof(sluice_slot), Entries::exact, SLUICE_COOKIE_DEST_SLOTS, true},
+	// The cookie path's SYN stamps, a tick per slot of a source.
+	{SLUICE_PIN_COOKIE_SYNS, &MapFds::cookie_syns, [](sluice_bpf *s) { return s->maps.cookie_syns; },
+	 BPF_MAP_TYPE_ARRAY, 4, sizeof(__u32), Entries::exact, SLUICE_COOKIE_SYN_SLOTS, true},
 }};
 
 const std::array<FeederPin, 5> kFeederPins{{

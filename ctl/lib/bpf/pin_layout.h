@@ -30,7 +30,7 @@ struct MapFds {
 	UniqueFd slots, config, counters, settings, allow_v4, allow_v6, deny_v4, deny_v6, drop_samples, standing,
 		newcomers, observed, classes, class_v4, class_v6, port_classes, class_counters, cookie_budget,
 		listen_ports, capture, capture_events, capture_stats, standing_penalty, grant_quota, own_addrs,
-		prefix_count, cookie_dest;
+		prefix_count, cookie_dest, cookie_syns;
 };
 
 // The standing table's feeders (bpf/feeders.bpf.h), attached with one bpf_link
