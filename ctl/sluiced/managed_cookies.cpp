@@ -92,6 +92,21 @@ void ManagedInterface::apply_cookies(double now_s, BreakerState state, sluice_co
 	next.cookie_wscale = cookie_wscale_for(now);
 	next.cookie_mss4 = cookie_mss_for(mtu, false);
 	next.cookie_mss6 = cookie_mss_for(mtu, true);
+	// The SYN stamps: asked of an ACK only a grace after the cookie path
+	// comes into force (ALWAYS, or shedding), so that the ACK of a SYN the
+	// stack answered before (while serving or recovering) is still checked.
+	const bool path_in_force = mode == SLUICE_COOKIES_ALWAYS ||
+				   (mode == SLUICE_COOKIES_SHEDDING && state == BreakerState::shedding);
+	if (!path_in_force)
+		cookie_acks_stamped_from_ = 0;
+	else if (!cookie_acks_stamped_from_)
+		restart_cookie_stamp_grace();
+	next.cookie_acks_stamped_from = cookie_acks_stamped_from_;
+}
+
+void ManagedInterface::restart_cookie_stamp_grace()
+{
+	cookie_acks_stamped_from_ = dataplane_now() + static_cast<uint64_t>(defaults::kCookieStampGraceS * 1e9);
 }
 
 void ManagedInterface::mark_listeners()

@@ -163,6 +163,8 @@ private:
 	// after; config's cookie fields into `next` (what a SYN-ACK offers under
 	// the sysctls now, the MSS from the interface's MTU).
 	void apply_cookies(double now_s, BreakerState state, sluice_config &next);
+	// config.cookie_acks_stamped_from a grace (kCookieStampGraceS) from now.
+	void restart_cookie_stamp_grace();
 	// Whether the SYN-ACKs the program sends with XDP_TX can leave this
 	// interface (logic/cookies.h, xdp_tx_verdict: a veth needs an XDP
 	// program on its peer), read from rtnetlink at start and every period
@@ -253,6 +255,7 @@ private:
 	uint32_t cpus_ = 1;         // possible CPUs: the newcomer budget is divided over them
 	sluice_cookie_mode cookie_mode_ = SLUICE_COOKIES_OFF;
 	double shed_left_s_ = -1e18;     // when the breaker last left shedding (monotonic)
+	uint64_t cookie_acks_stamped_from_ = 0; // config.cookie_acks_stamped_from; 0: the cookie path not in force
 	std::string cookie_error_;        // the last arming error, logged once
 	std::optional<XdpTxVerdict> xdp_tx_; // none: not read yet (or --cookies off)
 	std::string xdp_tx_error_;        // the last error reading it, logged once

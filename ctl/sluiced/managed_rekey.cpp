@@ -13,6 +13,17 @@ namespace sluice {
 
 Result<RekeyResult> ManagedInterface::rekey(const std::string &why)
 {
+	// The new key puts every source's SYN stamp in another slot of a new
+	// map: ACKs are checked whole for a grace again, written before the
+	// new program can ask.
+	if (cookie_acks_stamped_from_)
+		if (auto cfg = dp_->config().read()) {
+			sluice_config next = *cfg;
+			restart_cookie_stamp_grace();
+			next.cookie_acks_stamped_from = cookie_acks_stamped_from_;
+			if (auto ok = write_config(*cfg, next); !ok)
+				log_error(name_ + ": the SYN stamps' grace before a new key: " + ok.error().describe());
+		}
 	auto r = dp_->rekey(dir_);
 	if (!r) {
 		log_error(name_ + ": a new hash key (" + why + ") was refused, the old one stays in force: " +

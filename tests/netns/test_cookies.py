@@ -40,8 +40,8 @@ import sys
 import time
 import unittest
 
-from sluice_netns import (Daemon, Testbed, Traffic, counters, ctl, ctl_json, main, require_root, wait_until,
-                          SOURCE_DIR)
+from sluice_netns import (Daemon, Testbed, Traffic, counters, ctl, ctl_json, main, pinned_config, require_root,
+                          SOURCE_DIR, wait_until)
 
 HTTP_PORT = 8080
 HTTP_CLIENT = os.path.join(SOURCE_DIR, "tests", "tools", "http_client.py")
@@ -172,6 +172,19 @@ class Cookies(unittest.TestCase):
         wait_until(lambda: iface_status(tb)["breaker"]["state"] == "shedding", 30,
                    what="the SYN flood to trip the breaker")
 
+    def wait_for_the_syn_stamps(self, tb):
+        """Wait out the grace after the cookie path came into force
+        (config.cookie_acks_stamped_from, the program's clock: CLOCK_MONOTONIC
+        + 2^62), so that what follows runs with every ACK's source asked for
+        its SYN stamp. The seconds waited."""
+        stamped_from = pinned_config(tb)["cookie_acks_stamped_from"]
+        self.assertNotEqual(stamped_from, 0, "the SYN stamps are asked while the cookie path is in force")
+        wait = (stamped_from - (1 << 62) - time.clock_gettime_ns(time.CLOCK_MONOTONIC)) / 1e9
+        self.assertLess(wait, 30, f"a grace of seconds: {wait}")
+        if wait > 0:
+            time.sleep(wait + 0.1)
+        return max(wait, 0)
+
     def test_a_never_seen_visitor_is_served_on_its_first_syn_during_a_syn_flood(self):
         with Testbed("cook1") as tb:
             visitor = visitor_net()
@@ -188,6 +201,7 @@ class Cookies(unittest.TestCase):
                     self.assertEqual(sysctls(tb), before, "nothing changed while serving")
                     with syn_flood(tb) as flood:
                         self.shedding_under_flood(tb, d, flood)
+                        stamps_waited_s = self.wait_for_the_syn_stamps(tb)
                         armed = iface_status(tb)["cookies"]
                         during_sysctls = sysctls(tb)
                         before_visit = ctl_json(tb, "explain", tb.host_if, visitor, f"tcp-syn/{HTTP_PORT}")["cookie"]
@@ -209,7 +223,7 @@ class Cookies(unittest.TestCase):
                 report("1 visitors during a SYN flood", visitors=v["attempted"], ok=v["ok"], first_syn=v["first_syn"],
                        connect_ms_median=v["connect_ms_median"], again_ok=again["ok"], flood_sent=fr["sent"],
                        flood_pps=fr["pps"], sysctls_before=before, sysctls_during=during_sysctls,
-                       sysctls_after=after, again=seen_again, **seen)
+                       sysctls_after=after, again=seen_again, stamps_waited_s=stamps_waited_s, **seen)
                 self.assertTrue(flood_alive and shedding, "the flood ran and the breaker shed throughout")
                 self.assertGreaterEqual(v["ok"], 99, f">= 99% of the visitor's requests served: {v}")
                 self.assertGreaterEqual(v["first_syn"], 95, f">= 95% on the first SYN: {v}")

@@ -97,6 +97,11 @@ inline constexpr uint64_t kRekeyEveryS = 86400;
 // The cookie sysctls stay armed this long after shedding ends: an ACK of a
 // cookie sent just before is still decoded as it was made.
 inline constexpr double kCookieGraceS = 10;
+// An ACK is checked whole for this long after the cookie path comes into
+// force (or a new hash key), before its source's SYN stamp is asked for: the
+// ACK of a SYN answered just before (by the stack, while the path was not
+// taking SYNs) left no stamp. A few round trips and a retransmission.
+inline constexpr double kCookieStampGraceS = 5;
 // Standing buys a fair share (logic/standing_share): a standing source that
 // offers more than kRevokeOverFactor x its share for kRevokeOverPeriods
 // periods in a row loses its standing for kRevokePenaltyS, doubled at each
