@@ -54,7 +54,10 @@ CPU = (("c_sluice", "sluice answering with cookies (shedding)"),
        ("b2_xdp_tx", "XDP_TX only, the frame sent back unchanged (XDP_DROP's cost and XDP_TX's on veth)"))
 # (c): sluice-bench cookie-cost's paths.
 PATHS = (("syn", "a SYN to a listener from a source without standing: the SYN-ACK built in its place (XDP_TX)"),
-         ("ack", "a forged ACK to a listener: the kernel's cookie check fails (drop_cookie)"),
+         ("ack", "a forged ACK to a listener from a source that sent no SYN: refused before the kernel's cookie "
+                 "check (drop_cookie)"),
+         ("ack_stamped", "the forged ACK from the SYN's source (its SYN stamp seen): the kernel's cookie check "
+                         "fails (drop_cookie)"),
          ("shed", "the same SYN with --cookies off, shedding, no newcomer budget (drop_shed)"),
          ("syn_spent", "the same SYN past a spent cookie budget (drop_cookie_budget)"),
          ("syn_reflect", "the same SYN past its /24's spent per-destination bound (drop_cookie_reflect)"),
@@ -423,7 +426,8 @@ def measure_cost(lab, rows, detail):
         common = (f"{label}; BPF_PROG_TEST_RUN, repeat {repeat:,}, median of {rounds} rounds, in a network namespace "
                   f"of the bench's own (a listener on port 8080, tcp_syncookies = 2 there); behind the "
                   f"restore-frame wrapper, whose own {wrapper:.1f} ns is taken off")
-        for n, base in (("syn", "shed"), ("ack", "shed"), ("syn_spent", "shed"), ("syn_reflect", "shed"),
+        for n, base in (("syn", "shed"), ("ack", "shed"), ("ack_stamped", "shed"), ("syn_spent", "shed"),
+                        ("syn_reflect", "shed"),
                         ("ack_lookup", "shed"), ("syn", "drop"), ("ack", "drop")):
             floor = {"ack": ("<=", 1.5), "syn_spent": ("<=", 1.2)}.get(n) if base == "shed" else None
             rows.add(f"cookies_cost_{fam}_{n}_vs_{base}", "ns/packet", net[n], net[base],
@@ -442,11 +446,11 @@ def measure_cost(lab, rows, detail):
         kernel = out.get("reqsk_last_assign_error", "?")
         for n, base, base_name in (("raw_syn", "syn", "sluice's SYN"), ("listener_syn", "syn", "sluice's SYN"),
                                    ("raw_syn", "listener_syn", "listener's SYN alone"),
-                                   ("raw_ack", "ack", "sluice's forged ACK"),
-                                   ("listener_ack", "ack", "sluice's forged ACK"),
+                                   ("raw_ack", "ack_stamped", "sluice's checked forged ACK"),
+                                   ("listener_ack", "ack_stamped", "sluice's checked forged ACK"),
                                    ("raw_ack", "listener_ack", "listener's ACK alone"),
-                                   ("reqsk_ack_valid", "ack", "sluice's forged ACK"),
-                                   ("reqsk_ack_forged", "ack", "sluice's forged ACK")):
+                                   ("reqsk_ack_valid", "ack_stamped", "sluice's checked forged ACK"),
+                                   ("reqsk_ack_forged", "ack_stamped", "sluice's checked forged ACK")):
             b = alt[base] if base in alt else net[base]
             note = (f"{alt_what[n]}, against {alt_what.get(base, what.get(base))}; {common}"
                     f"{'' if n not in UNWRAPPED else ' (this tc path unwrapped: tc does not rewrite an ACK)'}; "

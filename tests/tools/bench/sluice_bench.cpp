@@ -69,7 +69,11 @@
 //         syn     a Linux SYN (MSS, SACK, timestamps, window scale) to the
 //                 listener from a source without standing: the SYN-ACK
 //                 (XDP_TX, cookie_sent)
-//         ack     a forged ACK to the listener (after SYNs, so the kernel's
+//         ack     a forged ACK to the listener from a source that sent no
+//                 SYN (the SYN stamps asked, as sluiced asks them after
+//                 its grace): drop_cookie before the kernel's check
+//         ack_stamped  the forged ACK from the SYN's source (its slot
+//                 stamped by the syn path; after SYNs, so the kernel's
 //                 check runs whole): drop_cookie
 //         shed    the same SYN with cookies off: drop_shed (no budget)
 //         syn_spent  the same SYN past a spent cookie budget:
@@ -1240,6 +1244,10 @@ int cmd_cookie_cost(int argc, char **argv)
 	};
 	const Frames syn_f{tcp4(eth, ip4h, syn), tcp6(eth, ip6h, syn)};
 	const Frames ack_f{tcp4(eth, ip4h, ack), tcp6(eth, ip6h, ack)};
+	// The same ACK from a source beside it that sends no SYN (an ACK flood's).
+	const Ipv4 unseen4{.src = ip4("198.18.9.1"), .dst = ip4h.dst, .id = ip4h.id};
+	const Ipv6 unseen6{.src = ip6("2001:2:0:9::1"), .dst = ip6h.dst};
+	const Frames ack_unseen_f{tcp4(eth, unseen4, ack), tcp6(eth, unseen6, ack)};
 	const Frames udp_f{frame_v4(0xc612ff01u), frame_v6()};
 	// An ACK carrying a valid cookie of cookie_reqsk's own (cookie_reqsk.h):
 	// the same connection as `ack`, its ack number the cookie + 1.
@@ -1289,6 +1297,7 @@ int cmd_cookie_cost(int argc, char **argv)
 		c.cookie_mss6 = 1440;
 		c.cookie_wscale = 7;
 		c.cookie_flags = SLUICE_COOKIE_TS | SLUICE_COOKIE_SACK | SLUICE_COOKIE_WSCALE;
+		c.cookie_acks_stamped_from = 1; // the SYN stamps asked, as sluiced past its grace
 		if (bpf_map_update_elem(l.map_fd("config"), &zero, &c, BPF_ANY))
 			throw Error(std::string("config update: ") + std::strerror(errno));
 	};
@@ -1343,7 +1352,8 @@ int cmd_cookie_cost(int argc, char **argv)
 	};
 	std::vector<Path> paths;
 	paths.push_back({"syn", &cookies, &syn_f, true});
-	paths.push_back({"ack", &cookies, &ack_f, true});
+	paths.push_back({"ack", &cookies, &ack_unseen_f, true});
+	paths.push_back({"ack_stamped", &cookies, &ack_f, true});
 	paths.push_back({"shed", &off, &syn_f, true});
 	paths.push_back({"syn_spent", &spent, &syn_f, true});
 	paths.push_back({"ack_lookup", &looked_up, &ack_f, true});
