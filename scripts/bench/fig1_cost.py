@@ -74,12 +74,17 @@ class Cost:
 
 # sluice's paths, the program as sluiced loads it (sluice-bench's
 # sluiced_program()): (path, what, the row's floor against xdp-filter's deny
-# path; issue 19's floors).
-PATHS = (("pass", "pass path (serving, within its limit)", ("<=", 0.8)),
-         ("drop", "rate drop (serving, over its limit)", ("<=", 0.9)),
-         ("shed", "shed (shedding, no standing, newcomer budget spent)", ("<=", 1.0)),
-         ("standing", "standing (shedding, the source has standing)", None),
-         ("deny", "deny list (serving, the source denied)", None))
+# path). Issue 29's floors: the deny path (the same work as xdp-filter's) at
+# most 1.0x; a per-source path ("keyed") pays the keyed hash xdp-filter does
+# not, so its floor is against xdp-filter + the hash's own cost (the
+# breakdown's hash rows) + KEYED_ALLOWANCE_NS, in rows of their own.
+KEYED = "keyed"
+KEYED_ALLOWANCE_NS = 5
+PATHS = (("pass", "pass path (serving, within its limit)", KEYED),
+         ("drop", "rate drop (serving, over its limit)", KEYED),
+         ("shed", "shed (shedding, no standing, newcomer budget spent)", KEYED),
+         ("standing", "standing (shedding, the source has standing)", KEYED),
+         ("deny", "deny list (serving, the source denied)", ("<=", 1.0)))
 # Other frames, timed on the paths a flood takes: (kind, what).
 FRAMES = (("udp60z", "60-byte frame, UDP header all zero"), ("udp1514", "1514-byte UDP frame"),
           ("syn", "TCP SYN to a port nobody listens on (cookies in their default mode)"))
@@ -131,7 +136,7 @@ def measure(lab):
         xf = med["xdp_filter"][fam]
         for path, what, path_floor in PATHS:
             r = rows.add(path_name(fam, path), "ns/packet", med[f"sluiced_{path}"][fam], xf, "xdp-filter deny-ip",
-                         floor=path_floor, samples=d[f"sluiced_{path}"][fam],
+                         floor=None if path_floor == KEYED else path_floor, samples=d[f"sluiced_{path}"][fam],
                          note=f"64-byte {label} UDP, sluiced's program and defaults: {what}")
             if path == "pass":
                 vs_filter[fam] = r
@@ -190,6 +195,18 @@ def measure(lab):
                 prev = v
             rows.add(f"breakdown_{fam}_{path}_counters", "ns/packet", total - prev, total,
                      f"sluice {path} path total", note="per-CPU outcome counter, capture check, verdict")
+        # The keyed paths against xdp-filter + the hash + the allowance: the
+        # hash's cost the median of its stage in the paths' breakdowns.
+        hash_ns = median([med[f"cut_{p}_hash"][fam] - med[f"cut_{p}_{stages[stages.index('hash') - 1]}"][fam]
+                          for p, stages in PATH_STAGES.items() if "hash" in stages])
+        for path, what, path_floor in PATHS:
+            if path_floor == KEYED:
+                rows.add(f"path_{fam}_{path}_vs_xdp_filter_and_hash", "ns/packet", med[f"sluiced_{path}"][fam],
+                         xf + hash_ns + KEYED_ALLOWANCE_NS,
+                         f"xdp-filter deny-ip + the keyed hash + {KEYED_ALLOWANCE_NS} ns", floor=("<=", 1.0),
+                         samples=d[f"sluiced_{path}"][fam],
+                         note=f"{what}; {label}: xdp-filter {xf:.0f} ns, the keyed hash {hash_ns:.0f} ns "
+                              f"(the median of the paths' hash stages)")
         floor[fam] = rows.add(test_run_floor_name(fam), "ns/packet", drop, med["sluiced_pass"][fam],
                               "sluice pass path total",
                               note="BPF_PROG_TEST_RUN loop + XDP_DROP program")
