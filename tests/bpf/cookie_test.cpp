@@ -693,6 +693,46 @@ StackCookie stack_cookie(bool v6)
 	return out;
 }
 
+// The loopback client whose connection stack_cookie made, and its ACK that
+// carries the stack's cookie.
+Client loopback_client(bool v6)
+{
+	Client c;
+	c.v6 = v6;
+	if (v6)
+		c.src6 = c.dst6 = ip6("::1");
+	else
+		c.src4 = c.dst4 = ip4("127.0.0.1");
+	return c;
+}
+
+Tcp stack_cookie_ack(const StackCookie &k)
+{
+	return Tcp{.sport = k.sport, .dport = kPort, .seq = k.seq, .ack = k.ack, .flags = kTcpAck, .window = 502};
+}
+
+// t is dropped as drop_cookie and c gets no standing.
+void expect_cookie_refused(const Sluice &s, const Client &c, const Tcp &t)
+{
+	Counters b = s.counters();
+	EXPECT_VERDICT(s, frame_of(c, t), XDP_DROP);
+	Counters e = s.counters();
+	EXPECT_EQ(e.packets(SLUICE_DROP_COOKIE), b.packets(SLUICE_DROP_COOKIE) + 1) << e.str();
+	EXPECT_EQ(e.total_packets(), b.total_packets() + 1) << e.str();
+	EXPECT_EQ(standing_reason(s, c), -1);
+}
+
+// t passes as cookie_proved and c has standing (cookie).
+void expect_cookie_proves(const Sluice &s, const Client &c, const Tcp &t)
+{
+	Counters b = s.counters();
+	EXPECT_VERDICT(s, frame_of(c, t), XDP_PASS);
+	Counters f = s.counters();
+	EXPECT_EQ(f.packets(SLUICE_COOKIE_PROVED), b.packets(SLUICE_COOKIE_PROVED) + 1) << f.str();
+	EXPECT_EQ(f.total_packets(), b.total_packets() + 1) << f.str();
+	EXPECT_EQ(standing_reason(s, c), std::int32_t(SLUICE_BY_COOKIE));
+}
+
 TEST(Cookie, TheListenersOwnCookieProvesAndOneOlderThanTwoMinutesDoesNot)
 {
 	SLUICE_REQUIRE_COOKIE_NETNS();
@@ -702,25 +742,12 @@ TEST(Cookie, TheListenersOwnCookieProvesAndOneOlderThanTwoMinutesDoesNot)
 		SCOPED_TRACE(v6 ? "IPv6" : "IPv4");
 		StackCookie k = stack_cookie(v6);
 		ASSERT_NE(k.sport, 0);
-		Client c;
-		c.v6 = v6;
-		if (v6)
-			c.src6 = c.dst6 = ip6("::1");
-		else
-			c.src4 = c.dst4 = ip4("127.0.0.1");
-		Tcp t{.sport = k.sport, .dport = kPort, .seq = k.seq, .ack = k.ack, .flags = kTcpAck, .window = 502};
+		Client c = loopback_client(v6);
+		Tcp t = stack_cookie_ack(k);
 		Tcp stale = t;
 		stale.ack -= 3u << 24; // the cookie's minute counter, three back
-		Counters b = s.counters();
-		EXPECT_VERDICT(s, frame_of(c, stale), XDP_DROP);
-		Counters e = s.counters();
-		EXPECT_EQ(e.packets(SLUICE_DROP_COOKIE), b.packets(SLUICE_DROP_COOKIE) + 1) << e.str();
-		EXPECT_EQ(standing_reason(s, c), -1);
-		EXPECT_VERDICT(s, frame_of(c, t), XDP_PASS);
-		Counters f = s.counters();
-		EXPECT_EQ(f.packets(SLUICE_COOKIE_PROVED), e.packets(SLUICE_COOKIE_PROVED) + 1) << f.str();
-		EXPECT_EQ(f.total_packets(), b.total_packets() + 2) << f.str();
-		EXPECT_EQ(standing_reason(s, c), std::int32_t(SLUICE_BY_COOKIE));
+		expect_cookie_refused(s, c, stale);
+		expect_cookie_proves(s, c, t);
 	}
 }
 
@@ -742,32 +769,18 @@ TEST(Cookie, OnceStampsAreAskedAnAckProvesOnlyFromASourceWhoseSynWasSeen)
 			SLUICE_LOAD_OR_FAIL(s, o);
 			StackCookie k = stack_cookie(v6);
 			ASSERT_NE(k.sport, 0);
-			Client c;
-			c.v6 = v6;
-			if (v6)
-				c.src6 = c.dst6 = ip6("::1");
-			else
-				c.src4 = c.dst4 = ip4("127.0.0.1");
+			Client c = loopback_client(v6);
 			// A SYN of the same source from another port: the stamp is the
 			// source's, and k's own 4-tuple is a connection, not the listener.
 			c.syn = Tcp{.sport = std::uint16_t(k.sport ^ 0x4000), .dport = kPort, .seq = 7, .flags = kTcpSyn,
 				    .options = linux_syn_options(1400, 0x01020304, 9)};
-			Tcp t{.sport = k.sport, .dport = kPort, .seq = k.seq, .ack = k.ack, .flags = kTcpAck, .window = 502};
-			Counters b = s.counters();
+			Tcp t = stack_cookie_ack(k);
 			if (!in_grace) {
-				EXPECT_VERDICT(s, frame_of(c, t), XDP_DROP);
-				Counters e = s.counters();
-				EXPECT_EQ(e.packets(SLUICE_DROP_COOKIE), b.packets(SLUICE_DROP_COOKIE) + 1) << e.str();
-				EXPECT_EQ(standing_reason(s, c), -1);
+				expect_cookie_refused(s, c, t);
 				Answer a = expect_synack(s, c); // the SYN stamps its source
 				ASSERT_TRUE(a.ok);
-				b = s.counters();
 			}
-			EXPECT_VERDICT(s, frame_of(c, t), XDP_PASS);
-			Counters f = s.counters();
-			EXPECT_EQ(f.packets(SLUICE_COOKIE_PROVED), b.packets(SLUICE_COOKIE_PROVED) + 1) << f.str();
-			EXPECT_EQ(f.total_packets(), b.total_packets() + 1) << f.str();
-			EXPECT_EQ(standing_reason(s, c), std::int32_t(SLUICE_BY_COOKIE));
+			expect_cookie_proves(s, c, t);
 		}
 	}
 }
@@ -786,11 +799,7 @@ TEST(Cookie, WithStampsAskedTheProgramsOwnCookieProvesAndAForgeryIsDropped)
 		Client forger = c.v6 ? client6("2001:2:0:99::1") : client4("198.18.99.1");
 		Answer a = expect_synack(s, c);
 		ASSERT_TRUE(a.ok);
-		Counters b = s.counters();
-		EXPECT_VERDICT(s, frame_of(forger, ack_of(forger, a)), XDP_DROP);
-		Counters e = s.counters();
-		EXPECT_EQ(e.packets(SLUICE_DROP_COOKIE), b.packets(SLUICE_DROP_COOKIE) + 1) << e.str();
-		EXPECT_EQ(standing_reason(s, forger), -1);
+		expect_cookie_refused(s, forger, ack_of(forger, a));
 		expect_proved(s, c, a);
 	}
 }
@@ -810,8 +819,7 @@ TEST(Cookie, AnAckOfAConnectionTheHostHasGoesOnOnlyWithoutTheFeeders)
 		SLUICE_LOAD_OR_FAIL(s, o);
 		StackCookie k = stack_cookie(false); // the host's side stays ESTABLISHED in the accept queue
 		ASSERT_NE(k.sport, 0);
-		Client c;
-		c.src4 = c.dst4 = ip4("127.0.0.1");
+		Client c = loopback_client(false);
 		Tcp later{.sport = k.sport, .dport = kPort, .seq = k.seq + 100, .ack = k.ack, .flags = kTcpAck, .window = 502};
 		EXPECT_VERDICT(s, frame_of(c, later), XDP_DROP);
 		Counters e = s.counters();
