@@ -203,26 +203,27 @@ static inline __u32 sluice_cookie_tsval(__u32 now_ms, const struct sluice_syn_op
 	return ts;
 }
 
-/* The cookie_syns slot of the source whose plain keyed hash is `hash`. */
+/* The cookie_syns slot of the source whose plain keyed hash is `hash`
+ * (its word: slot / SLUICE_COOKIE_SYN_PER_WORD, its byte there: the rest). */
 static inline __u32 sluice_syn_stamp_slot(__u64 hash)
 {
-	return ((__u32)hash >> 16) & (SLUICE_COOKIE_SYN_SLOTS - 1);
+	return ((__u32)hash >> 10) & (SLUICE_COOKIE_SYN_SLOTS - 1);
 }
 
-/* The stamp a SYN leaves at time `now` (ns; SLUICE_TIME_BIAS, a multiple of
- * 2^32 ticks, drops out of the 32-bit tick): its tick + 1, so that 0 is
- * "never" for 2^32 ticks (136 years of uptime). */
-static inline __u32 sluice_syn_stamp_of(__u64 now)
+/* The stamp a SYN leaves at time `now` (ns): its tick modulo 128, the top
+ * bit set, so that 0 is "never". SLUICE_TIME_BIAS (2^62) is a multiple of
+ * 128 ticks: it drops out. */
+static inline __u8 sluice_syn_stamp_of(__u64 now)
 {
-	return (__u32)(now >> SLUICE_COOKIE_SYN_TICK_SHIFT) + 1;
+	return (__u8)(((now >> SLUICE_COOKIE_SYN_TICK_SHIFT) & 0x7f) | 0x80);
 }
 
 /* Did a SYN leave `stamp` within the last SLUICE_COOKIE_SYN_TICKS ticks of
- * `now` (one tick ahead allowed: another CPU may have stamped the slot in a
- * tick this CPU's `now` has not reached)? */
-static inline int sluice_syn_stamp_recent(__u32 stamp, __u64 now)
+ * `now`, modulo 128 ticks (one tick ahead allowed: another CPU may have
+ * stamped the slot in a tick this CPU's `now` has not reached)? */
+static inline int sluice_syn_stamp_recent(__u8 stamp, __u64 now)
 {
-	return stamp && (__u32)(sluice_syn_stamp_of(now) + 1 - stamp) <= SLUICE_COOKIE_SYN_TICKS + 1;
+	return stamp && ((sluice_syn_stamp_of(now) + 1u - stamp) & 0x7f) <= SLUICE_COOKIE_SYN_TICKS + 1;
 }
 
 /* One's complement sum of len bytes (len even, at most 80) into sum. */

@@ -36,8 +36,8 @@ static __always_inline int port_listened(__u32 port)
  *     the SYN-ACK in place of the SYN -> cookie_sent (XDP_TX). No listener
  *     any more, or the kernel will not make a cookie (net.ipv4.tcp_syncookies
  *     is not 2, the accept queue is full): on, nothing paid.
- *   Every SYN to such a port stamps its source's cookie_syns slot first
- *     (stamp_syn), whatever follows.
+ *   Every SYN to such a port past both budgets stamps its source's
+ *     cookie_syns slot (stamp_syn) before the lookup, whatever follows.
  *   ACK (no SYN or RST) to a port that had a listener, with
  *     config.cookie_acks_unlooked (the standing feeders attached): from
  *     config.cookie_acks_stamped_from on, no SYN stamp of its source's slot
@@ -116,14 +116,24 @@ static __always_inline int dest_take(struct cookie_scratch *s, const struct slui
 	return d && sluice_admit1(&d->empty_at, s->now, cost, cost * cfg->cookie_dest_burst);
 }
 
-/* A SYN to a listened port: its source's slot stamped with this tick (a
- * store only when the tick moved on: a SYN flood from few sources writes
- * the line once a tick, not once a frame). */
-static __always_inline void stamp_syn(__u64 hash, __u64 now)
+/* A SYN to a listened port past both budgets (answered by the program, or
+ * on to the stack): its source's slot stamped with this tick (a store only
+ * when the tick moved on: a SYN flood from few sources writes the line once
+ * a tick, not once a frame). A SYN either budget refused is answered by
+ * nobody: no stamp, so a flood past the budget stamps nothing. */
+static __always_inline __u8 *syn_stamp(__u64 hash)
 {
 	__u32 slot = sluice_syn_stamp_slot(hash);
-	__u32 *stamp = bpf_map_lookup_elem(&cookie_syns, &slot);
-	__u32 v = sluice_syn_stamp_of(now);
+	__u32 word = slot / SLUICE_COOKIE_SYN_PER_WORD;
+	__u8 *w = bpf_map_lookup_elem(&cookie_syns, &word);
+
+	return w ? w + (slot & (SLUICE_COOKIE_SYN_PER_WORD - 1)) : 0;
+}
+
+static __always_inline void stamp_syn(__u64 hash, __u64 now)
+{
+	__u8 *stamp = syn_stamp(hash);
+	__u8 v = sluice_syn_stamp_of(now);
 
 	if (stamp && *stamp != v)
 		*stamp = v;
@@ -133,8 +143,7 @@ static __always_inline void stamp_syn(__u64 hash, __u64 now)
  * be good (cookie.h, sluice_syn_stamp_recent)? */
 static __always_inline int syn_stamped(__u64 hash, __u64 now)
 {
-	__u32 slot = sluice_syn_stamp_slot(hash);
-	const __u32 *stamp = bpf_map_lookup_elem(&cookie_syns, &slot);
+	const __u8 *stamp = syn_stamp(hash);
 
 	return stamp && sluice_syn_stamp_recent(*stamp, now);
 }
@@ -221,8 +230,6 @@ __noinline __u32 sluice_cookie(struct xdp_md *ctx, __u64 hash, __u64 now, __u32 
 	 * comes to the ephemeral port of a connect(): looked up whatever. */
 	if (!synack && !port_listened(sluice_be16_at(th + 2)))
 		return SLUICE_COOKIE_GO_ON;
-	if (syn)
-		stamp_syn(hash, now);
 	if (ack && cfg->cookie_acks_unlooked) {
 		/* No SYN from this source's slot in the cookie's lifetime: no
 		 * cookie this host could have sent, refused before the check
@@ -257,6 +264,7 @@ __noinline __u32 sluice_cookie(struct xdp_md *ctx, __u64 hash, __u64 now, __u32 
 		s->dest_slot = COOKIE_DEST_UNASKED;
 		if (cfg->cookie_dest_cost_ns && !dest_token_seen(s, is_v6, cfg))
 			return SLUICE_DROP_COOKIE_REFLECT;
+		stamp_syn(s->hash, s->now);
 	}
 
 	struct bpf_sock_tuple *t = &s->tuple;

@@ -176,13 +176,14 @@ struct {
 } cookie_dest SEC(".maps");
 
 /* The cookie path's SYN stamps (sluice_abi.h, SLUICE_COOKIE_SYN_SLOTS): a
- * tick per slot, written by plain stores (CPUs that race write the same or
- * the next tick). */
+ * byte per slot, eight a word (an array's values take 8 bytes each
+ * whatever their size), written by plain byte stores (CPUs that race write
+ * the same or the next tick; a neighbour's byte is not touched). */
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
-	__uint(max_entries, SLUICE_COOKIE_SYN_SLOTS);
+	__uint(max_entries, SLUICE_COOKIE_SYN_WORDS);
 	__type(key, __u32);
-	__type(value, __u32);
+	__type(value, __u64);
 } cookie_syns SEC(".maps");
 
 /* TCP ports that have had a listener (sluice_abi.h, "The listen_ports map"). */

@@ -321,18 +321,24 @@ static inline __u64 sluice_listen_port_bit(__u32 port)
 
 /*
  * The cookie path's SYN stamps (the cookie_syns map; docs/architecture.md,
- * "SYN cookies"): a 32-bit tick (bpf/cookie.h, sluice_syn_stamp_of) per
- * slot, the slot bits 16..31 of the SYN's source's plain keyed hash, written
- * by every SYN to a listened port that reaches the cookie path. The kernel
- * accepts a cookie for at most 2 minutes, so an ACK from a source whose slot
- * holds no stamp from the last SLUICE_COOKIE_SYN_TICKS ticks (of 2^30 ns:
- * 137 s) cannot carry one (config.cookie_acks_stamped_from). Sources that
- * share a slot share a stamp: a collision only lets a forged ACK on to the
- * kernel's check, as every ACK went before. 65,536 slots (256 KiB).
+ * "SYN cookies"): a one-byte stamp (bpf/cookie.h, sluice_syn_stamp_of: a
+ * 7-bit tick of 2^32 ns, the top bit set) per slot, eight slots a 64-bit
+ * word, the slot bits 10..31 of the SYN's source's plain keyed hash, written
+ * by every SYN to a listened port that the cookie path answers or lets on to
+ * the stack. The kernel accepts a cookie for at most 2 minutes, so an ACK
+ * from a source whose slot holds no stamp from the last
+ * SLUICE_COOKIE_SYN_TICKS ticks (137 s) cannot carry one
+ * (config.cookie_acks_stamped_from). Sources that share a slot share a
+ * stamp, and a stamp 128 ticks (550 s) older reads as new: either only lets
+ * a forged ACK on to the kernel's check, as every ACK went before. 2^22
+ * slots (4 MiB): 500 SYNs a second answered keep about 1.6% of them
+ * stamped, 5,000 about 15%.
  */
-#define SLUICE_COOKIE_SYN_SLOTS 65536u
-#define SLUICE_COOKIE_SYN_TICK_SHIFT 30
-#define SLUICE_COOKIE_SYN_TICKS 128u
+#define SLUICE_COOKIE_SYN_SLOTS (1u << 22)
+#define SLUICE_COOKIE_SYN_PER_WORD 8u
+#define SLUICE_COOKIE_SYN_WORDS (SLUICE_COOKIE_SYN_SLOTS / SLUICE_COOKIE_SYN_PER_WORD)
+#define SLUICE_COOKIE_SYN_TICK_SHIFT 32
+#define SLUICE_COOKIE_SYN_TICKS 32u
 
 /* config.cookie_flags: what the host's sysctls (in the program's network
  * namespace) let a SYN-ACK offer; sluiced reads them when it arms cookies. */

@@ -1007,34 +1007,45 @@ TEST(CookieSynStamp, TheSlotIsInTheMapAndTakesTheHashsMiddleBits)
 {
 	EXPECT_EQ(sluice_syn_stamp_slot(0), 0u);
 	EXPECT_EQ(sluice_syn_stamp_slot(0xffffffffffffffffull), SLUICE_COOKIE_SYN_SLOTS - 1);
-	EXPECT_EQ(sluice_syn_stamp_slot(0x0000ffffull), 0u); // the low bits (the standing set's) do not choose it
+	EXPECT_EQ(sluice_syn_stamp_slot(0x3ffull), 0u); // the lowest bits do not choose it
 	EXPECT_EQ(sluice_syn_stamp_slot(0x12345678ull << 32), 0u); // nor the fingerprint's
-	EXPECT_EQ(sluice_syn_stamp_slot(0xabcd0000ull), 0xabcdu);
+	EXPECT_EQ(sluice_syn_stamp_slot(0xabcd0400ull), 0xabcd04u >> 2);
+	EXPECT_EQ(SLUICE_COOKIE_SYN_WORDS * SLUICE_COOKIE_SYN_PER_WORD, SLUICE_COOKIE_SYN_SLOTS);
 }
 
-TEST(CookieSynStamp, AStampIsTheTickPlusOneAndTheBiasDropsOut)
+TEST(CookieSynStamp, AStampIsTheTickModulo128WithTheTopBitAndTheBiasDropsOut)
 {
-	EXPECT_EQ(sluice_syn_stamp_of(0), 1u);
-	EXPECT_EQ(sluice_syn_stamp_of(kTickNs - 1), 1u);
-	EXPECT_EQ(sluice_syn_stamp_of(kTickNs), 2u);
+	EXPECT_EQ(sluice_syn_stamp_of(0), 0x80u);
+	EXPECT_EQ(sluice_syn_stamp_of(kTickNs - 1), 0x80u);
+	EXPECT_EQ(sluice_syn_stamp_of(kTickNs), 0x81u);
+	EXPECT_EQ(sluice_syn_stamp_of(127 * kTickNs), 0xffu);
+	EXPECT_EQ(sluice_syn_stamp_of(128 * kTickNs), 0x80u);
 	for (std::uint64_t t : {std::uint64_t(0), 5 * kTickNs + 3, 1000000 * kTickNs})
 		EXPECT_EQ(sluice_syn_stamp_of(kBias + t), sluice_syn_stamp_of(t));
 }
 
-TEST(CookieSynStamp, RecentForTheCookiesLifetimeAndNeverForAnEmptySlot)
+TEST(CookieSynStamp, RecentForTheCookiesLifetimeAcrossTheWrapAndNeverForAnEmptySlot)
 {
-	// The window covers the kernel's 2 minutes.
+	// The window covers the kernel's 2 minutes, and stays well inside the
+	// 128 ticks a stamp wraps at.
 	EXPECT_GE(SLUICE_COOKIE_SYN_TICKS * kTickNs, 120ull * 1000000000ull);
-	const std::uint64_t syn_at = kBias + 7777 * kTickNs + 12345;
-	const std::uint32_t stamp = sluice_syn_stamp_of(syn_at);
-	EXPECT_FALSE(sluice_syn_stamp_recent(0, syn_at));
-	EXPECT_TRUE(sluice_syn_stamp_recent(stamp, syn_at));
-	EXPECT_TRUE(sluice_syn_stamp_recent(stamp, syn_at + 120ull * 1000000000ull));
-	EXPECT_TRUE(sluice_syn_stamp_recent(stamp, syn_at + SLUICE_COOKIE_SYN_TICKS * kTickNs));
-	EXPECT_FALSE(sluice_syn_stamp_recent(stamp, syn_at + (SLUICE_COOKIE_SYN_TICKS + 1) * kTickNs));
-	EXPECT_FALSE(sluice_syn_stamp_recent(stamp, syn_at + 1000 * kTickNs));
-	// Another CPU's stamp one tick ahead of this CPU's clock still counts;
-	// two ahead (which no clock does) does not.
-	EXPECT_TRUE(sluice_syn_stamp_recent(stamp + 1, syn_at));
-	EXPECT_FALSE(sluice_syn_stamp_recent(stamp + 2, syn_at));
+	EXPECT_LT(SLUICE_COOKIE_SYN_TICKS + 1, 128u);
+	for (std::uint64_t base : {std::uint64_t(7), std::uint64_t(120)}) { // 120: the window wraps past 127
+		SCOPED_TRACE(base);
+		const std::uint64_t syn_at = kBias + base * kTickNs + 12345;
+		const std::uint8_t stamp = sluice_syn_stamp_of(syn_at);
+		EXPECT_FALSE(sluice_syn_stamp_recent(0, syn_at));
+		EXPECT_TRUE(sluice_syn_stamp_recent(stamp, syn_at));
+		EXPECT_TRUE(sluice_syn_stamp_recent(stamp, syn_at + 120ull * 1000000000ull));
+		EXPECT_TRUE(sluice_syn_stamp_recent(stamp, syn_at + SLUICE_COOKIE_SYN_TICKS * kTickNs));
+		EXPECT_FALSE(sluice_syn_stamp_recent(stamp, syn_at + (SLUICE_COOKIE_SYN_TICKS + 1) * kTickNs));
+		EXPECT_FALSE(sluice_syn_stamp_recent(stamp, syn_at + 100 * kTickNs));
+		// 128 ticks on, the stamp reads as new again: the check then runs,
+		// which is what every ACK had before the stamps.
+		EXPECT_TRUE(sluice_syn_stamp_recent(stamp, syn_at + 128 * kTickNs));
+		// Another CPU's stamp one tick ahead of this CPU's clock still
+		// counts; two ahead (which no clock does) does not.
+		EXPECT_TRUE(sluice_syn_stamp_recent(sluice_syn_stamp_of(syn_at + kTickNs), syn_at));
+		EXPECT_FALSE(sluice_syn_stamp_recent(sluice_syn_stamp_of(syn_at + 2 * kTickNs), syn_at));
+	}
 }

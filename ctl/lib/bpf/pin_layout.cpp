@@ -89,7 +89,7 @@ const std::array<MapPin, 28> kMapPins{{
 	 BPF_MAP_TYPE_ARRAY, 4, sizeof(sluice_slot), Entries::exact, SLUICE_COOKIE_DEST_SLOTS, true},
 	// The cookie path's SYN stamps, a tick per slot of a source.
 	{SLUICE_PIN_COOKIE_SYNS, &MapFds::cookie_syns, [](sluice_bpf *s) { return s->maps.cookie_syns; },
-	 BPF_MAP_TYPE_ARRAY, 4, sizeof(__u32), Entries::exact, SLUICE_COOKIE_SYN_SLOTS, true},
+	 BPF_MAP_TYPE_ARRAY, 4, sizeof(__u64), Entries::exact, SLUICE_COOKIE_SYN_WORDS, true},
 }};
 
 const std::array<FeederPin, 5> kFeederPins{{
