@@ -1897,10 +1897,12 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t *data, std::size_t size
 			if (a.port[w] != b.port[w])
 				die("standing port %u/%d changed (%u -> %u): %s", i, w, a.port[w], b.port[w], what.c_str());
 			// seen: every frame of the way's source that reached its
-			// standing bucket, and no other
-			std::uint64_t reached = !mine || !bucket_path || (shedding && cfg.valve_closed) ? 0
-						: shedding        ? repeat
-								  : repeat - dp[SLUICE_PASSED];
+			// standing bucket or the closed valve, and no other
+			std::uint64_t reached = !mine                      ? 0
+						: want == SLUICE_DROP_VALVE ? repeat
+						: !bucket_path              ? 0
+						: shedding                  ? repeat
+									    : repeat - dp[SLUICE_PASSED];
 			if (bucket_path && mine && bytes_budget)
 				reached = b.seen[w] - a.seen[w]; // split by the byte pair's outcomes: not counted here
 			if (std::uint32_t(b.seen[w] - a.seen[w]) != reached)
