@@ -116,11 +116,7 @@ static __always_inline int dest_take(struct cookie_scratch *s, const struct slui
 	return d && sluice_admit1(&d->empty_at, s->now, cost, cost * cfg->cookie_dest_burst);
 }
 
-/* A SYN to a listened port past both budgets (answered by the program, or
- * on to the stack): its source's slot stamped with this tick (a store only
- * when the tick moved on: a SYN flood from few sources writes the line once
- * a tick, not once a frame). A SYN either budget refused is answered by
- * nobody: no stamp, so a flood past the budget stamps nothing. */
+/* The cookie_syns byte of the source whose plain hash is `hash`. */
 static __always_inline __u8 *syn_stamp(__u64 hash)
 {
 	__u32 slot = sluice_syn_stamp_slot(hash);
@@ -130,6 +126,11 @@ static __always_inline __u8 *syn_stamp(__u64 hash)
 	return w ? w + (slot & (SLUICE_COOKIE_SYN_PER_WORD - 1)) : 0;
 }
 
+/* A SYN to a listened port past both budgets (answered by the program, or
+ * on to the stack): its source's slot stamped with this tick (a store only
+ * when the tick moved on: a SYN flood from few sources writes the line once
+ * a tick, not once a frame). A SYN either budget refused is answered by
+ * nobody: no stamp, so a flood past the budget stamps nothing. */
 static __always_inline void stamp_syn(__u64 hash, __u64 now)
 {
 	__u8 *stamp = syn_stamp(hash);

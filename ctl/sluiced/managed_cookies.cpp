@@ -95,9 +95,7 @@ void ManagedInterface::apply_cookies(double now_s, BreakerState state, sluice_co
 	// The SYN stamps: asked of an ACK only a grace after the cookie path
 	// comes into force (ALWAYS, or shedding), so that the ACK of a SYN the
 	// stack answered before (while serving or recovering) is still checked.
-	const bool path_in_force = mode == SLUICE_COOKIES_ALWAYS ||
-				   (mode == SLUICE_COOKIES_SHEDDING && state == BreakerState::shedding);
-	if (!path_in_force)
+	if (!cookie_path_in_force(mode, state == BreakerState::shedding))
 		cookie_acks_stamped_from_ = 0;
 	else if (!cookie_acks_stamped_from_)
 		restart_cookie_stamp_grace();

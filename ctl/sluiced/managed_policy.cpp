@@ -195,7 +195,7 @@ ExplainView::CookieWay cookie_way(const sluice_config &cfg, const ExplainView &v
 {
 	ExplainView::CookieWay w;
 	bool shedding = cfg.breaker_state == SLUICE_SHEDDING;
-	w.in_force = cfg.cookie_mode == SLUICE_COOKIES_ALWAYS || (cfg.cookie_mode == SLUICE_COOKIES_SHEDDING && shedding);
+	w.in_force = cookie_path_in_force(cfg.cookie_mode, shedding);
 	Protocol p = v.frame.protocol;
 	const Explanation &x = v.explanation;
 	if (cfg.cookie_mode == SLUICE_COOKIES_OFF && !withheld.empty())

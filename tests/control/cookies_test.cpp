@@ -92,6 +92,16 @@ TEST(CookieModeInForce, TheAskedModeWhereTheRepliesLeaveElseOff)
 	}
 }
 
+TEST(CookiePathInForce, AlwaysInEveryStateSheddingOnlyWhileShedding)
+{
+	for (bool shedding : {false, true}) {
+		EXPECT_FALSE(cookie_path_in_force(SLUICE_COOKIES_OFF, shedding));
+		EXPECT_TRUE(cookie_path_in_force(SLUICE_COOKIES_ALWAYS, shedding));
+		EXPECT_EQ(cookie_path_in_force(SLUICE_COOKIES_SHEDDING, shedding), shedding);
+		EXPECT_FALSE(cookie_path_in_force(SLUICE_COOKIE_MODES, shedding)); // no such mode
+	}
+}
+
 TEST(CookieArming, SyncookiesToTwoAndTimestampsFromOneToTwo)
 {
 	TcpSettings s;

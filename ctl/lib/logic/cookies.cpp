@@ -88,4 +88,9 @@ sluice_cookie_mode cookie_mode_in_force(sluice_cookie_mode asked, const XdpTxVer
 	return v.delivers ? asked : SLUICE_COOKIES_OFF;
 }
 
+bool cookie_path_in_force(uint32_t mode, bool shedding)
+{
+	return mode == SLUICE_COOKIES_ALWAYS || (mode == SLUICE_COOKIES_SHEDDING && shedding);
+}
+
 } // namespace sluice

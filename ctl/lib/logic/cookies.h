@@ -104,4 +104,9 @@ XdpTxVerdict xdp_tx_verdict(const XdpTxLink &link);
 // being answered into a void).
 sluice_cookie_mode cookie_mode_in_force(sluice_cookie_mode asked, const XdpTxVerdict &v);
 
+// Whether the program's cookie path takes the SYNs and ACKs of sources
+// without standing under config.cookie_mode `mode`: in mode always, and in
+// mode shedding while the breaker sheds.
+bool cookie_path_in_force(uint32_t mode, bool shedding);
+
 } // namespace sluice
