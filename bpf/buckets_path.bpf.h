@@ -28,7 +28,7 @@ static __always_inline struct sluice_slot *newcomer_bucket(void)
 __noinline int sluice_pair_admit(struct sluice_slot *a, struct sluice_slot *b, __u64 pair, __u64 cost_ns,
 				 __u64 burst)
 {
-	__u64 now = SLUICE_CLOCK() + SLUICE_TIME_BIAS;
+	__u64 now = SLUICE_NOW();
 	__u32 il = (pair >> 32) & (SLUICE_LEASE_ENTRIES - 1);
 	struct sluice_lease *l;
 
@@ -198,7 +198,7 @@ static __always_inline __u32 limit(const struct sluice_config *cfg, struct budge
 {
 	if (bg->state == SLUICE_SHEDDING) {
 		SLUICE_BENCH_CUT_POINT(HASH, SLUICE_BENCH_STOPPED, bg->hash);
-		*now = SLUICE_CLOCK() + SLUICE_TIME_BIAS;
+		*now = SLUICE_NOW();
 		return shed(cfg, bg, src, masked, is_v6, *now);
 	}
 	/* Cookies always: a SYN (or the ACK of a cookie) of a source without
@@ -207,7 +207,7 @@ static __always_inline __u32 limit(const struct sluice_config *cfg, struct budge
 	if (cfg->cookie_mode == SLUICE_COOKIES_ALWAYS && !settings.dry_run && bg->cookie_way != SLUICE_COOKIE_SKIP) {
 		if (bg->cookie_way == SLUICE_COOKIE_DEFER)
 			return SLUICE_COOKIE_DEFERRED;
-		*now = SLUICE_CLOCK() + SLUICE_TIME_BIAS;
+		*now = SLUICE_NOW();
 		__u32 r = sluice_cookie(bg->ctx, standing_hash(bg, src, is_v6), *now, 1);
 
 		if (r != SLUICE_COOKIE_GO_ON)
@@ -227,14 +227,14 @@ static __always_inline __u32 limit(const struct sluice_config *cfg, struct budge
 	int held = sluice_lease_held(bpf_map_lookup_elem(&leases, &il), sluice_lease_pair(idx.a, idx.b));
 
 	__u64 cost = sluice_effective_cost(bg->cost_ns, bg->state, cfg->admission_ppm);
-	/* The coarse clock (CLOCK_MONOTONIC_COARSE): about a quarter of the
-	 * cost of bpf_ktime_get_ns here, at jiffy resolution (4 ms at HZ=250).
-	 * The credit is carried exactly from one reading to the next, so the
-	 * rate is exact over time in this clock. Against a precise clock it
-	 * lags by a few ms that vary from tick to tick (seen: 4-16 ms on this
-	 * VM), so any one interval is off by at most that many ms of refill,
-	 * and the error never accumulates. */
-	*now = SLUICE_CLOCK() + SLUICE_TIME_BIAS;
+	/* The clock is jiffies (jiffies_clock.h): one load, at a tick's
+	 * resolution (4 ms at HZ=250). The credit is carried exactly from one
+	 * reading to the next, so the rate is exact over time in this clock.
+	 * Against a precise clock it lags by a few ms that vary from tick to
+	 * tick (seen with the coarse clock, which moves with it: 4-16 ms on
+	 * this VM), so any one interval is off by at most that many ms of
+	 * refill, and the error never accumulates. */
+	*now = SLUICE_NOW();
 
 	SLUICE_BENCH_CUT_POINT(CLOCK, SLUICE_BENCH_STOPPED, a, b, *now, cost);
 	SLUICE_BENCH_CUT_POINT(BUCKET, SLUICE_BENCH_STOPPED, sluice_admit2(a, b, *now, cost, bg->burst * cost));

@@ -336,7 +336,11 @@ __noinline __u32 sluice_cookie(struct xdp_md *ctx, __u64 hash, __u64 now, __u32 
 	s->off = 20;
 	sluice_syn_options_clear(&s->opts);
 	bpf_loop(SLUICE_TCP_OPTIONS_MAX, syn_option_step, NULL, 0);
-	__u32 tsval = sluice_cookie_tsval((__u32)((s->now - SLUICE_TIME_BIAS) / 1000000), &s->opts, &s->params);
+	/* The TSval on CLOCK_MONOTONIC_COARSE, not the data plane's clock
+	 * (jiffies, months ahead of it): the stack stamps the connection's later
+	 * segments with CLOCK_MONOTONIC ms (tcp_timestamps=2, no offset), and
+	 * the client's PAWS check refuses any that look older than this one. */
+	__u32 tsval = sluice_cookie_tsval((__u32)(bpf_ktime_get_coarse_ns() / 1000000), &s->opts, &s->params);
 	__u32 len = sluice_synack(s->ip, s->th, s->is_v6, (__u32)cookie, tsval, &s->opts, &s->params, s->reply);
 	int delta = (int)(s->l3_off + len) - (int)s->frame_len;
 

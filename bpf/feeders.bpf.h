@@ -26,7 +26,7 @@ static __always_inline void grant(const struct sluice_source *src, int is_v6, __
 	if (bpf_map_lookup_elem(&own_addrs, &own))
 		return;
 	kept_source(src, is_v6, kept);
-	sluice_grant(source_hash(&masked, is_v6), SLUICE_CLOCK() + SLUICE_TIME_BIAS, kept[0], kept[1],
+	sluice_grant(source_hash(&masked, is_v6), SLUICE_NOW(), kept[0], kept[1],
 		     sluice_grant_ask(reason, port));
 }
 
@@ -135,7 +135,7 @@ static __always_inline int udp_grant_budget(void)
 	__u32 total_idx = idx + SLUICE_GRANT_QUOTA_SLOTS;
 	struct sluice_slot *b = bpf_map_lookup_elem(&grant_quota, &idx);
 	struct sluice_slot *t = bpf_map_lookup_elem(&grant_quota, &total_idx);
-	__u64 now = SLUICE_CLOCK() + SLUICE_TIME_BIAS;
+	__u64 now = SLUICE_NOW();
 
 	if (!b || !t || !sluice_admit1(&b->empty_at, now, cfg->grant_cost_ns, cfg->grant_burst * cfg->grant_cost_ns))
 		return 0;

@@ -8,7 +8,12 @@
 #define SLUICE_MAPS_BPF_H
 
 /* Load-time settings (read-only once loaded; the verifier folds the branches
- * that depend on them, so a non-dry-run program carries no dry-run code). */
+ * that depend on them, so a non-dry-run program carries no dry-run code).
+ * settings.zero_key is the config's key for sluice_xdp: sluice_xdp,
+ * sluice_judge_policy and the lease's sluice_pair_admit together are at the
+ * verifier's 512 bytes of stack, and with a key kept in sluice_xdp's frame
+ * the clock's arithmetic (jiffies_clock.h) took them past it. The verifier
+ * knows read-only data, so the lookup is the same inlined one. */
 const volatile struct sluice_settings settings = {
 	.layout_version = SLUICE_LAYOUT_VERSION,
 	.slot_mask = SLUICE_SLOTS_DEFAULT - 1,

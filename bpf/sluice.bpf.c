@@ -91,6 +91,7 @@
 #include "capture.h"
 #include "class_match.h"
 #include "cookie.h"
+#include "jiffies_clock.h"
 #include "parse.h"
 #include "source_key.h"
 #include "standing.h"
@@ -141,7 +142,7 @@ static __always_inline __u32 judge(struct xdp_md *ctx, const struct sluice_confi
 
 			if (r & SLUICE_COOKIE_DEFERRED) {
 				__u32 c = sluice_cookie(ctx, sluice_plain_hash(src->w[0], src->w[1], is_v6),
-							SLUICE_CLOCK() + SLUICE_TIME_BIAS,
+							SLUICE_NOW(),
 							cfg->breaker_state != SLUICE_SHEDDING);
 
 				if (c != SLUICE_COOKIE_GO_ON) {
@@ -155,7 +156,7 @@ static __always_inline __u32 judge(struct xdp_md *ctx, const struct sluice_confi
 			/* (A second SipHash, the plain one, only with observed standing on.) */
 			if (settings.observe_periods && (r & SLUICE_OBSERVE_DEFERRED))
 				sluice_observe(sluice_plain_hash(src->w[0], src->w[1], is_v6),
-					       SLUICE_CLOCK() + SLUICE_TIME_BIAS, src->w[0], src->w[1], is_v6);
+					       SLUICE_NOW(), src->w[0], src->w[1], is_v6);
 			return r & (SLUICE_OBSERVE_DEFERRED - 1);
 		}
 		counted = SLUICE_COUNT_DEFAULT_CLASS;
@@ -173,7 +174,7 @@ int sluice_xdp(struct xdp_md *ctx)
 	void *data_end = (void *)(long)ctx->data_end;
 	__u64 bytes = data_end - data;
 	struct sluice_source src;
-	__u32 zero = 0, outcome;
+	__u32 outcome;
 	int kind = sluice_parse(data, data_end, &src);
 
 	SLUICE_BENCH_CUT_POINT(PARSE, XDP_DROP, kind, src.w[0], src.w[1]);
@@ -184,7 +185,7 @@ int sluice_xdp(struct xdp_md *ctx)
 	if (kind == SLUICE_PARSE_MALFORMED) {
 		outcome = SLUICE_MALFORMED;
 	} else {
-		struct sluice_config *cfg = bpf_map_lookup_elem(&config, &zero);
+		struct sluice_config *cfg = bpf_map_lookup_elem(&config, (const void *)&settings.zero_key);
 
 		if (!cfg)
 			return XDP_PASS; /* cannot happen: a one-element array */

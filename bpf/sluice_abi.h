@@ -49,8 +49,10 @@
  * 15: a penalty keeps the source it bars (struct sluice_penalty_set's
  *    source[]), so that a new hash key (sluicectl rekey) carries it.
  * 16: the cookie path's SYN stamps: the cookie_syns map,
- *    config.cookie_acks_stamped_from. */
-#define SLUICE_LAYOUT_VERSION 16
+ *    config.cookie_acks_stamped_from.
+ * 17: the data plane's clock is jiffies (bpf/jiffies_clock.h),
+ *    settings.clock_tick_ns: every stored time (slots, stamps) is in it. */
+#define SLUICE_LAYOUT_VERSION 17
 
 /* Table size bounds. The slot table is a BPF_MAP_TYPE_ARRAY whose size is a
  * power of two fixed at load: the index is (hash & (slots - 1)). */
@@ -526,6 +528,13 @@ struct sluice_settings {
 	__u32 observe_periods;
 	__u32 observe_set_mask; /* observed sets - 1 (standing_set_mask when on, 0 when off) */
 	__u32 penalty_set_mask; /* standing_penalty sets - 1 */
+	/* The data plane's clock (jiffies_clock.h): ns a jiffy, TICK_NSEC,
+	 * clock_getres(CLOCK_MONOTONIC_COARSE) at load (ctl/lib/bpf's
+	 * dataplane_clock, the one place that reads it). */
+	__u32 clock_tick_ns;
+	/* Always 0: the key of a one-element array's element, read from here
+	 * where a frame's path cannot spare the stack for it (maps.bpf.h). */
+	__u32 zero_key;
 };
 
 /*

@@ -11,6 +11,7 @@
 #include "base/clock.h"
 #include "base/cookie_mode.h"
 #include "base/log.h"
+#include "clock/dataplane_clock.h"
 
 #include <cstring>
 #include <fstream>

@@ -1,6 +1,7 @@
 #include "sluiced/standing_governor.h"
 
 #include "base/clock.h"
+#include "clock/dataplane_clock.h"
 #include "base/log.h"
 #include "base/standing_reason.h"
 #include "bpf/standing.h"

@@ -175,7 +175,7 @@ TEST(Bucket, Ipv4Prefix32SeparatesNeighbours)
 
 // The slots a frame changes are exactly the pair source_key.h computes on the
 // host with the same key, and their value is the bucket math of bucket.h at
-// the coarse clock.
+// the program's clock, as the host reads it around the run.
 TEST(Slots, TouchedSlotsAreTheHostComputedPair)
 {
 	SLUICE_REQUIRE_ROOT();
@@ -201,9 +201,9 @@ TEST(Slots, TouchedSlotsAreTheHostComputedPair)
 	std::set<std::uint32_t> touched;
 	for (const Src &src : srcs) {
 		ASSERT_NE(src.pair.a, src.pair.b); // two choices: two slots
-		std::uint64_t c0 = coarse_ns();
+		std::uint64_t c0 = dataplane_ns();
 		EXPECT_VERDICT(s, src.frame, XDP_PASS);
-		std::uint64_t c1 = coarse_ns();
+		std::uint64_t c1 = dataplane_ns();
 		touched.insert(src.pair.a);
 		touched.insert(src.pair.b);
 
@@ -215,7 +215,7 @@ TEST(Slots, TouchedSlotsAreTheHostComputedPair)
 				EXPECT_EQ(after[i], 0u) << "slot " << i << " changed but is not the source's pair";
 		}
 		// One token paid from a full bucket: empty_at = now - (burst - 1) x cost,
-		// now being the program's coarse clock (+ bias), between c0 and c1.
+		// now being the program's clock (+ bias), between c0 and c1.
 		for (std::uint32_t i : {src.pair.a, src.pair.b}) {
 			std::uint64_t now_prog = after[i] + (kBurst - 1) * cost - SLUICE_TIME_BIAS;
 			EXPECT_GE(now_prog, c0) << "slot " << i;

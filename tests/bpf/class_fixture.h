@@ -13,7 +13,7 @@ namespace sluice::test {
 // A class record: rate (packets/s) and burst, the action, the prefixes, and
 // optionally a byte budget (bytes/s, bytes) and a standing budget. The rate
 // is 1/s unless asked: nothing refills within a test's runs, so counts are
-// exact whatever the coarse clock does meanwhile.
+// exact whatever the program's clock does meanwhile.
 struct ClassSpec {
 	std::uint64_t rate = 1, burst = 10;
 	std::uint32_t action = SLUICE_CLASS_LIMIT;

@@ -222,7 +222,7 @@ TEST(Classes, ByteBudgetPassesAFrameOnlyWhenBothAllow)
 	EXPECT_EQ(c.bytes(SLUICE_DROP_BYTES), 1200u) << c.str();
 	EXPECT_EQ(t.class_counters(11).packets(SLUICE_DROP_BYTES), 2u);
 	// The packet tokens of the refused frames stay spent: 5 of 100 paid.
-	std::uint64_t now = coarse_ns() + SLUICE_TIME_BIAS;
+	std::uint64_t now = dataplane_ns() + SLUICE_TIME_BIAS;
 	auto ps = t.class_slots(ip4("198.18.12.1"), 11, bulk);
 	EXPECT_EQ(std::max(sluice_tokens(s.slot(ps.a), now, bulk.cost_ns, bulk.burst),
 			   sluice_tokens(s.slot(ps.b), now, bulk.cost_ns, bulk.burst)),
@@ -405,10 +405,10 @@ TEST(Classes, PerClassInvariantHoldsOnTheSlotsAfterAFlood)
 	t.set_class(0, 1, small);
 	t.set_port(0, SLUICE_L4_UDP, 53, 1);
 	t.set_flags(SLUICE_CLASS_PORTS);
-	std::uint64_t passed = 0, t0 = coarse_ns() + SLUICE_TIME_BIAS;
+	std::uint64_t passed = 0, t0 = dataplane_ns() + SLUICE_TIME_BIAS;
 	for (std::uint32_t i = 0; i < 64; i++)
 		passed += run_n(s, udp4({}, {.src = ip4_plus(ip4("198.18.22.0"), i)}, {.dport = 53}), 20).packets(SLUICE_PASSED);
-	std::uint64_t now = coarse_ns() + SLUICE_TIME_BIAS;
+	std::uint64_t now = dataplane_ns() + SLUICE_TIME_BIAS;
 	// 4 /28s, each at most its burst (1 token/s: nothing refills meanwhile).
 	EXPECT_LE(passed, 4u * 4);
 	EXPECT_GE(passed, 4u);

@@ -26,7 +26,7 @@ struct Hammer {
 	int ran_on = -1;
 	RunResult result;
 	std::uint64_t t0 = 0, t1 = 0; // CLOCK_MONOTONIC around this thread's run
-	std::uint64_t c0 = 0, c1 = 0; // CLOCK_MONOTONIC_COARSE around it
+	std::uint64_t c0 = 0, c1 = 0; // the program's clock around it
 };
 
 // Both CPUs run `repeat` frames of f at once, each thread pinned to its CPU;
@@ -40,11 +40,11 @@ bool hammer_both(Sluice &s, const Bytes &f, int repeat, Hammer (&h)[2])
 		ready++;
 		while (!go.load())
 			std::this_thread::yield();
-		me.c0 = coarse_ns();
+		me.c0 = dataplane_ns();
 		me.t0 = mono_ns();
 		me.result = s.run(f, repeat);
 		me.t1 = mono_ns();
-		me.c1 = coarse_ns();
+		me.c1 = dataplane_ns();
 		me.ran_on = sched_getcpu();
 	};
 	h[0].cpu = 0;
@@ -109,9 +109,9 @@ TEST(Concurrency, TwoCpusHammeringOneSlotStayWithinBurstPlusRate)
 	std::vector<std::uint64_t> pass_cpu = s.per_cpu_packets(SLUICE_PASSED);
 	std::vector<std::uint64_t> drop_cpu = s.per_cpu_packets(SLUICE_DROP_RATE);
 	const std::uint64_t passed = c.packets(SLUICE_PASSED);
-	// The interval the program's clock can have covered: its coarse readings
-	// all lie between the first run's start and the last run's end, as read
-	// on the same clock (CLOCK_MONOTONIC_COARSE = bpf_ktime_get_coarse_ns).
+	// The interval the program's clock can have covered: its readings all
+	// lie between the first run's start and the last run's end, as read on
+	// the same clock (the clock probe's, clock/dataplane_clock.h).
 	const std::uint64_t c0 = std::min(h[0].c0, h[1].c0), c1 = std::max(h[0].c1, h[1].c1);
 	const std::uint64_t elapsed = c1 - c0;
 	const std::uint64_t bound = kBurst + elapsed / cost + 2; // + at most 1 per CPU
@@ -223,8 +223,8 @@ TEST(Concurrency, TwoCpusLeasingStayWithinTheExactBound)
 	EXPECT_LE(passed + l[0].tokens + l[1].tokens, bound) << "taken from the pair";
 	// Under it only by the leases left and the ticks between the program's
 	// last clock reading and ours (figure 13 saw 1-3 ticks short with and
-	// without leases: each thread reads the coarse clock around its run).
-	EXPECT_GE(passed + 2 * (batch - 1) + 3 * kCoarseTickNs / cost, bound)
+	// without leases: each thread reads the program's clock around its run).
+	EXPECT_GE(passed + 2 * (batch - 1) + 3 * tick_ns() / cost, bound)
 		<< "under-admitted past the stranded leases and three ticks";
 	for (int cpu : {0, 1})
 		EXPECT_EQ(l[cpu].pair, pair) << "CPU " << cpu << " never leased";

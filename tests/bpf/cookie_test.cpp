@@ -323,9 +323,11 @@ Answer expect_synack(const Sluice &s, const Client &c)
 	Answer a;
 	Bytes syn = frame_of(c, c.syn);
 	Counters before = s.counters();
-	std::uint64_t c0 = coarse_ns();
+	// The TSval's clock is CLOCK_MONOTONIC_COARSE (the stack's own), not
+	// the data plane's.
+	std::uint64_t c0 = mono_ns(CLOCK_MONOTONIC_COARSE);
 	RunOut r = s.run_out(syn);
-	std::uint64_t c1 = coarse_ns();
+	std::uint64_t c1 = mono_ns(CLOCK_MONOTONIC_COARSE);
 	EXPECT_EQ(r.err, 0) << std::strerror(-r.err);
 	EXPECT_EQ(r.retval, std::uint32_t(XDP_TX));
 	if (r.err || r.retval != XDP_TX)
@@ -338,8 +340,8 @@ Answer expect_synack(const Sluice &s, const Client &c)
 	Offered o = offered(c.syn);
 	if (o.ts && r.out.size() >= th + 36) {
 		a.tsval = be32_at(r.out, th + 28);
-		// our timestamp: the program's clock (the coarse one) in ms, as
-		// bracketed by the host's readings around the run
+		// our timestamp: CLOCK_MONOTONIC_COARSE in ms, as bracketed by
+		// the host's readings around the run
 		std::set<std::uint32_t> allowed;
 		for (std::uint64_t ms = c0 / 1000000; ms <= c1 / 1000000; ms++)
 			allowed.insert(tsval_at(ms, o));
@@ -924,7 +926,7 @@ TEST(Cookie, TheSynAcksTowardOneNetworkAreBoundedByItsBucket)
 	std::vector<int> cpus = two_cpus_of(was);
 	ASSERT_GE(cpus.size(), 1u);
 	std::uint64_t tx = 0, dropped = 0;
-	std::uint64_t c0 = coarse_ns();
+	std::uint64_t c0 = dataplane_ns();
 	for (std::uint64_t i = 0; i < kN; i++) {
 		cpu_set_t one;
 		CPU_ZERO(&one);
@@ -937,10 +939,10 @@ TEST(Cookie, TheSynAcksTowardOneNetworkAreBoundedByItsBucket)
 		tx += r.retval == XDP_TX;
 		dropped += r.retval == XDP_DROP;
 	}
-	std::uint64_t c1 = coarse_ns();
+	std::uint64_t c1 = dataplane_ns();
 	ASSERT_EQ(sched_setaffinity(0, sizeof(was), &was), 0);
-	// The bucket starts full (a zeroed slot); the program's clock is the
-	// coarse one, bracketed by c0 and c1.
+	// The bucket starts full (a zeroed slot); the program's clock is
+	// bracketed by c0 and c1.
 	std::uint64_t most = kB + (c1 - c0) / kCost;
 	std::printf("COOKIE DEST: %llu SYNs from one /24 on %zu CPU(s) in %.3f s: %llu answered (at most %llu)\n",
 		    (unsigned long long)kN, cpus.size(), double(c1 - c0) / 1e9, (unsigned long long)tx,
@@ -954,7 +956,7 @@ TEST(Cookie, TheSynAcksTowardOneNetworkAreBoundedByItsBucket)
 	EXPECT_EQ(k.total_packets(), kN) << k.str();
 
 	// The /24's last host too; the visitor of another /24 and an IPv6 one answered.
-	if (coarse_ns() - c0 < kCost) { // no token refilled yet: exact
+	if (dataplane_ns() - c0 < kCost) { // no token refilled yet: exact
 		Client same = client4("198.18.11.254");
 		EXPECT_VERDICT(s, frame_of(same, same.syn), XDP_DROP);
 		EXPECT_EQ(s.counters().packets(SLUICE_DROP_COOKIE_REFLECT), kN - tx + 1) << s.counters().str();
@@ -963,12 +965,12 @@ TEST(Cookie, TheSynAcksTowardOneNetworkAreBoundedByItsBucket)
 	EXPECT_TRUE(expect_synack(s, client6("2001:2::1")).ok);
 
 	// The /48: its burst spent from one /64, another /64 of it is refused.
-	std::uint64_t c6 = coarse_ns();
+	std::uint64_t c6 = dataplane_ns();
 	for (std::uint64_t i = 1; i < kB; i++) { // 2001:2::1 took one token above
 		Client c = client6("2001:2::1", 0x05060708, std::uint16_t(42000 + i));
 		EXPECT_VERDICT(s, frame_of(c, c.syn), XDP_TX);
 	}
-	if (coarse_ns() - c6 < kCost) {
+	if (dataplane_ns() - c6 < kCost) {
 		Client other64 = client6("2001:2:0:ffff::1");
 		Counters before = s.counters();
 		EXPECT_VERDICT(s, frame_of(other64, other64.syn), XDP_DROP);

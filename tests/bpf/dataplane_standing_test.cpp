@@ -124,8 +124,8 @@ std::vector<int> tcp_connection(const char *server)
 	return fds;
 }
 
-// The record's times are to a tick: within a tick (and the coarse clock's
-// lag) of when the grant happened.
+// The record's times are to a tick: within a tick (and the program's
+// clock's lag) of when the grant happened.
 void expect_about(uint64_t realtime, uint64_t t0, uint64_t t1, const char *what)
 {
 	EXPECT_GE(realtime + kTickNs + 20'000'000, t0) << what;
@@ -461,8 +461,9 @@ void expect_old_layout_refused(uint32_t version, uint32_t settings_size)
 TEST(DataplaneStanding, AdoptingPinsOfLayout3IsRefusedWithThePathAndTheFix)
 {
 	SLUICE_REQUIRE_ROOT();
-	// Layout 3's settings: 8 bytes shorter (no observe_periods/observe_set_mask).
-	expect_old_layout_refused(3, sizeof(sluice_settings) - 8);
+	// Layout 3's settings: 16 bytes shorter (no observe_periods/observe_set_mask,
+	// and no clock_tick_ns with its padding).
+	expect_old_layout_refused(3, sizeof(sluice_settings) - 16);
 }
 
 TEST(DataplaneStanding, AdoptingPinsOfLayout4IsRefusedWithThePathAndTheFix)
@@ -474,8 +475,18 @@ TEST(DataplaneStanding, AdoptingPinsOfLayout4IsRefusedWithThePathAndTheFix)
 	// and the SYN stamps changed maps and config, not settings;
 	// penalty_set_mask took the padding): the version alone tells them
 	// apart, before any map (the lists' keys grew a set byte) is compared.
-	static_assert(SLUICE_LAYOUT_VERSION == 16);
-	expect_old_layout_refused(4, sizeof(sluice_settings));
+	// Layout 17 added clock_tick_ns, 8 bytes with its padding.
+	static_assert(SLUICE_LAYOUT_VERSION == 17);
+	expect_old_layout_refused(4, sizeof(sluice_settings) - 8);
+}
+
+TEST(DataplaneStanding, AdoptingPinsOfLayout16IsRefusedWithThePathAndTheFix)
+{
+	SLUICE_REQUIRE_ROOT();
+	// The pins a daemon of the release before leaves: slots whose empty_at
+	// is on CLOCK_MONOTONIC_COARSE, months behind the jiffies clock, so every
+	// bucket would read as full (and every stamp as months old) if adopted.
+	expect_old_layout_refused(16, sizeof(sluice_settings) - 8);
 }
 
 TEST(DataplaneStanding, AdoptingPinsOfLayout5IsRefusedWithThePathAndTheFix)

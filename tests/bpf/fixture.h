@@ -30,6 +30,7 @@
 #include "bpf/bucket.h"
 #include "bpf/parse.h"
 #include "bpf/source_key.h"
+#include "clock/dataplane_clock.h"
 #include "sluice_bpf.skel.h"
 #include "xdp_drop_bpf.skel.h"
 
@@ -38,7 +39,19 @@ namespace sluice::test {
 using frames::Bytes;
 
 inline constexpr __u64 kTestKey[2] = {0x0706050403020100ull, 0x0f0e0d0c0b0a0908ull};
-inline constexpr std::uint64_t kCoarseTickNs = 4'000'000; // HZ=250, see bpf_ktime_get_coarse_ns
+
+// The kernel's tick in ns (4 ms at HZ=250): the data plane's clock moves in
+// these steps (bpf/jiffies_clock.h). What the fixture writes into settings.
+inline std::uint64_t tick_ns()
+{
+	static const std::uint64_t t = [] {
+		auto r = sluice::dataplane_tick_ns();
+		if (!r)
+			throw std::runtime_error(r.error().describe());
+		return std::uint64_t(*r);
+	}();
+	return t;
+}
 
 // The enumerator without "SLUICE_" ("DROP_RATE"), from sluice_abi.h's table.
 inline const char *outcome_name(unsigned o)
@@ -253,6 +266,7 @@ public:
 		s.one_choice = o.one_choice;
 		s.standing_set_mask = o.standing_sets - 1;
 		s.standing_lapse_ticks = o.standing_lapse_ticks;
+		s.clock_tick_ns = static_cast<__u32>(tick_ns());
 		s.observe_periods = o.observe_periods;
 		s.sample_every = o.sample_every;
 		s.observe_set_mask = o.observe_periods ? o.standing_sets - 1 : 0;
@@ -435,22 +449,27 @@ private:
 
 namespace sluice::test {
 
-// The coarse monotonic clock, the one bpf_ktime_get_coarse_ns() reads. Host
-// readings of it bracket every reading the program makes in between: on this
-// kind of machine CLOCK_MONOTONIC_COARSE lags CLOCK_MONOTONIC by one to two
-// ticks, so intervals measured with the fine clock differ from what the
-// program sees by up to a tick; intervals measured with this one do not.
-inline std::uint64_t coarse_ns() { return mono_ns(CLOCK_MONOTONIC_COARSE); }
+// The program's own clock, without the bias (jiffies x tick, read by the
+// clock probe: clock/dataplane_clock.h). Host readings of it bracket every
+// reading the program makes in between, exactly; intervals measured with
+// CLOCK_MONOTONIC differ from what the program sees by up to a tick.
+inline std::uint64_t dataplane_ns()
+{
+	auto now = sluice::read_dataplane_clock();
+	if (!now)
+		throw std::runtime_error(now.error().describe());
+	return *now - SLUICE_TIME_BIAS;
+}
 
-// Spin until the coarse clock moves: a run started right after a tick finishes
-// long before the next one, so the program reads the same coarse time as the
-// host read just before it. (After an idle sleep the coarse clock can be
-// several ticks stale until the next tick catches it up, possibly in the
-// middle of a run.)
+// Spin until the program's clock moves: a run started right after a tick
+// finishes long before the next one, so the program reads the same time as
+// the host read just before it. (After an idle sleep jiffies can be several
+// ticks stale until the next tick catches them up, possibly in the middle of
+// a run.)
 inline std::uint64_t wait_for_tick()
 {
-	std::uint64_t c = coarse_ns(), n;
-	while ((n = coarse_ns()) == c) {
+	std::uint64_t c = dataplane_ns(), n;
+	while ((n = dataplane_ns()) == c) {
 	}
 	return n;
 }
@@ -459,13 +478,13 @@ inline std::uint64_t wait_for_tick()
 struct RefillMeasurement {
 	std::uint64_t passed_exhaust = 0; // PASSED during the draining run
 	std::uint64_t passed_refill = 0;  // PASSED during the run after the sleep
-	std::uint64_t e0 = 0, e1 = 0;     // coarse clock around the draining run
-	std::uint64_t r0 = 0, r1 = 0;     // coarse clock around the counting run
+	std::uint64_t e0 = 0, e1 = 0;     // program's clock around the draining run
+	std::uint64_t r0 = 0, r1 = 0;     // program's clock around the counting run
 	std::uint64_t fine_sleep = 0;     // CLOCK_MONOTONIC from end of drain to start of count
 	std::uint32_t exhaust_retval = 0, refill_retval = 0;
 	int err = 0;
 
-	std::uint64_t sleep_coarse() const { return r0 - e1; }
+	std::uint64_t sleep_on_clock() const { return r0 - e1; }
 };
 
 inline RefillMeasurement measure_refill(const Sluice &s, const Bytes &frame, int drain_repeat,
@@ -474,17 +493,17 @@ inline RefillMeasurement measure_refill(const Sluice &s, const Bytes &frame, int
 	RefillMeasurement m;
 	std::uint64_t p0 = s.counters().packets(SLUICE_PASSED);
 	wait_for_tick();
-	m.e0 = coarse_ns();
+	m.e0 = dataplane_ns();
 	RunResult a = s.run(frame, drain_repeat);
-	m.e1 = coarse_ns();
+	m.e1 = dataplane_ns();
 	std::uint64_t f0 = mono_ns();
 	std::uint64_t p1 = s.counters().packets(SLUICE_PASSED);
 	sleep_ns(sleep);
 	wait_for_tick();
 	std::uint64_t f1 = mono_ns();
-	m.r0 = coarse_ns();
+	m.r0 = dataplane_ns();
 	RunResult b = s.run(frame, count_repeat);
-	m.r1 = coarse_ns();
+	m.r1 = dataplane_ns();
 	std::uint64_t p2 = s.counters().packets(SLUICE_PASSED);
 	m.passed_exhaust = p1 - p0;
 	m.passed_refill = p2 - p1;
@@ -499,7 +518,7 @@ inline RefillMeasurement measure_refill(const Sluice &s, const Bytes &frame, int
 //  - exact bracket: the credit at the last admission of the counting run is
 //    (residual < cost) + (c_r - c_last) with c_last in [e0, e1] and c_r in
 //    [r0, r1], so passed_refill is in [floor((r0-e1)/cost), floor((r1-e0)/cost) + 1];
-//  - and rate x the measured sleep, within one coarse tick worth of tokens
+//  - and rate x the measured sleep, within one tick worth of tokens
 //    (more only if a run itself straddled ticks, which widens the bracket;
 //    measure_refill starts each run just after a tick so that it does not).
 inline void expect_refill_matches(const RefillMeasurement &m, std::uint64_t cost_ns, const char *what)
@@ -507,15 +526,15 @@ inline void expect_refill_matches(const RefillMeasurement &m, std::uint64_t cost
 	double rate = 1e9 / double(cost_ns);
 	std::uint64_t lo = (m.r0 - m.e1) / cost_ns;
 	std::uint64_t hi = (m.r1 - m.e0) / cost_ns + 1;
-	double expected = rate * double(m.sleep_coarse()) / 1e9;
+	double expected = rate * double(m.sleep_on_clock()) / 1e9;
 	double straddle = double((m.e1 - m.e0) + (m.r1 - m.r0));
-	double tol = rate * std::max(double(kCoarseTickNs), straddle) / 1e9 + 1;
+	double tol = rate * std::max(double(tick_ns()), straddle) / 1e9 + 1;
 	double dev = double(m.passed_refill) - expected;
 	double fine_expected = rate * double(m.fine_sleep) / 1e9;
 
 	std::printf("REFILL %s: rate=%.1f/s sleep=%.3fms (fine %.3fms) refilled=%llu expected=%.2f "
 		    "dev=%+.2f tokens (fine-clock dev %+.2f) tolerance=%.2f bracket=[%llu,%llu]\n",
-		    what, rate, m.sleep_coarse() / 1e6, m.fine_sleep / 1e6,
+		    what, rate, m.sleep_on_clock() / 1e6, m.fine_sleep / 1e6,
 		    (unsigned long long)m.passed_refill, expected, dev, double(m.passed_refill) - fine_expected, tol,
 		    (unsigned long long)lo, (unsigned long long)hi);
 	EXPECT_GE(m.passed_refill, lo) << what;

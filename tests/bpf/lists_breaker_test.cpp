@@ -254,8 +254,8 @@ TEST(Breaker, RecoveringRefillsAtAdmissionPpmOfTheRate)
 	expect_refill_matches(rec, rec_cost, "recovering 25%");
 
 	// Per unit of time slept, recovering admitted a quarter of serving.
-	double serv_rate = double(serv.passed_refill) / (serv.sleep_coarse() / 1e9);
-	double rec_rate = double(rec.passed_refill) / (rec.sleep_coarse() / 1e9);
+	double serv_rate = double(serv.passed_refill) / (serv.sleep_on_clock() / 1e9);
+	double rec_rate = double(rec.passed_refill) / (rec.sleep_on_clock() / 1e9);
 	double ratio = rec_rate / serv_rate;
 	std::printf("RECOVERING serving=%.1f/s recovering=%.1f/s ratio=%.3f (ppm %u)\n", serv_rate, rec_rate,
 		    ratio, kPpm);

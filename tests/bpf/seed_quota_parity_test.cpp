@@ -112,10 +112,10 @@ TEST(SeedQuotaParity, ANewWindowIsANewBudget)
 	EXPECT_VERDICT(s, f, XDP_DROP);
 
 	// Full refill by the program's clock, with two ticks of margin.
-	std::uint64_t c0 = coarse_ns();
-	sleep_ns(kBurst * s.config().cost_ns + 2 * kCoarseTickNs);
-	while (coarse_ns() - c0 < kBurst * s.config().cost_ns + kCoarseTickNs)
-		sleep_ns(kCoarseTickNs);
+	std::uint64_t c0 = dataplane_ns();
+	sleep_ns(kBurst * s.config().cost_ns + 2 * tick_ns());
+	while (dataplane_ns() - c0 < kBurst * s.config().cost_ns + tick_ns())
+		sleep_ns(tick_ns());
 
 	for (std::uint64_t i = 0; i < kBurst; i++)
 		EXPECT_VERDICT(s, f, XDP_PASS);
@@ -229,7 +229,7 @@ TEST(SeedQuotaParity, RotatingSourcesAreBoundedByTheTable)
 	EXPECT_LE(passed, kSlots * kL);
 	EXPECT_GT(passed, kSlots * kL / 2);
 	// Every slot was drained: no whole token left anywhere.
-	std::uint64_t now = coarse_ns() + SLUICE_TIME_BIAS;
+	std::uint64_t now = dataplane_ns() + SLUICE_TIME_BIAS;
 	std::uint64_t left = 0;
 	for (std::uint64_t v : s.all_slots())
 		left += sluice_tokens(v, now, o.config.cost_ns, kL);

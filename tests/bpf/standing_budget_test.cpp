@@ -44,16 +44,16 @@ void set_newcomer_budget(sluice_config &c, std::uint64_t per_cpu_rate, std::uint
 }
 
 // `n` frames of `f`, one run; the packets counted under each outcome since `before`.
-// With t0 and t1, the coarse clock just before and just after the run itself.
+// With t0 and t1, the program's clock just before and just after the run itself.
 std::array<std::uint64_t, SLUICE_OUTCOMES> run_counted(const Sluice &s, const Bytes &f, int n,
 						       std::uint64_t *t0 = nullptr, std::uint64_t *t1 = nullptr)
 {
 	Counters before = s.counters();
 	if (t0)
-		*t0 = coarse_ns();
+		*t0 = dataplane_ns();
 	RunResult r = s.run(f, n);
 	if (t1)
-		*t1 = coarse_ns();
+		*t1 = dataplane_ns();
 	EXPECT_EQ(r.err, 0);
 	Counters after = s.counters();
 	std::array<std::uint64_t, SLUICE_OUTCOMES> d{};
@@ -92,14 +92,14 @@ TEST(StandingBudget, ServingAStandingSourceBeyondItsSlotPairIsAdmittedByItsStand
 	std::uint64_t h = hash_of(s, a);
 	int w = st.way_of(h);
 	ASSERT_GE(w, 0);
-	std::uint64_t now = coarse_ns() + SLUICE_TIME_BIAS;
+	std::uint64_t now = dataplane_ns() + SLUICE_TIME_BIAS;
 	EXPECT_EQ(sluice_tokens(st.read(st.set_of(h)).empty_at[w], now, s.config().standing_cost_ns, 7), 0u);
 }
 
 // Offer `f` far over its budget for about `secs`: runs of `per_run` frames,
 // a millisecond apart (each bucket's burst holds the refill between runs, so
 // none is capped away). The caller has just emptied the buckets, in a run
-// bracketed by the coarse clock at [e0, e1]; the last run is bracketed at
+// bracketed by the program's clock at [e0, e1]; the last run is bracketed at
 // [l0, l1]. The program's clock readings lie inside those brackets, so a
 // bucket of cost c admits between (l0 - e1) / c and (l1 - e0) / c + 1 frames
 // in the window: exact, and wide only by what a run itself took (a loaded
@@ -118,7 +118,7 @@ struct Offered {
 };
 
 // Frames `f`, `drain` of them to empty the buckets, then offered as above.
-// The drain starts just after a tick of the coarse clock; see expect_burst.
+// The drain starts just after a tick of the program's clock; see expect_burst.
 Offered offer_after_drain(const Sluice &s, const Bytes &f, int drain, double secs, int per_run,
 			  std::array<std::uint64_t, SLUICE_OUTCOMES> &drained)
 {
@@ -127,9 +127,9 @@ Offered offer_after_drain(const Sluice &s, const Bytes &f, int drain, double sec
 	drained = run_counted(s, f, drain, &r.w.e0, &r.w.e1);
 	for (;;) {
 		sleep_ns(1'000'000);
-		r.w.l0 = coarse_ns();
+		r.w.l0 = dataplane_ns();
 		auto d = run_counted(s, f, per_run);
-		r.w.l1 = coarse_ns();
+		r.w.l1 = dataplane_ns();
 		r.admitted += d[SLUICE_PASSED] + d[SLUICE_STANDING];
 		r.standing += d[SLUICE_STANDING];
 		if (double(r.w.l1 - r.w.e1) >= secs * 1e9)
@@ -139,7 +139,7 @@ Offered offer_after_drain(const Sluice &s, const Bytes &f, int drain, double sec
 }
 
 // What a full bucket of `burst` and cost c admitted in a drain bracketed by
-// the coarse clock at [e0, e1]: the burst exactly when no tick passed (every
+// the program's clock at [e0, e1]: the burst exactly when no tick passed (every
 // frame saw the same time); when one did (the thread preempted mid-run: 101
 // of a burst of 100 was seen in CI), at most what refilled over the bracket.
 void expect_burst(std::uint64_t got, std::uint64_t burst, const Window &w, std::uint64_t cost_ns, const char *what)
@@ -197,19 +197,19 @@ TEST(StandingBudget, RecoveringRampsTheOthersWhileAStandingSourceKeepsItsBudget)
 
 	Window wa, wb; // as offer_after_drain's, one per source
 	wait_for_tick();
-	wa.e0 = coarse_ns();
+	wa.e0 = dataplane_ns();
 	run_counted(s, fa, 100); // both bursts spent
-	wa.e1 = wb.e0 = coarse_ns();
+	wa.e1 = wb.e0 = dataplane_ns();
 	run_counted(s, fb, 100);
-	wb.e1 = coarse_ns();
+	wb.e1 = dataplane_ns();
 	std::uint64_t got_a = 0, got_b = 0, standing_a = 0;
 	for (;;) {
 		sleep_ns(1'000'000);
-		wa.l0 = coarse_ns();
+		wa.l0 = dataplane_ns();
 		auto da = run_counted(s, fa, 100);
-		wa.l1 = wb.l0 = coarse_ns();
+		wa.l1 = wb.l0 = dataplane_ns();
 		auto db = run_counted(s, fb, 100);
-		wb.l1 = coarse_ns();
+		wb.l1 = dataplane_ns();
 		got_a += da[SLUICE_PASSED] + da[SLUICE_STANDING];
 		standing_a += da[SLUICE_STANDING];
 		got_b += db[SLUICE_PASSED] + db[SLUICE_STANDING];

@@ -30,10 +30,10 @@ inline std::uint64_t hash_of(const Sluice &s, const Ip6 &a)
 	return sluice_source_hash(s.options().key, &src, 1);
 }
 
-// The stamp the program reads now (its clock is the coarse one, biased).
+// The stamp the program reads now (its clock, biased).
 inline std::uint32_t stamp_now()
 {
-	return sluice_standing_stamp(coarse_ns() + SLUICE_TIME_BIAS);
+	return sluice_standing_stamp(dataplane_ns() + SLUICE_TIME_BIAS);
 }
 
 struct Standing {

@@ -92,6 +92,7 @@
 #include "bpf/parse.h"
 #include "bpf/source_key.h"
 #include "bpf/standing.h"
+#include "clock/dataplane_clock.h"
 #include "sluice_bpf.skel.h"
 
 #include <bpf/bpf.h>
@@ -142,11 +143,14 @@ constexpr __u64 kKey[2] = {0x0123456789abcdefull, 0xfedcba9876543210ull};
 	std::abort(); // libFuzzer saves the input as a crash
 }
 
-std::uint64_t coarse_ns()
+// The program's own clock without the bias (clock/dataplane_clock.h): host
+// readings of it bracket the program's readings in between, exactly.
+std::uint64_t dataplane_ns()
 {
-	timespec ts{};
-	clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
-	return std::uint64_t(ts.tv_sec) * 1'000'000'000ull + std::uint64_t(ts.tv_nsec);
+	auto now = sluice::read_dataplane_clock();
+	if (!now)
+		die("%s", now.error().describe().c_str());
+	return *now - SLUICE_TIME_BIAS;
 }
 
 struct Prefix {
@@ -366,6 +370,10 @@ void load(Instance &in)
 	s.v4_prefix = in.v4_prefix;
 	s.v6_prefix = in.v6_prefix;
 	s.dry_run = in.dry_run;
+	auto tick = sluice::dataplane_tick_ns();
+	if (!tick)
+		die("%s", tick.error().describe().c_str());
+	s.clock_tick_ns = *tick;
 	s.one_choice = in.one_choice;
 	s.standing_set_mask = kStandingSets - 1;
 	s.standing_lapse_ticks = kStandingLapse;
@@ -1104,10 +1112,10 @@ void prove(Instance &in, const sluice_config &cfg, const std::uint8_t *syn, std:
 	sigset_t all, old;
 	sigfillset(&all);
 	pthread_sigmask(SIG_BLOCK, &all, &old);
-	std::uint64_t c0 = coarse_ns();
+	std::uint64_t c0 = dataplane_ns();
 	int err = bpf_prog_test_run_opts(in.prog, &opts);
 	int run_errno = errno;
-	std::uint64_t c1 = coarse_ns();
+	std::uint64_t c1 = dataplane_ns();
 	pthread_sigmask(SIG_SETMASK, &old, nullptr);
 	if (err)
 		die("bpf_prog_test_run_opts (the ACK): %s", std::strerror(run_errno));
@@ -1581,7 +1589,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t *data, std::size_t size
 				set.way[w] = 0;
 		set.port[way] = 0;
 		if (has_standing) {
-			set.way[way] = sluice_standing_entry(fpr, sluice_standing_stamp(coarse_ns() + SLUICE_TIME_BIAS));
+			set.way[way] = sluice_standing_entry(fpr, sluice_standing_stamp(dataplane_ns() + SLUICE_TIME_BIAS));
 			if (standing & 0x40)
 				set.empty_at[way] = 0;
 			// bound to a UDP port: standing for this frame only if it
@@ -1711,10 +1719,10 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t *data, std::size_t size
 	sigset_t all, old;
 	sigfillset(&all);
 	pthread_sigmask(SIG_BLOCK, &all, &old);
-	std::uint64_t c0 = coarse_ns();
+	std::uint64_t c0 = dataplane_ns();
 	int err = bpf_prog_test_run_opts(in.prog, &opts);
 	int run_errno = errno;
-	std::uint64_t c1 = coarse_ns();
+	std::uint64_t c1 = dataplane_ns();
 	pthread_sigmask(SIG_SETMASK, &old, nullptr);
 	if (err)
 		die("bpf_prog_test_run_opts (%zu bytes): %s", flen, std::strerror(run_errno));

@@ -218,6 +218,16 @@ def pinned_settings_fields(tb, iface=None):
     return sluice_abi.unpack("sluice_settings", pinned_settings(tb, iface))
 
 
+def dataplane_now_ns(tb, iface=None):
+    """The data plane's clock now, bias included (bpf/jiffies_clock.h:
+    jiffies x settings.clock_tick_ns + 2^62), read on the harness's own: the
+    kernel's jiffies from /proc/timer_list (root only), the tick from the
+    pinned settings the program was loaded with."""
+    with open("/proc/timer_list") as f:
+        jiffies = next(int(line.split()[1]) for line in f if line.startswith("jiffies:"))
+    return jiffies * pinned_settings_fields(tb, iface)["clock_tick_ns"] + (1 << 62)
+
+
 def pinned_value(tb, pin, iface=None, key=0):
     """The bytes of one element of a pinned array map (key: its index)."""
     path = os.path.join(tb.pin_dir, iface or tb.host_if, pin)

@@ -40,7 +40,8 @@ import sys
 import time
 import unittest
 
-from sluice_netns import (Daemon, Testbed, Traffic, bpftool_json, counters, counters_after, ctl, ctl_json, main,
+from sluice_netns import (Daemon, Testbed, Traffic, bpftool_json, counters, counters_after, ctl, ctl_json,
+                          dataplane_now_ns, main,
                           pinned_config, pinned_settings_fields, require_root, run, send, settle, sluice_abi, start_sink, stop_sink,
                           wait_until, xdp_prog_id, SOURCE_DIR)
 
@@ -97,6 +98,7 @@ class StandingView:
     sluice_abi.h's declarations (bpf/sluice_abi.py)."""
 
     def __init__(self, tb, iface=None):
+        self.tb, self.iface = tb, iface
         st = pinned_settings_fields(tb, iface)
         self.key = tuple(st["hash_key"])
         self.v4_prefix, self.v6_prefix = st["v4_prefix"], st["v6_prefix"]
@@ -113,9 +115,8 @@ class StandingView:
             net = ipaddress.ip_network(f"{a}/{self.v6_prefix}", strict=False)
         return siphash13(self.key, net.network_address.packed)
 
-    @staticmethod
-    def stamp_now():
-        return ((time.clock_gettime_ns(time.CLOCK_MONOTONIC) + (1 << 62)) >> 30) & 0xffffffff
+    def stamp_now(self):
+        return (dataplane_now_ns(self.tb, self.iface) >> 30) & 0xffffffff
 
     def live(self, entry, stamp):
         return (entry >> 32) != 0 and ((stamp - entry) & 0xffffffff) <= self.lapse_ticks

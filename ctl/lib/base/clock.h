@@ -1,17 +1,15 @@
-// clock.h - every clock the control plane reads, in one place:
+// clock.h - the host's clocks the control plane reads, in one place:
 //
 //   monotonic_seconds()  the daemon's own elapsed time (CLOCK_MONOTONIC): periods,
 //                        ages, staleness, deadlines
 //   monotonic_ns()       the same clock in nanoseconds, for short budgets
-//   dataplane_now()      the data plane's clock, the one bucket writes must use:
-//                        bpf_ktime_get_coarse_ns() is CLOCK_MONOTONIC_COARSE, plus
-//                        SLUICE_TIME_BIAS, the form bpf/bucket.h takes
 //   realtime_ns()        wall-clock time (CLOCK_REALTIME), for timestamps people read
 //
-// (tests/headers/fake_clock.h is the unit tests' fake of the data plane's clock.)
+// The data plane's clock is not here: it is jiffies, which only a BPF program
+// reads (clock/dataplane_clock.h); tests/headers/fake_clock.h is the unit
+// tests' fake of it.
 #pragma once
 
-#include "bpf/bucket.h"
 #include "bpf/sluice_abi.h"
 
 #include <cstdint>
@@ -38,11 +36,6 @@ inline double monotonic_seconds()
 	timespec ts{};
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return double(ts.tv_sec) + double(ts.tv_nsec) / 1e9;
-}
-
-inline uint64_t dataplane_now()
-{
-	return clock_detail::ns_of(CLOCK_MONOTONIC_COARSE) + SLUICE_TIME_BIAS;
 }
 
 inline uint64_t realtime_ns()

@@ -3,6 +3,7 @@
 // build's layout version, before anything is read from or written to them.
 #include "bpf/attachment.h"
 #include "bpf/dataplane.h"
+#include "clock/dataplane_clock.h"
 
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
@@ -83,6 +84,18 @@ Result<Dataplane> Dataplane::adopt(const std::string &dir)
 		return refused("pins under " + dir + " were made under layout " +
 			       std::to_string(dp.settings_.layout_version) + ", this build uses layout " +
 			       std::to_string(SLUICE_LAYOUT_VERSION) + fix);
+	// The daemon writes times on the program's clock, which it computes
+	// with this kernel's tick and reads with the clock probe: both must
+	// hold for the pinned program too.
+	auto tick = dataplane_tick_ns();
+	if (!tick)
+		return std::unexpected(tick.error());
+	if (dp.settings_.clock_tick_ns != *tick)
+		return refused("pins under " + dir + " were made for a tick of " +
+			       std::to_string(dp.settings_.clock_tick_ns) + " ns, this kernel's is " +
+			       std::to_string(*tick) + " ns" + fix);
+	if (auto now = read_dataplane_clock(); !now)
+		return std::unexpected(now.error());
 	const auto maps = map_pins();
 	for (size_t i = 0; i < maps.size(); i++)
 		if (maps[i].entries == Entries::table_slots && max_entries[i] != dp.settings_.slot_mask + 1)

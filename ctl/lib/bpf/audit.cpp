@@ -1,6 +1,7 @@
 #include "bpf/audit.h"
 
 #include "base/clock.h"
+#include "clock/dataplane_clock.h"
 #include "logic/audit_check.h"
 
 namespace sluice {

@@ -5,6 +5,7 @@
 #include "bpf/dataplane.h"
 
 #include "base/limits.h"
+#include "clock/dataplane_clock.h"
 
 #include "sluice_bpf.skel.h"
 
@@ -133,6 +134,14 @@ Result<Dataplane> Dataplane::load(const LoadOptions &opts, const sluice_config &
 	auto [lo, hi] = ephemeral_ports();
 	s.ephemeral_lo = lo;
 	s.ephemeral_hi = hi;
+	// The program's clock (bpf/jiffies_clock.h), and a first reading of it
+	// from the host: where the probe cannot run, nothing is loaded.
+	auto tick = dataplane_tick_ns();
+	if (!tick)
+		return std::unexpected(tick.error());
+	s.clock_tick_ns = *tick;
+	if (auto now = read_dataplane_clock(); !now)
+		return std::unexpected(now.error());
 	if (auto ok = size_maps(skel.get(), s); !ok)
 		return std::unexpected(ok.error());
 

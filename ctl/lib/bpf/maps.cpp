@@ -1,6 +1,7 @@
 #include "bpf/maps.h"
 
 #include "base/limits.h"
+#include "clock/dataplane_clock.h"
 #include "bpf/bucket.h"
 #include "bpf/standing.h"
 #include "logic/budgets.h"

@@ -27,7 +27,7 @@
 
 namespace sluice {
 
-// (The data plane's clock, dataplane_now(), is in base/clock.h.)
+// (The data plane's clock, dataplane_now(), is in clock/dataplane_clock.h.)
 
 // Nanoseconds per token for a rate in tokens per second, rounded to nearest
 // (logic/budgets.h's cost_ns_for_rate, refused outside the rate's bounds).

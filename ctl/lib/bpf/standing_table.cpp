@@ -1,6 +1,7 @@
 #include "bpf/standing_table.h"
 
 #include "base/clock.h"
+#include "clock/dataplane_clock.h"
 #include "bpf/bucket.h"
 #include "bpf/source_key.h"
 #include "bpf/standing.h"
@@ -87,13 +88,14 @@ Status StandingTable::grant(std::span<const Address> peers, sluice_standing_reas
 		if (p.family != Family::v4 && p.family != Family::v6)
 			return invalid("standing: address of unknown family " + std::to_string(static_cast<int>(p.family)));
 	const uint32_t lapse = settings_.standing_lapse_ticks;
+	// One reading for the batch (the clock probe runs a program a reading).
+	const uint32_t stamp = sluice_standing_stamp(dataplane_now());
 	for (const auto &p : peers) {
 		uint64_t hash = source_hash(settings_, p);
 		uint32_t idx = sluice_standing_set_of(hash, settings_.standing_set_mask);
 		sluice_standing_set set{};
 		if (int err = bpf_map_lookup_elem(fd_, &idx, &set); err)
 			return fail_errno("reading standing set " + std::to_string(idx));
-		uint32_t stamp = sluice_standing_stamp(dataplane_now());
 		// as the feeders: never an address that cannot be a remote peer
 		const auto word = [&p](int i) {
 			return uint32_t(p.bytes[i]) << 24 | uint32_t(p.bytes[i + 1]) << 16 | uint32_t(p.bytes[i + 2]) << 8 |

@@ -138,8 +138,8 @@
 //       P pps with the default burst (default 1,000,000: a tick's 4,000
 //       tokens raced for by both CPUs after every tick of the clock): the
 //       outcome counters' passed
-//       against the bound burst + (c1 - c0) / cost_ns, c0 and c1 read on
-//       CLOCK_MONOTONIC_COARSE (the clock the program reads) before the
+//       against the bound burst + (c1 - c0) / cost_ns, c0 and c1 the
+//       program's own clock (clock/dataplane_clock.h) read before the
 //       first run and after the last.
 //       -> {"repeat":N,"rounds":R,"slots":{"v4":{"a":[i,j],"b":[k,l]},...},
 //           "cost":{PATH:{FAM:{SHAPE:{"ns":[[cpu0,cpu1]...],"overlap":[...],
@@ -195,6 +195,7 @@
 #include "base/defaults.h"
 #include "base/address.h"
 #include "bpf/dataplane.h"
+#include "clock/dataplane_clock.h"
 #include "bpf/policy_tables.h"
 #include "bpf/sluice_abi.h"
 #include "logic/budgets.h"
@@ -289,6 +290,10 @@ public:
 				s->v6_prefix = 64;
 				s->dry_run = 0;
 				s->one_choice = setup.one_choice;
+				auto tick = sluice::dataplane_tick_ns();
+				if (!tick)
+					throw Error(tick.error().describe());
+				s->clock_tick_ns = *tick;
 				if (int e = bpf_map__set_initial_value(rodata_, data.data(), data.size()))
 					throw Error("set .rodata: " + std::string(std::strerror(-e)));
 				if (int e = bpf_map__set_max_entries(slots_, setup.slots))
@@ -355,9 +360,7 @@ public:
 	// with one batched read of the whole table.
 	uint64_t drained_slots(__u32 nslots, __u64 cost_ns) const
 	{
-		struct timespec ts{};
-		clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
-		__u64 now = __u64(ts.tv_sec) * 1000000000ull + __u64(ts.tv_nsec) + (1ull << 62);
+		const __u64 now = sluice::dataplane_now();
 		std::vector<__u32> keys(nslots);
 		std::vector<__u64> vals(nslots);
 		__u32 out_batch = 0, count = nslots;
@@ -513,7 +516,7 @@ sluice_config path_config(const std::string &path)
 	initial.admission_ppm = SLUICE_PPM_FULL;
 	BudgetAsk ask; // sluiced's defaults, the newcomer budget at a tenth of trip-pps
 	if (high_rate) {
-		// The burst too: the coarse clock moves once a jiffy (4 ms), and a
+		// The burst too: the program's clock moves once a jiffy (4 ms), and a
 		// run takes a jiffy's worth of frames (about 10^5) from the bucket
 		// with no refill in between; at the default burst (20,000) most of
 		// them would be dropped, a "pass" row timing the drop path.
@@ -1106,10 +1109,10 @@ int cmd_contention(int argc, char **argv)
 		const auto before = outcome_totals(*dp);
 		// c0 before any run can read the clock, c1 after the last has: every
 		// `now` the program read lies in [c0, c1] on the same clock.
-		const std::uint64_t c0 = clock_ns(CLOCK_MONOTONIC_COARSE);
+		const std::uint64_t c0 = sluice::dataplane_now();
 		deadline = clock_ns(CLOCK_MONOTONIC) + std::uint64_t(seconds * 1e9);
 		run_together(ps);
-		const std::uint64_t c1 = clock_ns(CLOCK_MONOTONIC_COARSE);
+		const std::uint64_t c1 = sluice::dataplane_now();
 		const auto d = outcome_delta(before, outcome_totals(*dp));
 		const __u64 passed = d.count("passed") ? d.at("passed") : 0;
 		__u64 frames = 0;
