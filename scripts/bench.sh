@@ -85,7 +85,8 @@ echo "bench.sh: building in $build"
 # CMakeLists added ("No rule to make target").
 cmake -S "$root" -B "$build" >/dev/null
 targets=(sluiced sluicectl sluice-traffic sluice-bench sluice-standing-matches netrx_clock_bpf_skel_gen
-	xdp_drop_bpf_skel_gen xdp_pass_bpf_skel_gen sluice_bpf_skel_gen sluice_fineclock_bpf_skel_gen sluice_sip24_bpf_skel_gen
+	xdp_drop_bpf_skel_gen xdp_pass_bpf_skel_gen sluice_bpf_skel_gen sluice_fineclock_bpf_skel_gen sluice_coarseclock_bpf_skel_gen
+	sluice_sip24_bpf_skel_gen
 	lru_limiter_bpf_skel_gen lru_limiter_fineclock_bpf_skel_gen new_source_bpf_skel_gen)
 # The cut-point builds, as many as CMakeLists.txt defines (not built by default)
 mapfile -t cuts < <(cmake --build "$build" --target help | sed -n 's/^\.\.\. \(sluice_cut_[a-z]*_bpf_skel_gen\).*/\1/p')

@@ -19,7 +19,7 @@ PATHS = (("pass", "pass path: every frame pays its slot pair by compare-and-swap
          ("drop", "drop path, over its limit: the slot pair read, written only as tokens refill"))
 # Issue 29: one source on 2 CPUs at most 1.3x two sources, one a CPU.
 FLOOR = ("<=", 1.3)
-# The admitted count's second rate: each tick of the coarse clock (4 ms)
+# The admitted count's second rate: each tick of the program's clock (4 ms)
 # brings 4,000 tokens that both CPUs race for, a tenth or less of what they
 # offer in it; the default burst (20,000) holds 20 ms of it, more than a
 # tick, so no refill is lost to the cap between two readings of the clock
@@ -77,8 +77,8 @@ def measure(lab):
         shortfall = a["bound"] - a["passed"]
         rows.add(admitted_name(a["rate"]), "frames admitted", a["passed"], a["bound"],
                  "burst + rate x elapsed", floor=("<=", 1.0),
-                 note=f"one IPv4 source on CPUs 0 and 1 for {a['elapsed_ns'] / 1e9:.3f} s (the coarse clock "
-                      f"the program reads, read before the first run and after the last), rate "
+                 note=f"one IPv4 source on CPUs 0 and 1 for {a['elapsed_ns'] / 1e9:.3f} s (the program's clock, "
+                      f"read before the first run and after the last), rate "
                       f"{a['rate']:,}/s, burst {a['burst']:,}: {a['passed']:,} of {a['frames']:,} frames "
                       f"admitted, {shortfall:,} under the bound ({shortfall * a['cost_ns'] / 1e6:.2f} ms of "
                       f"refill)")
