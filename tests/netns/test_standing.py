@@ -394,7 +394,10 @@ class Standing(unittest.TestCase):
             sink = start_sink(tb, SINK_PORT)
             host_conn = None
             try:
-                self.assertFalse(view.has_standing(tb.client_ip4), "no standing before the client's first visit")
+                # No "no standing before the first visit" check: the feeders
+                # sit at the cgroup root, and a test beside this one whose
+                # client connects from the same address grants it standing
+                # here too (seen: test_sigkill_while_shedding_... beside it).
                 warm = http_requests(tb, 3)
                 self.assertEqual(warm["ok"], 3, warm)
                 wait_until(lambda: view.has_standing(tb.client_ip4), 5,
