@@ -147,8 +147,8 @@ static __always_inline __u32 shed(const struct sluice_config *cfg, struct budget
 			return sampled_drop(bg->ctx, src, is_v6, SLUICE_DROP_SHED);
 		/* The cookie path, or with cookies off only its SYN-ACK check
 		 * (sluice_cookie decides which). */
-		if (bg->cookie_way != SLUICE_COOKIE_SKIP) {
-			if (bg->cookie_way == SLUICE_COOKIE_DEFER)
+		if (bg->cookie_way != SLUICE_COOKIE_SKIP && !cookie_path_skips(bg->ctx)) {
+			if (bg->cookie_way != SLUICE_COOKIE_HERE) /* deferred */
 				return SLUICE_COOKIE_DEFERRED;
 			__u32 r = sluice_cookie(bg->ctx, bg->standing_hash, now, 0);
 
@@ -204,8 +204,9 @@ static __always_inline __u32 limit(const struct sluice_config *cfg, struct budge
 	/* Cookies always: a SYN (or the ACK of a cookie) of a source without
 	 * standing takes the cookie path in every state; anything else goes on
 	 * to the buckets. */
-	if (cfg->cookie_mode == SLUICE_COOKIES_ALWAYS && !settings.dry_run && bg->cookie_way != SLUICE_COOKIE_SKIP) {
-		if (bg->cookie_way == SLUICE_COOKIE_DEFER)
+	if (cfg->cookie_mode == SLUICE_COOKIES_ALWAYS && !settings.dry_run && bg->cookie_way != SLUICE_COOKIE_SKIP &&
+	    !cookie_path_skips(bg->ctx)) {
+		if (bg->cookie_way != SLUICE_COOKIE_HERE) /* deferred */
 			return SLUICE_COOKIE_DEFERRED;
 		*now = SLUICE_NOW();
 		__u32 r = sluice_cookie(bg->ctx, standing_hash(bg, src, is_v6), *now, 1);

@@ -159,6 +159,14 @@ static __always_inline __u32 cookie_proved(struct cookie_scratch *s)
 	return SLUICE_COOKIE_PROVED;
 }
 
+/* Whether the cookie path has nothing to do with this frame, known without
+ * calling it: sluice_cookie returns SLUICE_COOKIE_GO_ON for every frame
+ * that is surely not TCP (parse.h), after a call and a second parse. */
+static __always_inline int cookie_path_skips(struct xdp_md *ctx)
+{
+	return sluice_surely_not_tcp((const __u8 *)(long)ctx->data, (const __u8 *)(long)ctx->data_end);
+}
+
 __noinline __u32 sluice_cookie(struct xdp_md *ctx, __u64 hash, __u64 now, __u32 check_standing)
 {
 	const __u8 *data = (const __u8 *)(long)ctx->data;

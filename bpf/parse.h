@@ -317,4 +317,27 @@ static inline int sluice_parse_l4(const __u8 *l3, const void *data_end, int is_v
 	return sluice_parse_transport(l4, (const __u8 *)data_end, proto, out);
 }
 
+/*
+ * Whether a frame is surely not TCP, from a plain header alone: Ethernet
+ * without VLAN tags carrying IPv4 whose protocol is not TCP, or IPv6 whose
+ * next header is not TCP and not an extension header (sluice_ipv6_ext). 0
+ * for anything else, TCP or not (tags, a short frame, other ethertypes):
+ * those go on to the full parse. The XDP program asks it before the cookie
+ * path (cookie_path.bpf.h, cookie_path_skips), which would only find the
+ * same after a call and a second parse: a UDP flood's shed frames paid both.
+ */
+static inline int sluice_surely_not_tcp(const __u8 *data, const __u8 *end)
+{
+	if (data + 14 + 20 > end)
+		return 0;
+	/* the ethertype as loaded little-endian (08 00, 86 dd) */
+	__u16 eth = SLUICE_LOAD(__u16, data + 12);
+
+	if (eth == 0x0008)
+		return data[14 + 9] != SLUICE_IPPROTO_TCP;
+	if (eth != 0xdd86 || data + 14 + 40 > end)
+		return 0;
+	return data[14 + 6] != SLUICE_IPPROTO_TCP && !sluice_ipv6_ext(data[14 + 6]);
+}
+
 #endif /* SLUICE_PARSE_H */
