@@ -210,3 +210,64 @@ TEST(UdpSourcePort, NothingElseHasOne)
 	later.frag = 0x0001; // offset 8 bytes
 	EXPECT_EQ(udp_sport(udp4({}, later, {.sport = 53})), 0u) << "a later fragment has no UDP header";
 }
+
+namespace {
+
+bool surely_not_tcp(const Bytes &f)
+{
+	return sluice_surely_not_tcp(f.data(), f.data() + f.size());
+}
+
+// The cookie path's skip (bpf/parse.h, sluice_surely_not_tcp): yes only
+// for a plain frame whose IP header says it cannot be TCP; every TCP frame,
+// and anything it would have to walk to tell, is a no.
+TEST(SurelyNotTcp, PlainUdpAndIcmpAreNotTcp)
+{
+	EXPECT_TRUE(surely_not_tcp(udp4({}, {}, {.dport = 53})));
+	EXPECT_TRUE(surely_not_tcp(udp6({}, {}, {.dport = 53})));
+	EXPECT_TRUE(surely_not_tcp(ip4_frame({}, v4(kIpProtoIcmp), icmp_echo())));
+	EXPECT_TRUE(surely_not_tcp(ip6_frame({}, {}, {}, kIpProtoIcmp6, icmp_echo(128))));
+	// An IPv4 fragment of UDP, or GRE: not TCP either way.
+	Ipv4 frag = v4(kIpProtoUdp);
+	frag.frag = 0x2000 | 185;
+	EXPECT_TRUE(surely_not_tcp(ip4_frame({}, frag, Bytes{0x9c, 0x40})));
+	EXPECT_TRUE(surely_not_tcp(ip4_frame({}, v4(47), Bytes(4, 0))));
+}
+
+TEST(SurelyNotTcp, TcpAndWhatNeedsAWalkAreNotSkipped)
+{
+	const Bytes syn = tcp_segment(1, 80, kTcpSyn);
+	EXPECT_FALSE(surely_not_tcp(ip4_frame({}, v4(kIpProtoTcp), syn)));
+	EXPECT_FALSE(surely_not_tcp(ip6_frame({}, {}, {}, kIpProtoTcp, syn)));
+	// TCP behind IPv6 extension headers, and UDP behind one (not walked here).
+	EXPECT_FALSE(surely_not_tcp(ip6_frame({}, {}, {ipv6_opts(0)}, kIpProtoTcp, syn)));
+	EXPECT_FALSE(surely_not_tcp(ip6_frame({}, {}, {ipv6_fragment(0, true)}, kIpProtoUdp, Bytes{0, 1, 0, 53, 0, 8, 0, 0})));
+	// VLAN tags: the full parse's, UDP or not.
+	EXPECT_FALSE(surely_not_tcp(udp4({.tags = {vlan(2)}}, {}, {.dport = 53})));
+	EXPECT_FALSE(surely_not_tcp(ip4_frame({.tags = {vlan(3)}}, v4(kIpProtoTcp), syn)));
+	// Cut short of the IP header's protocol byte.
+	Bytes cut = udp4({}, {}, {.dport = 53});
+	cut.resize(14 + 19);
+	EXPECT_FALSE(surely_not_tcp(cut));
+	Bytes cut6 = udp6({}, {}, {.dport = 53});
+	cut6.resize(14 + 39);
+	EXPECT_FALSE(surely_not_tcp(cut6));
+}
+
+// Never a yes where the full parse finds TCP: over every protocol number,
+// plain IPv4 and IPv6 alike.
+TEST(SurelyNotTcp, NeverSaysSoOfAFrameTheFullParseFindsTcpIn)
+{
+	for (int proto = 0; proto < 256; proto++) {
+		for (const Bytes &f : {ip4_frame({}, v4(std::uint8_t(proto)), tcp_segment(1, 80, kTcpSyn)),
+				       ip6_frame({}, {}, {}, std::uint8_t(proto), tcp_segment(1, 80, kTcpSyn))}) {
+			L4 r = parse(f);
+			const bool tcp = r.rc != 0 || r.l4.kind == SLUICE_L4_TCP || r.l4.kind == SLUICE_L4_TCP_SYN ||
+					 (r.l4.kind == SLUICE_L4_IP && r.l4.port == kIpProtoTcp);
+			if (tcp)
+				EXPECT_FALSE(surely_not_tcp(f)) << "protocol " << proto;
+		}
+	}
+}
+
+} // namespace
