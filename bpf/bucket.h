@@ -16,8 +16,8 @@
  * zeroed slot (empty_at = 0) reads as full.
  *
  * Overflow: cost_ns <= 1e9 / SLUICE_PPM_MIN * 1e6 = 1e12 and burst <= 1e6, so
- * burst_ns <= 1e18 < 2^60. now is the monotonic clock (< 2^62 for 146 years of
- * uptime) plus a 2^62 bias, < 2^63. Every subtraction is guarded; every product
+ * burst_ns <= 1e18 < 2^60. now is the data plane's clock (jiffies_clock.h:
+ * < 2^62 for a century of uptime) plus a 2^62 bias, < 2^63. Every subtraction is guarded; every product
  * is bounded by the limits in sluice_abi.h, which the control plane enforces.
  *
  * Concurrency: several CPUs may update one slot. Each slot is one u64 updated

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause) */
 /*
  * jiffies_clock.h - the data plane's clock, as arithmetic only: no helpers,
- * so the host computes it exactly as the program does (ctl/lib/bpf's
+ * so the host computes it exactly as the program does (ctl/lib/clock's
  * dataplane_clock) and the host tests drive it with any jiffies they like.
  *
  * The program reads bpf_jiffies64(), which the verifier inlines on a 64-bit
@@ -25,9 +25,10 @@
  * empty_at, a standing stamp, a SYN stamp) is judged against this clock,
  * and the daemon reads this clock itself when it writes one.
  *
- * Overflow: jiffies_64 < 2^33 + uptime x HZ and tick_ns <= 10^7 (HZ >= 100),
- * so the product stays below 2^57 for centuries of uptime: the sum stays
- * below 2^63 as bucket.h requires.
+ * Overflow: jiffies_64 is INITIAL_JIFFIES (< 2^32) + uptime x HZ, so the
+ * product is below 2^32 x tick_ns (< 2^57 for HZ >= 100) plus the uptime in
+ * ns (2^61.5 after a century): the sum stays below 2^63 for a century of
+ * uptime, as bucket.h requires (tests/headers/jiffies_clock_test.cpp).
  */
 #ifndef SLUICE_JIFFIES_CLOCK_H
 #define SLUICE_JIFFIES_CLOCK_H
