@@ -218,14 +218,17 @@ def pinned_settings_fields(tb, iface=None):
     return sluice_abi.unpack("sluice_settings", pinned_settings(tb, iface))
 
 
-def dataplane_now_ns(tb, iface=None):
+def dataplane_now_ns(tb, iface=None, tick_ns=None):
     """The data plane's clock now, bias included (bpf/jiffies_clock.h:
     jiffies x settings.clock_tick_ns + 2^62), read on the harness's own: the
     kernel's jiffies from /proc/timer_list (root only), the tick from the
-    pinned settings the program was loaded with."""
+    pinned settings the program was loaded with (tick_ns: a caller that
+    read them already)."""
+    if tick_ns is None:
+        tick_ns = pinned_settings_fields(tb, iface)["clock_tick_ns"]
     with open("/proc/timer_list") as f:
         jiffies = next(int(line.split()[1]) for line in f if line.startswith("jiffies:"))
-    return jiffies * pinned_settings_fields(tb, iface)["clock_tick_ns"] + (1 << 62)
+    return jiffies * tick_ns + (1 << 62)
 
 
 def pinned_value(tb, pin, iface=None, key=0):

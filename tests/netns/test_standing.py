@@ -105,6 +105,7 @@ class StandingView:
         self.set_mask, self.lapse_ticks = st["standing_set_mask"], st["standing_lapse_ticks"]
         self.eph_lo, self.eph_hi = st["ephemeral_lo"], st["ephemeral_hi"]
         self.observe_periods = st["observe_periods"]
+        self.tick_ns = st["clock_tick_ns"]
         self.path = os.path.join(tb.pin_dir, iface or tb.host_if, "standing")
 
     def hash_of(self, addr):
@@ -116,7 +117,7 @@ class StandingView:
         return siphash13(self.key, net.network_address.packed)
 
     def stamp_now(self):
-        return (dataplane_now_ns(self.tb, self.iface) >> 30) & 0xffffffff
+        return (dataplane_now_ns(self.tb, self.iface, self.tick_ns) >> 30) & 0xffffffff
 
     def live(self, entry, stamp):
         return (entry >> 32) != 0 and ((stamp - entry) & 0xffffffff) <= self.lapse_ticks

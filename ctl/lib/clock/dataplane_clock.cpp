@@ -78,7 +78,7 @@ Result<uint64_t> read_dataplane_clock()
 		    .repeat = 1);
 	if (int err = bpf_prog_test_run_opts(p.prog_fd, &opts); err)
 		return fail_bpf(err, "running the clock probe (BPF_PROG_TEST_RUN)");
-	if (opts.retval != 2 /* XDP_PASS */ || opts.data_size_out < sizeof(uint64_t))
+	if (opts.retval != XDP_PASS || opts.data_size_out < sizeof(uint64_t))
 		return fail(ErrorKind::system, "the clock probe returned " + std::to_string(opts.retval) + " with " +
 						       std::to_string(opts.data_size_out) + " bytes, not its jiffies");
 	uint64_t jiffies = 0;
