@@ -63,6 +63,21 @@ SLUICE_LPM_MAP(allow_v4, struct sluice_lpm_v4, __u8);
 SLUICE_LPM_MAP(allow_v6, struct sluice_lpm_v6, __u8);
 SLUICE_LPM_MAP(deny_v4, struct sluice_lpm_v4, __u8);
 SLUICE_LPM_MAP(deny_v6, struct sluice_lpm_v6, __u8);
+
+/* A deny list's whole addresses, both sets (sluice_abi.h, struct
+ * sluice_exact_v4): as bounded as the tries, allocated per entry as they
+ * are. */
+#define SLUICE_EXACT_MAP(name, keytype)                                            \
+	struct {                                                                   \
+		__uint(type, BPF_MAP_TYPE_HASH);                                   \
+		__uint(max_entries, SLUICE_POLICY_SETS * SLUICE_LIST_MAX_ENTRIES); \
+		__uint(map_flags, BPF_F_NO_PREALLOC);                              \
+		__type(key, keytype);                                              \
+		__type(value, __u8);                                               \
+	} name SEC(".maps")
+
+SLUICE_EXACT_MAP(deny_exact_v4, struct sluice_exact_v4);
+SLUICE_EXACT_MAP(deny_exact_v6, struct sluice_exact_v6);
 SLUICE_LPM_MAP(class_v4, struct sluice_lpm_v4, struct sluice_class_matches);
 SLUICE_LPM_MAP(class_v6, struct sluice_lpm_v6, struct sluice_class_matches);
 

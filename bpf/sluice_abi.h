@@ -51,8 +51,11 @@
  * 16: the cookie path's SYN stamps: the cookie_syns map,
  *    config.cookie_acks_stamped_from.
  * 17: the data plane's clock is jiffies (bpf/jiffies_clock.h),
- *    settings.clock_tick_ns: every stored time (slots, stamps) is in it. */
-#define SLUICE_LAYOUT_VERSION 17
+ *    settings.clock_tick_ns: every stored time (slots, stamps) is in it.
+ * 18: a deny list's whole addresses (/32, /128) live in hash maps of their
+ *    own (deny_exact_v4, deny_exact_v6; struct sluice_exact_v4/_v6), the
+ *    SLUICE_LIST_DENY_EXACT_* flags. */
+#define SLUICE_LAYOUT_VERSION 18
 
 /* Table size bounds. The slot table is a BPF_MAP_TYPE_ARRAY whose size is a
  * power of two fixed at load: the index is (hash & (slots - 1)). */
@@ -61,7 +64,8 @@
 #define SLUICE_SLOTS_DEFAULT (1u << 18)
 
 /* Bounded allow/deny lists and class prefixes (LPM tries, one per family
- * each; per policy set). */
+ * each; per policy set; a deny list's whole addresses in a hash map beside
+ * its trie): entries per list, family and set. */
 #define SLUICE_LIST_MAX_ENTRIES 65536
 
 #define SLUICE_NSEC_PER_SEC 1000000000ull
@@ -359,6 +363,8 @@ static inline __u64 sluice_listen_port_bit(__u32 port)
 #define SLUICE_LIST_ALLOW_V6 (1u << 1)
 #define SLUICE_LIST_DENY_V4 (1u << 2)
 #define SLUICE_LIST_DENY_V6 (1u << 3)
+#define SLUICE_LIST_DENY_EXACT_V4 (1u << 8) /* the set's deny list has whole IPv4 addresses (deny_exact_v4) */
+#define SLUICE_LIST_DENY_EXACT_V6 (1u << 9)
 #define SLUICE_CLASS_PORTS (1u << 4)     /* the set has rules without sources: port_classes is read */
 #define SLUICE_CLASS_PREFIX_V4 (1u << 5) /* the set has rules with IPv4 sources: class_v4 is read */
 #define SLUICE_CLASS_PREFIX_V6 (1u << 6)
@@ -396,6 +402,24 @@ struct sluice_lpm_v6 {
 	__u8 _pad[3];
 };
 #define SLUICE_LPM_SET_BITS 8
+
+/* Hash keys of a deny list's whole addresses (a /32 or a /128), in network
+ * byte order, the policy set beside them: an exact-match lookup costs the
+ * same at every size of the list, where a trie's walk grows with it (with
+ * 10,000 IPv4 /32s, a listed source's lookup took 7x the one-entry trie's;
+ * the hash's, the same as that). Address first and word-aligned: a key the
+ * program builds with two stores (a key in the trie's layout, with the set
+ * first, cost the hash lookup 5 ns more). A deny entry is in the trie or
+ * here, never both; prefixlen is implied. */
+struct sluice_exact_v4 {
+	__u8 addr[4];
+	__u32 set;
+};
+
+struct sluice_exact_v6 {
+	__u8 addr[16];
+	__u32 set;
+};
 
 /*
  * Policy classes (docs/policy.md; ctl/lib/logic/class_tables compiles a
@@ -797,6 +821,8 @@ struct sluice_observed_set {
 #define SLUICE_PIN_ALLOW_V6 "allow_v6"
 #define SLUICE_PIN_DENY_V4 "deny_v4"
 #define SLUICE_PIN_DENY_V6 "deny_v6"
+#define SLUICE_PIN_DENY_EXACT_V4 "deny_exact_v4"
+#define SLUICE_PIN_DENY_EXACT_V6 "deny_exact_v6"
 #define SLUICE_PIN_DROP_SAMPLES "drop_samples"
 #define SLUICE_PIN_STANDING "standing"
 #define SLUICE_PIN_NEWCOMERS "newcomers"

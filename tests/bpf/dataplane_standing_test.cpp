@@ -475,8 +475,9 @@ TEST(DataplaneStanding, AdoptingPinsOfLayout4IsRefusedWithThePathAndTheFix)
 	// and the SYN stamps changed maps and config, not settings;
 	// penalty_set_mask took the padding): the version alone tells them
 	// apart, before any map (the lists' keys grew a set byte) is compared.
-	// Layout 17 added clock_tick_ns, 8 bytes with its padding.
-	static_assert(SLUICE_LAYOUT_VERSION == 17);
+	// Layout 17 added clock_tick_ns, 8 bytes with its padding; layout 18
+	// changed maps only.
+	static_assert(SLUICE_LAYOUT_VERSION == 18);
 	expect_old_layout_refused(4, sizeof(sluice_settings) - 8);
 }
 
@@ -487,6 +488,16 @@ TEST(DataplaneStanding, AdoptingPinsOfLayout16IsRefusedWithThePathAndTheFix)
 	// is on CLOCK_MONOTONIC_COARSE, months behind the jiffies clock, so every
 	// bucket would read as full (and every stamp as months old) if adopted.
 	expect_old_layout_refused(16, sizeof(sluice_settings) - 8);
+}
+
+TEST(DataplaneStanding, AdoptingPinsOfLayout17IsRefusedWithThePathAndTheFix)
+{
+	SLUICE_REQUIRE_ROOT();
+	// Layout 17's settings are layout 18's; its deny list keeps whole
+	// addresses in the trie, where the lists' writer (which looks for them
+	// in deny_exact_v4/_v6) would never find them to remove: the version
+	// refuses it before the missing exact maps would.
+	expect_old_layout_refused(17, sizeof(sluice_settings));
 }
 
 TEST(DataplaneStanding, AdoptingPinsOfLayout5IsRefusedWithThePathAndTheFix)

@@ -81,6 +81,8 @@ protected:
 			make_lpm(pin, sizeof(sluice_lpm_v4), 1, 2 * SLUICE_LIST_MAX_ENTRIES);
 		for (const char *pin : {SLUICE_PIN_ALLOW_V6, SLUICE_PIN_DENY_V6})
 			make_lpm(pin, sizeof(sluice_lpm_v6), 1, 2 * SLUICE_LIST_MAX_ENTRIES);
+		make_exact(SLUICE_PIN_DENY_EXACT_V4, sizeof(sluice_exact_v4));
+		make_exact(SLUICE_PIN_DENY_EXACT_V6, sizeof(sluice_exact_v6));
 		sluice_config initial{};
 		initial.breaker_state = SLUICE_SERVING;
 		initial.admission_ppm = SLUICE_PPM_FULL;
@@ -88,7 +90,7 @@ protected:
 		ASSERT_TRUE(cfg) << cfg.error().describe();
 		ASSERT_TRUE(ConfigMap(config_fd).write(*cfg));
 		PrefixLists lists({fd_of(SLUICE_PIN_ALLOW_V4), fd_of(SLUICE_PIN_ALLOW_V6), fd_of(SLUICE_PIN_DENY_V4),
-				   fd_of(SLUICE_PIN_DENY_V6)},
+				   fd_of(SLUICE_PIN_DENY_V6), fd_of(SLUICE_PIN_DENY_EXACT_V4), fd_of(SLUICE_PIN_DENY_EXACT_V6)},
 				  ConfigMap(config_fd));
 		tables.emplace(PolicyTables::Fds{fd_of(SLUICE_PIN_CLASSES), fd_of(SLUICE_PIN_PORT_CLASSES),
 						 fd_of(SLUICE_PIN_CLASS_V4), fd_of(SLUICE_PIN_CLASS_V6)},
@@ -111,6 +113,11 @@ protected:
 	{
 		LIBBPF_OPTS(bpf_map_create_opts, opts, .map_flags = BPF_F_NO_PREALLOC);
 		make(BPF_MAP_TYPE_LPM_TRIE, name, key, value, entries, &opts);
+	}
+	void make_exact(const char *name, uint32_t key)
+	{
+		LIBBPF_OPTS(bpf_map_create_opts, opts, .map_flags = BPF_F_NO_PREALLOC);
+		make(BPF_MAP_TYPE_HASH, name, key, 1, 2 * SLUICE_LIST_MAX_ENTRIES, &opts);
 	}
 	int fd_of(const char *name) { return fds.at(name); }
 	sluice_config config() { return *ConfigMap(config_fd).read(); }

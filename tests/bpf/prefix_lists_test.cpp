@@ -2,7 +2,8 @@
 // program: runtime writes go to the policy set in force, the list bits of
 // config.policy_flags follow that set's entries and keep the class and set
 // bits, one set's entries never show in (or leave) the other, and each trie
-// holds SLUICE_LIST_MAX_ENTRIES prefixes of each set: the count an add is
+// holds SLUICE_LIST_MAX_ENTRIES prefixes of each set (a deny list's whole
+// addresses, in a hash map beside its trie, counted with it): the count an add is
 // checked against stays true through removes, a reload's write, flip and
 // clear, and is counted afresh by a PrefixLists opened on the same pins.
 #include "fixture.h"
@@ -139,6 +140,78 @@ TEST(PrefixLists, RuntimeWritesGoToTheSetInForceAndItsFlagsFollow)
 	EXPECT_EQ(flags(dp), SLUICE_POLICY_SET | SLUICE_CLASS_PORTS | SLUICE_LIST_DENY_V6);
 }
 
+uint32_t verdict6(const Dataplane &dp, const char *src)
+{
+	auto r = run_prog(dp.prog_fd(), frames::udp6({}, {.src = frames::ip6(src)}));
+	EXPECT_EQ(r.err, 0);
+	return r.retval;
+}
+
+TEST(PrefixLists, ADenyListsWholeAddressesGoToTheExactMapsAndAreDeniedThere)
+{
+	SLUICE_REQUIRE_ROOT();
+	Dataplane dp = load();
+	auto lists = dp.lists();
+	Cidr one4 = cidr("198.18.9.9/32"), one6 = cidr("2001:2:9::9/128"), net4 = cidr("198.18.10.0/24");
+	Cidr all[] = {one4, one6, net4};
+
+	ASSERT_TRUE(lists.add(ListKind::deny, all));
+	// The whole addresses' bits, and the trie's for the /24 only: no
+	// IPv6 prefix, so no IPv6 trie lookup.
+	EXPECT_EQ(flags(dp) & ~SLUICE_POLICY_SET,
+		  uint32_t(SLUICE_LIST_DENY_EXACT_V4 | SLUICE_LIST_DENY_EXACT_V6 | SLUICE_LIST_DENY_V4));
+	EXPECT_EQ(strs(lists.entries(ListKind::deny)),
+		  (std::vector<std::string>{"198.18.10.0/24", "198.18.9.9/32", "2001:2:9::9/128"}));
+	EXPECT_EQ(verdict(dp, "198.18.9.9"), uint32_t(XDP_DROP));
+	EXPECT_EQ(verdict(dp, "198.18.9.8"), uint32_t(XDP_PASS));
+	EXPECT_EQ(verdict(dp, "198.18.10.77"), uint32_t(XDP_DROP));
+	EXPECT_EQ(verdict6(dp, "2001:2:9::9"), uint32_t(XDP_DROP));
+	EXPECT_EQ(verdict6(dp, "2001:2:9::8"), uint32_t(XDP_PASS));
+
+	// The other set's whole address is not this set's: still passed.
+	Cidr other = cidr("198.18.9.10/32");
+	uint32_t set = SLUICE_POLICY_SET_OF(flags(dp));
+	ASSERT_TRUE(lists.insert(ListKind::deny, set ^ 1, std::span(&other, 1)));
+	EXPECT_EQ(verdict(dp, "198.18.9.10"), uint32_t(XDP_PASS));
+	EXPECT_EQ(lists.list_flags(set ^ 1), uint32_t(SLUICE_LIST_DENY_EXACT_V4));
+
+	// An allowlisted /32 stays in the allow trie: the exact maps are the deny list's.
+	ASSERT_TRUE(lists.add(ListKind::allow, std::span(&one4, 1)));
+	EXPECT_EQ(flags(dp) & SLUICE_LIST_ALLOW_V4, uint32_t(SLUICE_LIST_ALLOW_V4));
+	EXPECT_EQ(strs(lists.entries(ListKind::allow)), std::vector<std::string>{"198.18.9.9/32"});
+
+	// Removing the whole addresses clears their bits; the /24 stays.
+	Cidr whole[] = {one4, one6};
+	ASSERT_TRUE(lists.remove(ListKind::deny, whole));
+	EXPECT_EQ(flags(dp) & (SLUICE_LIST_DENY_EXACT_V4 | SLUICE_LIST_DENY_EXACT_V6 | SLUICE_LIST_DENY_V4),
+		  uint32_t(SLUICE_LIST_DENY_V4));
+	EXPECT_EQ(verdict(dp, "198.18.9.9"), uint32_t(XDP_PASS));
+	EXPECT_EQ(verdict6(dp, "2001:2:9::9"), uint32_t(XDP_PASS));
+	EXPECT_EQ(verdict(dp, "198.18.10.77"), uint32_t(XDP_DROP));
+	auto gone = lists.remove(ListKind::deny, std::span(&one4, 1));
+	ASSERT_FALSE(gone);
+	EXPECT_NE(gone.error().message.find("198.18.9.9/32 is not in the deny list"), std::string::npos)
+		<< gone.error().message;
+}
+
+TEST(PrefixLists, TheBoundCountsAFamilysTrieAndExactMapTogether)
+{
+	SLUICE_REQUIRE_ROOT();
+	Dataplane dp = load();
+	auto lists = dp.lists();
+	std::vector<Cidr> many = full_list(); // /24s: the trie
+	ASSERT_TRUE(lists.add(ListKind::deny, std::span(many.data(), many.size() - 1)));
+	Cidr whole = cidr("198.18.0.1/32"), more = cidr("198.18.0.2/32");
+	ASSERT_TRUE(lists.add(ListKind::deny, std::span(&whole, 1))); // the last of the bound, in the exact map
+	auto over = lists.add(ListKind::deny, std::span(&more, 1));
+	ASSERT_FALSE(over);
+	EXPECT_NE(over.error().message.find("beside the 65536 of the deny list"), std::string::npos)
+		<< over.error().message;
+	// entries() reads both maps.
+	auto pins = dp.lists();
+	EXPECT_EQ(pins.entries(ListKind::deny)->size(), size_t(SLUICE_LIST_MAX_ENTRIES));
+}
+
 TEST(PrefixLists, EachTrieHoldsTheBoundOfEachSet)
 {
 	SLUICE_REQUIRE_ROOT();
@@ -225,14 +298,18 @@ TEST(PrefixLists, ASecondPrefixListsOnTheSamePinsCountsWhatTheyHold)
 	ASSERT_TRUE(dp.pin(dir));
 	auto open = [&](const char *pin) { return bpf_obj_get((dir + "/" + pin).c_str()); };
 	int allow_v4 = open(SLUICE_PIN_ALLOW_V4), allow_v6 = open(SLUICE_PIN_ALLOW_V6),
-	    deny_v4 = open(SLUICE_PIN_DENY_V4), deny_v6 = open(SLUICE_PIN_DENY_V6), config = open(SLUICE_PIN_CONFIG);
+	    deny_v4 = open(SLUICE_PIN_DENY_V4), deny_v6 = open(SLUICE_PIN_DENY_V6),
+	    deny_exact_v4 = open(SLUICE_PIN_DENY_EXACT_V4), deny_exact_v6 = open(SLUICE_PIN_DENY_EXACT_V6),
+	    config = open(SLUICE_PIN_CONFIG);
 	ASSERT_TRUE(dp.detach(dir)); // the pins go; the fds keep the maps
 	ASSERT_GE(allow_v4, 0);
 	ASSERT_GE(allow_v6, 0);
 	ASSERT_GE(deny_v4, 0);
 	ASSERT_GE(deny_v6, 0);
+	ASSERT_GE(deny_exact_v4, 0);
+	ASSERT_GE(deny_exact_v6, 0);
 	ASSERT_GE(config, 0);
-	PrefixLists adopted({allow_v4, allow_v6, deny_v4, deny_v6}, ConfigMap(config));
+	PrefixLists adopted({allow_v4, allow_v6, deny_v4, deny_v6, deny_exact_v4, deny_exact_v6}, ConfigMap(config));
 
 	Cidr one = cidr("198.18.0.0/16"), two = cidr("198.19.0.0/16");
 	auto over = adopted.add(ListKind::deny, std::span(&one, 1));
@@ -245,7 +322,7 @@ TEST(PrefixLists, ASecondPrefixListsOnTheSamePinsCountsWhatTheyHold)
 	// Set 1 was counted apart: 3 of the bound.
 	EXPECT_TRUE(adopted.insert(ListKind::deny, 1, std::span(many.data() + 3, SLUICE_LIST_MAX_ENTRIES - 3)));
 	EXPECT_FALSE(adopted.insert(ListKind::deny, 1, std::span(&one, 1)));
-	for (int fd : {allow_v4, allow_v6, deny_v4, deny_v6, config})
+	for (int fd : {allow_v4, allow_v6, deny_v4, deny_v6, deny_exact_v4, deny_exact_v6, config})
 		close(fd);
 }
 

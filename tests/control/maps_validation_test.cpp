@@ -155,13 +155,14 @@ TEST(ValidateConfig, RefusesAdmissionOutOfRange)
 TEST(ValidateConfig, RefusesUnknownPolicyFlags)
 {
 	auto c = good_config();
-	c.policy_flags = 0x100;
-	expect_refused(c, "invariant policy_flags within 0x800000ff violated: rejected 256");
-	c.policy_flags = 0x1ff;
-	expect_refused(c, "invariant policy_flags within 0x800000ff violated: rejected 511");
+	c.policy_flags = 0x400;
+	expect_refused(c, "invariant policy_flags within 0x800003ff violated: rejected 1024");
+	c.policy_flags = 0x7ff;
+	expect_refused(c, "invariant policy_flags within 0x800003ff violated: rejected 2047");
 	c.policy_flags = 0x40000000u;
-	expect_refused(c, "invariant policy_flags within 0x800000ff violated: rejected 1073741824");
-	c.policy_flags = SLUICE_POLICY_SET | SLUICE_CLASS_ANY | 0xfu; // every known bit
+	expect_refused(c, "invariant policy_flags within 0x800003ff violated: rejected 1073741824");
+	c.policy_flags = SLUICE_POLICY_SET | SLUICE_CLASS_ANY | 0xfu | SLUICE_LIST_DENY_EXACT_V4 |
+			 SLUICE_LIST_DENY_EXACT_V6; // every known bit
 	EXPECT_TRUE(validate_config(c));
 }
 

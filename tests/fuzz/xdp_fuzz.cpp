@@ -163,6 +163,12 @@ const Prefix kDeny[] = {
 	{false, {10, 66}, 16},
 	{true, {0x20, 0x01, 0x0d, 0xb8, 0x00, 0x66}, 48},
 };
+// The deny list's whole addresses (deny_exact_v4/_v6, sluiced puts a /32 or
+// /128 there): inside an allowed prefix, so only the exact map denies them.
+const Prefix kDenyExact[] = {
+	{false, {10, 77, 0, 1}, 32},
+	{true, {0x20, 0x01, 0x0d, 0xb8, 0x00, 0x77, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1}, 128},
+};
 const Prefix kAllow[] = {
 	{false, {10, 77}, 16},
 	{false, {10, 66, 77}, 24},
@@ -357,6 +363,26 @@ void add_prefix(int fd, const Prefix &p, std::uint32_t set)
 	}
 }
 
+// A deny list's whole address of policy set `set`.
+void add_exact(int fd, const Prefix &p, std::uint32_t set)
+{
+	std::uint8_t one = 1;
+	int err;
+	if (p.v6) {
+		sluice_exact_v6 k{};
+		std::memcpy(k.addr, p.addr.data(), 16);
+		k.set = set;
+		err = bpf_map_update_elem(fd, &k, &one, BPF_ANY);
+	} else {
+		sluice_exact_v4 k{};
+		std::memcpy(k.addr, p.addr.data(), 4);
+		k.set = set;
+		err = bpf_map_update_elem(fd, &k, &one, BPF_ANY);
+	}
+	if (err)
+		die("deny exact update: %s", std::strerror(errno));
+}
+
 void load(Instance &in)
 {
 	in.skel = sluice_bpf::open();
@@ -409,6 +435,8 @@ void load(Instance &in)
 	for (std::uint32_t set = 0; set < SLUICE_POLICY_SETS; set++) {
 		for (const Prefix &p : kDeny)
 			add_prefix(bpf_map__fd(p.v6 ? in.skel->maps.deny_v6 : in.skel->maps.deny_v4), p, set);
+		for (const Prefix &p : kDenyExact)
+			add_exact(bpf_map__fd(p.v6 ? in.skel->maps.deny_exact_v6 : in.skel->maps.deny_exact_v4), p, set);
 		for (const Prefix &p : kAllow)
 			add_prefix(bpf_map__fd(p.v6 ? in.skel->maps.allow_v6 : in.skel->maps.allow_v4), p, set);
 	}
@@ -578,7 +606,8 @@ sluice_config config_for(std::uint8_t scenario, std::uint8_t tuning, std::uint8_
 				  ? SLUICE_PPM_MIN + (tuning >> 3) * ((SLUICE_PPM_FULL - SLUICE_PPM_MIN) / 31)
 				  : SLUICE_PPM_FULL;
 	if (scenario & 0x10)
-		c.policy_flags |= SLUICE_LIST_DENY_V4 | SLUICE_LIST_DENY_V6;
+		c.policy_flags |= SLUICE_LIST_DENY_V4 | SLUICE_LIST_DENY_V6 | SLUICE_LIST_DENY_EXACT_V4 |
+				  SLUICE_LIST_DENY_EXACT_V6;
 	if (scenario & 0x20)
 		c.policy_flags |= SLUICE_LIST_ALLOW_V4 | SLUICE_LIST_ALLOW_V6;
 	c.valve_closed = c.breaker_state == SLUICE_SHEDDING && (standing & 2);
@@ -970,7 +999,8 @@ std::uint32_t expected_outcome(const sluice_config &c, int kind, const sluice_so
 	if (kind == SLUICE_PARSE_MALFORMED)
 		return SLUICE_MALFORMED;
 	bool v6 = kind == SLUICE_PARSE_IPV6;
-	if ((c.policy_flags & (v6 ? SLUICE_LIST_DENY_V6 : SLUICE_LIST_DENY_V4)) && in_list(kDeny, src, v6))
+	if (((c.policy_flags & (v6 ? SLUICE_LIST_DENY_V6 : SLUICE_LIST_DENY_V4)) && in_list(kDeny, src, v6)) ||
+	    ((c.policy_flags & (v6 ? SLUICE_LIST_DENY_EXACT_V6 : SLUICE_LIST_DENY_EXACT_V4)) && in_list(kDenyExact, src, v6)))
 		return SLUICE_DROP_DENY;
 	if (c.breaker_state == SLUICE_SHEDDING) {
 		if ((c.policy_flags & (v6 ? SLUICE_LIST_ALLOW_V6 : SLUICE_LIST_ALLOW_V4)) && in_list(kAllow, src, v6))

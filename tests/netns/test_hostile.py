@@ -91,7 +91,9 @@ class Snapshot:
         self.config = pinned_raw(tb, "config")
         self.sysctls = cookie_sysctls(tb)
         self.slots = slot_words(tb, slots)
-        self.lists = {n: pinned_raw(tb, n) for n in ("allow_v4", "allow_v6", "deny_v4", "deny_v6")} if lists else None
+        self.lists = {n: sorted(pinned_raw(tb, n), key=repr)
+                      for n in ("allow_v4", "allow_v6", "deny_v4", "deny_v6", "deny_exact_v4", "deny_exact_v6")
+                      } if lists else None
         self.prog = xdp_prog_id(tb)
 
     def diff(self, other):

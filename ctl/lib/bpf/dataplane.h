@@ -151,10 +151,13 @@ public:
 	}
 	// Every PrefixLists of this Dataplane shares one count of what the lists
 	// hold (PrefixLists::Counts): the tries are counted once, not per write.
-	PrefixLists lists() const
+	PrefixLists lists() const { return PrefixLists(list_fds(), config(), list_counts_); }
+	// The lists' maps, plain fds owned by this Dataplane (for lists(); a
+	// bench writes a trie straight through them).
+	PrefixLists::Fds list_fds() const
 	{
-		return PrefixLists({maps_.allow_v4.get(), maps_.allow_v6.get(), maps_.deny_v4.get(), maps_.deny_v6.get()},
-				   config(), list_counts_);
+		return {maps_.allow_v4.get(),	   maps_.allow_v6.get(),      maps_.deny_v4.get(),
+			maps_.deny_v6.get(), maps_.deny_exact_v4.get(), maps_.deny_exact_v6.get()};
 	}
 	// The policy classes' maps (sluice_abi.h), both sets: bpf/policy_tables
 	// writes them, bpf/class_maps reads them. Plain fds, owned by this Dataplane.

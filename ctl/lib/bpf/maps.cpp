@@ -21,8 +21,9 @@ namespace {
 
 // The bits config.policy_flags may carry (sluice_abi.h).
 constexpr uint32_t kPolicyFlags = SLUICE_LIST_ALLOW_V4 | SLUICE_LIST_ALLOW_V6 | SLUICE_LIST_DENY_V4 |
-				  SLUICE_LIST_DENY_V6 | SLUICE_CLASS_ANY | SLUICE_POLICY_SET;
-static_assert(kPolicyFlags == 0x800000ffu);
+				  SLUICE_LIST_DENY_V6 | SLUICE_LIST_DENY_EXACT_V4 | SLUICE_LIST_DENY_EXACT_V6 |
+				  SLUICE_CLASS_ANY | SLUICE_POLICY_SET;
+static_assert(kPolicyFlags == 0x800003ffu);
 
 } // namespace
 
@@ -45,7 +46,7 @@ Status validate_config(const sluice_config &c)
 	if (auto ok = check_admission_ppm(c.admission_ppm, Voice::invariant); !ok)
 		return ok;
 	if (c.policy_flags & ~kPolicyFlags)
-		return refused("invariant policy_flags within 0x800000ff violated: rejected " +
+		return refused("invariant policy_flags within 0x800003ff violated: rejected " +
 			       std::to_string(c.policy_flags));
 	if (auto ok = check_cost_ns(c.standing_cost_ns, "standing_cost_ns"); !ok)
 		return ok;
@@ -277,17 +278,33 @@ const char *to_string(ListKind k)
 	return k == ListKind::allow ? "allow" : "deny";
 }
 
-int PrefixLists::fd_for(ListKind list, Family f) const
+int PrefixLists::fd_of(Table t) const
 {
-	if (list == ListKind::allow)
-		return f == Family::v4 ? fds_.allow_v4 : fds_.allow_v6;
-	return f == Family::v4 ? fds_.deny_v4 : fds_.deny_v6;
+	switch (t) {
+	case Table::allow_v4:
+		return fds_.allow_v4;
+	case Table::allow_v6:
+		return fds_.allow_v6;
+	case Table::deny_v4:
+		return fds_.deny_v4;
+	case Table::deny_v6:
+		return fds_.deny_v6;
+	case Table::deny_exact_v4:
+		return fds_.deny_exact_v4;
+	case Table::deny_exact_v6:
+		return fds_.deny_exact_v6;
+	}
+	return -1;
 }
 
 namespace {
 
+using Table = PrefixLists::Table;
+
 // sluice_lpm_v6's layout; a v4 key is its first sizeof(sluice_lpm_v4) bytes
-// (the same prefixlen and set, the address's first four bytes, zeros).
+// (the same prefixlen and set, the address's first four bytes, zeros). Every
+// entry is handled in this form, whichever map holds it; MapKey makes the
+// key of its own map from it.
 struct LpmKey {
 	uint32_t prefixlen;
 	uint8_t set;
@@ -296,6 +313,99 @@ struct LpmKey {
 };
 static_assert(sizeof(LpmKey) == sizeof(sluice_lpm_v6) && offsetof(LpmKey, addr) == offsetof(sluice_lpm_v6, addr) &&
 	      offsetof(LpmKey, addr) == offsetof(sluice_lpm_v4, addr));
+
+constexpr bool is_exact(Table t)
+{
+	return t == Table::deny_exact_v4 || t == Table::deny_exact_v6;
+}
+
+constexpr Family family_of(Table t)
+{
+	return t == Table::allow_v4 || t == Table::deny_v4 || t == Table::deny_exact_v4 ? Family::v4 : Family::v6;
+}
+
+constexpr ListKind list_of(Table t)
+{
+	return t == Table::allow_v4 || t == Table::allow_v6 ? ListKind::allow : ListKind::deny;
+}
+
+constexpr std::array<Table, PrefixLists::kTables> kAllTables{Table::allow_v4,	   Table::allow_v6,
+							      Table::deny_v4,	   Table::deny_v6,
+							      Table::deny_exact_v4, Table::deny_exact_v6};
+
+constexpr uint8_t address_bits(Family f)
+{
+	return f == Family::v4 ? 32 : 128;
+}
+
+// The map a list's entry lives in: a deny list's whole address in the exact
+// map of its family, anything else in the family's trie.
+Table table_for(ListKind list, const Cidr &c)
+{
+	const bool v4 = c.addr.family == Family::v4;
+	if (list == ListKind::allow)
+		return v4 ? Table::allow_v4 : Table::allow_v6;
+	if (c.prefix == address_bits(c.addr.family))
+		return v4 ? Table::deny_exact_v4 : Table::deny_exact_v6;
+	return v4 ? Table::deny_v4 : Table::deny_v6;
+}
+
+// An entry's key in the layout of map t (sluice_abi.h).
+struct MapKey {
+	std::array<uint8_t, sizeof(LpmKey)> bytes{};
+	size_t size = 0;
+
+	MapKey(Table t, const LpmKey &k)
+	{
+		if (is_exact(t)) {
+			const uint32_t set = k.set;
+			if (family_of(t) == Family::v4) {
+				sluice_exact_v4 e{};
+				std::memcpy(e.addr, k.addr, 4);
+				e.set = set;
+				put(&e, sizeof(e));
+			} else {
+				sluice_exact_v6 e{};
+				std::memcpy(e.addr, k.addr, 16);
+				e.set = set;
+				put(&e, sizeof(e));
+			}
+		} else {
+			put(&k, family_of(t) == Family::v4 ? sizeof(sluice_lpm_v4) : sizeof(sluice_lpm_v6));
+		}
+	}
+	explicit MapKey(Table t) { size = MapKey(t, LpmKey{}).size; }
+	void put(const void *p, size_t n)
+	{
+		std::memcpy(bytes.data(), p, n);
+		size = n;
+	}
+	// The entry this key of map t names.
+	LpmKey entry(Table t) const
+	{
+		LpmKey k{};
+		if (!is_exact(t)) {
+			std::memcpy(&k, bytes.data(), size);
+			return k;
+		}
+		const Family f = family_of(t);
+		uint32_t set;
+		if (f == Family::v4) {
+			sluice_exact_v4 e;
+			std::memcpy(&e, bytes.data(), sizeof(e));
+			std::memcpy(k.addr, e.addr, 4);
+			set = e.set;
+		} else {
+			sluice_exact_v6 e;
+			std::memcpy(&e, bytes.data(), sizeof(e));
+			std::memcpy(k.addr, e.addr, 16);
+			set = e.set;
+		}
+		k.prefixlen = SLUICE_LPM_SET_BITS + address_bits(f);
+		k.set = static_cast<uint8_t>(set > 0xff ? 0xff : set); // a foreign set stays foreign
+		return k;
+	}
+};
 
 LpmKey key_of(const Cidr &c, uint32_t set)
 {
@@ -306,56 +416,53 @@ LpmKey key_of(const Cidr &c, uint32_t set)
 	return k;
 }
 
-size_t key_size(Family f)
-{
-	return f == Family::v4 ? sizeof(sluice_lpm_v4) : sizeof(sluice_lpm_v6);
-}
-
-// Does the trie hold exactly this prefix? Not a lookup: in an LPM trie that
+// Does map t hold exactly this prefix? Not a lookup: in an LPM trie that
 // finds the longest prefix containing the key, so 198.18.7.0/24 would be
 // "there" beside 198.18.0.0/16 alone. An update that may only replace
 // (BPF_EXIST) fails with ENOENT unless the very prefix is there, and else
 // writes `origin` as its value. (Kernels before 6.13 refuse any update,
 // ENOSPC, of a trie at max_entries: both sets full.)
-Result<bool> holds_exactly(int fd, const LpmKey &k, Family f, ListOrigin origin)
+Result<bool> holds_exactly(int fd, Table t, const LpmKey &k, ListOrigin origin)
 {
 	uint8_t value = static_cast<uint8_t>(origin);
-	int err = bpf_map_update_elem(fd, &k, &value, BPF_EXIST);
+	MapKey key(t, k);
+	int err = bpf_map_update_elem(fd, key.bytes.data(), &value, BPF_EXIST);
 	if (err == 0)
 		return true;
 	if (err == -ENOENT)
 		return false;
-	return fail_bpf(err, "looking up " + std::string(f == Family::v4 ? "an IPv4" : "an IPv6") + " list entry");
+	return fail_bpf(err, "looking up " + std::string(family_of(t) == Family::v4 ? "an IPv4" : "an IPv6") +
+				     " list entry");
 }
 
-// Every key of policy set `set` in the trie fd (both sets share it).
-std::vector<LpmKey> keys_of_set(int fd, uint32_t set)
+// Every key of map t (fd) as an entry, or those of policy set `set` only;
+// both sets share the map.
+std::vector<LpmKey> entries_in(int fd, Table t, std::optional<uint32_t> set, int *err_out = nullptr)
 {
 	std::vector<LpmKey> out;
-	LpmKey cur{}, next{};
+	MapKey cur(t), next(t);
 	void *prev = nullptr;
-	while (bpf_map_get_next_key(fd, prev, &next) == 0) {
-		if (next.set == set)
-			out.push_back(next);
+	int err;
+	while ((err = bpf_map_get_next_key(fd, prev, next.bytes.data())) == 0) {
+		LpmKey k = next.entry(t);
+		if (!set || k.set == *set)
+			out.push_back(k);
 		cur = next;
-		prev = &cur;
+		prev = cur.bytes.data();
 	}
+	if (err_out)
+		*err_out = err;
 	return out;
 }
 
-// How many keys of each policy set the trie fd holds: one walk.
-Result<std::array<size_t, SLUICE_POLICY_SETS>> count_by_set(int fd)
+// How many keys of each policy set map t (fd) holds: one walk.
+Result<std::array<size_t, SLUICE_POLICY_SETS>> count_by_set(int fd, Table t)
 {
 	std::array<size_t, SLUICE_POLICY_SETS> out{};
-	LpmKey cur{}, next{};
-	void *prev = nullptr;
-	int err;
-	while ((err = bpf_map_get_next_key(fd, prev, &next)) == 0) {
-		if (next.set < SLUICE_POLICY_SETS)
-			out[next.set]++;
-		cur = next;
-		prev = &cur;
-	}
+	int err = 0;
+	for (const LpmKey &k : entries_in(fd, t, std::nullopt, &err))
+		if (k.set < SLUICE_POLICY_SETS)
+			out[k.set]++;
 	if (err != -ENOENT)
 		return fail_bpf(err, "counting a list's entries");
 	return out;
@@ -368,7 +475,32 @@ Status policy_set_exists(uint32_t set)
 	return {};
 }
 
-constexpr uint32_t kListBits = SLUICE_LIST_ALLOW_V4 | SLUICE_LIST_ALLOW_V6 | SLUICE_LIST_DENY_V4 | SLUICE_LIST_DENY_V6;
+// The SLUICE_LIST_* bit that says map t holds entries of the set.
+constexpr uint32_t flag_of(Table t)
+{
+	switch (t) {
+	case Table::allow_v4:
+		return SLUICE_LIST_ALLOW_V4;
+	case Table::allow_v6:
+		return SLUICE_LIST_ALLOW_V6;
+	case Table::deny_v4:
+		return SLUICE_LIST_DENY_V4;
+	case Table::deny_v6:
+		return SLUICE_LIST_DENY_V6;
+	case Table::deny_exact_v4:
+		return SLUICE_LIST_DENY_EXACT_V4;
+	case Table::deny_exact_v6:
+		return SLUICE_LIST_DENY_EXACT_V6;
+	}
+	return 0;
+}
+
+constexpr uint32_t kListBits = [] {
+	uint32_t bits = 0;
+	for (Table t : kAllTables)
+		bits |= flag_of(t);
+	return bits;
+}();
 
 } // namespace
 
@@ -385,21 +517,29 @@ Status PrefixLists::count() const
 	if (counts_->counted)
 		return {};
 	Counts c;
-	for (ListKind list : {ListKind::allow, ListKind::deny})
-		for (Family f : {Family::v4, Family::v6}) {
-			auto sets = count_by_set(fd_for(list, f));
-			if (!sets)
-				return std::unexpected(sets.error());
-			c.held[list == ListKind::allow ? 0 : 1][f == Family::v4 ? 0 : 1] = *sets;
-		}
+	for (Table t : kAllTables) {
+		auto sets = count_by_set(fd_of(t), t);
+		if (!sets)
+			return std::unexpected(sets.error());
+		c.held[static_cast<size_t>(t)] = *sets;
+	}
 	c.counted = true;
 	*counts_ = c;
 	return {};
 }
 
-size_t &PrefixLists::held(ListKind list, Family f, uint32_t set) const
+size_t &PrefixLists::held(Table t, uint32_t set) const
 {
-	return counts_->held[list == ListKind::allow ? 0 : 1][f == Family::v4 ? 0 : 1][set];
+	return counts_->held[static_cast<size_t>(t)][set];
+}
+
+size_t PrefixLists::held(ListKind list, Family f, uint32_t set) const
+{
+	size_t n = 0;
+	for (Table t : kAllTables)
+		if (list_of(t) == list && family_of(t) == f)
+			n += held(t, set);
+	return n;
 }
 
 Result<uint32_t> PrefixLists::list_flags(uint32_t set) const
@@ -409,14 +549,9 @@ Result<uint32_t> PrefixLists::list_flags(uint32_t set) const
 	if (auto ok = count(); !ok)
 		return std::unexpected(ok.error());
 	uint32_t flags = 0;
-	if (held(ListKind::allow, Family::v4, set))
-		flags |= SLUICE_LIST_ALLOW_V4;
-	if (held(ListKind::allow, Family::v6, set))
-		flags |= SLUICE_LIST_ALLOW_V6;
-	if (held(ListKind::deny, Family::v4, set))
-		flags |= SLUICE_LIST_DENY_V4;
-	if (held(ListKind::deny, Family::v6, set))
-		flags |= SLUICE_LIST_DENY_V6;
+	for (Table t : kAllTables)
+		if (held(t, set))
+			flags |= flag_of(t);
 	return flags;
 }
 
@@ -441,14 +576,15 @@ Status PrefixLists::insert(ListKind list, uint32_t set, std::span<const Cidr> ci
 		return std::unexpected(ok.error());
 	// Only the prefixes not yet present are inserted (and would be rolled
 	// back), so a failed add never removes one that was there before.
-	std::vector<LpmKey> fresh[2];
+	std::array<std::vector<LpmKey>, kTables> fresh;
 	for (const auto &c : cidrs) {
 		LpmKey k = key_of(c, set);
-		auto there = holds_exactly(fd_for(list, c.addr.family), k, c.addr.family, origin);
+		Table t = table_for(list, c);
+		auto there = holds_exactly(fd_of(t), t, k, origin);
 		if (!there)
 			return std::unexpected(there.error());
 		if (!*there)
-			fresh[c.addr.family == Family::v4 ? 0 : 1].push_back(k);
+			fresh[static_cast<size_t>(t)].push_back(k);
 	}
 	for (auto &keys : fresh) { // the same prefix twice in one request is one insert
 		auto less = [](const LpmKey &x, const LpmKey &y) { return std::memcmp(&x, &y, sizeof(x)) < 0; };
@@ -456,58 +592,64 @@ Status PrefixLists::insert(ListKind list, uint32_t set, std::span<const Cidr> ci
 		std::sort(keys.begin(), keys.end(), less);
 		keys.erase(std::unique(keys.begin(), keys.end(), same), keys.end());
 	}
-	// Each set holds at most SLUICE_LIST_MAX_ENTRIES a family (the trie
+	// Each set holds at most SLUICE_LIST_MAX_ENTRIES a family (the maps
 	// twice that): so a reload always has room to write the other set.
 	if (auto ok = count(); !ok)
 		return ok;
-	for (int fam = 0; fam < 2; fam++) {
-		if (fresh[fam].empty())
+	for (Family f : {Family::v4, Family::v6}) {
+		size_t adding = 0;
+		for (Table t : kAllTables)
+			if (list_of(t) == list && family_of(t) == f)
+				adding += fresh[static_cast<size_t>(t)].size();
+		if (!adding)
 			continue;
-		size_t before = held(list, fam ? Family::v6 : Family::v4, set);
-		if (!check_list_entries(before + fresh[fam].size()))
+		size_t before = held(list, f, set);
+		if (!check_list_entries(before + adding))
 			return refused("invariant a list holds at most " + std::to_string(SLUICE_LIST_MAX_ENTRIES) +
-				       " prefixes per family violated: rejected " + std::to_string(fresh[fam].size()) +
-				       " new IPv" + (fam ? "6" : "4") + " prefixes beside the " + std::to_string(before) +
+				       " prefixes per family violated: rejected " + std::to_string(adding) + " new IPv" +
+				       (f == Family::v6 ? "6" : "4") + " prefixes beside the " + std::to_string(before) +
 				       " of the " + to_string(list) + " list; nothing was added");
 	}
-	size_t done[2] = {0, 0};
+	std::array<size_t, kTables> done{};
 	auto rollback = [&] {
-		for (int fam = 0; fam < 2; fam++)
-			for (size_t i = 0; i < done[fam]; i++)
-				if (int err = bpf_map_delete_elem(fd_for(list, fam ? Family::v6 : Family::v4), &fresh[fam][i]);
-				    err && err != -ENOENT)
-					counts_->counted = false; // the trie holds what is not counted
+		for (Table t : kAllTables)
+			for (size_t i = 0; i < done[static_cast<size_t>(t)]; i++) {
+				MapKey key(t, fresh[static_cast<size_t>(t)][i]);
+				if (int err = bpf_map_delete_elem(fd_of(t), key.bytes.data()); err && err != -ENOENT)
+					counts_->counted = false; // the map holds what is not counted
+			}
 	};
-	for (int fam = 0; fam < 2; fam++) {
-		if (fresh[fam].empty())
+	for (Table t : kAllTables) {
+		const auto &adding = fresh[static_cast<size_t>(t)];
+		if (adding.empty())
 			continue;
-		int fd = fd_for(list, fam ? Family::v6 : Family::v4);
-		size_t ksize = key_size(fam ? Family::v6 : Family::v4);
+		int fd = fd_of(t);
+		size_t ksize = MapKey(t).size;
 		// The kernel's batch takes packed keys of the map's own key size.
-		std::vector<uint8_t> keys(fresh[fam].size() * ksize);
-		for (size_t i = 0; i < fresh[fam].size(); i++)
-			std::memcpy(keys.data() + i * ksize, &fresh[fam][i], ksize);
-		std::vector<uint8_t> values(fresh[fam].size(), static_cast<uint8_t>(origin));
-		uint32_t count = static_cast<uint32_t>(fresh[fam].size());
+		std::vector<uint8_t> keys(adding.size() * ksize);
+		for (size_t i = 0; i < adding.size(); i++)
+			std::memcpy(keys.data() + i * ksize, MapKey(t, adding[i]).bytes.data(), ksize);
+		std::vector<uint8_t> values(adding.size(), static_cast<uint8_t>(origin));
+		uint32_t count = static_cast<uint32_t>(adding.size());
 		LIBBPF_OPTS(bpf_map_batch_opts, opts);
 		int err = bpf_map_update_batch(fd, keys.data(), values.data(), &count, &opts);
 		if (err == -EINVAL || err == -EOPNOTSUPP || err == -524 /* ENOTSUPP */) {
 			// A kernel without batch updates for LPM tries: one at a time.
 			err = 0;
-			for (count = 0; count < fresh[fam].size(); count++) {
-				if ((err = bpf_map_update_elem(fd, &fresh[fam][count], &values[count], BPF_ANY)))
+			for (count = 0; count < adding.size(); count++) {
+				if ((err = bpf_map_update_elem(fd, keys.data() + count * ksize, &values[count], BPF_ANY)))
 					break;
 			}
 		}
-		done[fam] = count;
+		done[static_cast<size_t>(t)] = count;
 		if (err) {
 			rollback();
 			return fail_bpf(err, std::string("adding ") + std::to_string(cidrs.size()) + " prefixes to the " +
 						     to_string(list) + " list; nothing was added");
 		}
 	}
-	for (int fam = 0; fam < 2; fam++)
-		held(list, fam ? Family::v6 : Family::v4, set) += fresh[fam].size();
+	for (Table t : kAllTables)
+		held(t, set) += fresh[static_cast<size_t>(t)].size();
 	return {};
 }
 
@@ -528,7 +670,8 @@ Status PrefixLists::remove(ListKind list, std::span<const Cidr> cidrs) const
 		return std::unexpected(set.error());
 	for (const auto &c : cidrs) {
 		// (the origin written here goes with the entry just after)
-		auto there = holds_exactly(fd_for(list, c.addr.family), key_of(c, *set), c.addr.family, ListOrigin::run_time);
+		Table t = table_for(list, c);
+		auto there = holds_exactly(fd_of(t), t, key_of(c, *set), ListOrigin::run_time);
 		if (!there)
 			return std::unexpected(there.error());
 		if (!*there)
@@ -537,13 +680,14 @@ Status PrefixLists::remove(ListKind list, std::span<const Cidr> cidrs) const
 	if (auto ok = count(); !ok)
 		return ok;
 	for (const auto &c : cidrs) {
-		LpmKey k = key_of(c, *set);
-		int err = bpf_map_delete_elem(fd_for(list, c.addr.family), &k);
+		Table t = table_for(list, c);
+		MapKey key(t, key_of(c, *set));
+		int err = bpf_map_delete_elem(fd_of(t), key.bytes.data());
 		if (err == -ENOENT)
 			continue; // named twice in this request: gone with the first
 		if (err)
 			return fail_bpf(err, "removing " + c.str() + " from the " + to_string(list) + " list");
-		held(list, c.addr.family, *set)--;
+		held(t, *set)--;
 	}
 	return sync_flags();
 }
@@ -551,13 +695,17 @@ Status PrefixLists::remove(ListKind list, std::span<const Cidr> cidrs) const
 Result<std::vector<Cidr>> PrefixLists::entries(ListKind list, uint32_t set, std::optional<ListOrigin> only) const
 {
 	std::vector<Cidr> out;
-	for (Family f : {Family::v4, Family::v6}) {
-		for (const LpmKey &k : keys_of_set(fd_for(list, f), set)) {
+	for (Table t : kAllTables) {
+		if (list_of(t) != list)
+			continue;
+		const Family f = family_of(t);
+		for (const LpmKey &k : entries_in(fd_of(t), t, set)) {
 			if (only) {
 				// A lookup with the entry's own prefix length finds the
 				// entry itself: no longer prefix of it can match.
 				uint8_t value = 0;
-				if (int err = bpf_map_lookup_elem(fd_for(list, f), &k, &value); err == -ENOENT)
+				MapKey key(t, k);
+				if (int err = bpf_map_lookup_elem(fd_of(t), key.bytes.data(), &value); err == -ENOENT)
 					continue; // deleted since the walk
 				else if (err)
 					return fail_bpf(err, std::string("reading a ") + to_string(list) + " list entry's origin");
@@ -590,17 +738,18 @@ Status PrefixLists::clear(uint32_t set) const
 		return std::unexpected(ok.error());
 	if (auto ok = count(); !ok)
 		return ok;
-	for (ListKind list : {ListKind::allow, ListKind::deny})
-		for (Family f : {Family::v4, Family::v6}) {
-			int fd = fd_for(list, f);
-			for (const LpmKey &k : keys_of_set(fd, set))
-				if (int err = bpf_map_delete_elem(fd, &k); err && err != -ENOENT) {
-					counts_->counted = false; // some deleted, some not
-					return fail_bpf(err, std::string("clearing policy set ") + std::to_string(set) +
-								     " of the " + to_string(list) + " list");
-				}
-			held(list, f, set) = 0;
+	for (Table t : kAllTables) {
+		int fd = fd_of(t);
+		for (const LpmKey &k : entries_in(fd, t, set)) {
+			MapKey key(t, k);
+			if (int err = bpf_map_delete_elem(fd, key.bytes.data()); err && err != -ENOENT) {
+				counts_->counted = false; // some deleted, some not
+				return fail_bpf(err, std::string("clearing policy set ") + std::to_string(set) + " of the " +
+							     to_string(list_of(t)) + " list");
+			}
 		}
+		held(t, set) = 0;
+	}
 	return {};
 }
 

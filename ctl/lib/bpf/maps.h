@@ -113,7 +113,11 @@ const char *to_string(ListKind k);
 enum class ListOrigin : uint8_t { run_time = SLUICE_LIST_AT_RUN_TIME, file = SLUICE_LIST_FROM_FILE };
 
 // The allow and deny lists: one LPM trie per family each, holding both
-// policy sets (sluice_abi.h: the key's first data byte is the set). What an
+// policy sets (sluice_abi.h: the key's first data byte is the set), and for
+// the deny list a hash map per family beside its trie holding its whole
+// addresses (a /32, a /128; struct sluice_exact_v4), where the data plane's
+// lookup does not grow with the list. Which map an entry is in follows from
+// its list and prefix length alone; callers name CIDRs, never maps. What an
 // operator adds or removes at run time, and what the lists are said to hold,
 // is the set in force (config.policy_flags' SLUICE_POLICY_SET); a reload
 // (bpf/policy_tables) writes the other set with insert() and clear() and
@@ -130,12 +134,15 @@ enum class ListOrigin : uint8_t { run_time = SLUICE_LIST_AT_RUN_TIME, file = SLU
 class PrefixLists {
 public:
 	struct Fds {
-		int allow_v4, allow_v6, deny_v4, deny_v6;
+		int allow_v4, allow_v6, deny_v4, deny_v6, deny_exact_v4, deny_exact_v6;
 	};
-	// Prefixes held, by list (allow, deny), family (v4, v6) and set.
+	// One of the six maps: list, family, and trie or exact (whole addresses).
+	enum class Table : uint8_t { allow_v4, allow_v6, deny_v4, deny_v6, deny_exact_v4, deny_exact_v6 };
+	static constexpr size_t kTables = 6;
+	// Prefixes held, by map and set.
 	struct Counts {
 		bool counted = false;
-		std::array<std::array<std::array<size_t, SLUICE_POLICY_SETS>, 2>, 2> held{};
+		std::array<std::array<size_t, SLUICE_POLICY_SETS>, kTables> held{};
 	};
 	// Lists with a count of their own.
 	PrefixLists(Fds fds, ConfigMap config) : PrefixLists(fds, config, nullptr) {}
@@ -171,11 +178,13 @@ public:
 	Result<uint32_t> list_flags(uint32_t set) const;
 
 private:
-	int fd_for(ListKind list, Family f) const;
+	int fd_of(Table t) const;
 	Result<uint32_t> set_in_force() const;
-	// Count the tries if not yet counted (or dropped by a failed write).
+	// Count the maps if not yet counted (or dropped by a failed write).
 	Status count() const;
-	size_t &held(ListKind list, Family f, uint32_t set) const;
+	size_t &held(Table t, uint32_t set) const;
+	// What a list holds of a family in a set, in both of its maps.
+	size_t held(ListKind list, Family f, uint32_t set) const;
 	Fds fds_;
 	ConfigMap config_;
 	std::shared_ptr<Counts> counts_;

@@ -110,13 +110,6 @@ Status write_entries(int fd, uint32_t set, const std::vector<std::pair<Cidr, Val
 	return {};
 }
 
-uint32_t list_bit(ListKind list, Family f)
-{
-	if (list == ListKind::allow)
-		return f == Family::v4 ? SLUICE_LIST_ALLOW_V4 : SLUICE_LIST_ALLOW_V6;
-	return f == Family::v4 ? SLUICE_LIST_DENY_V4 : SLUICE_LIST_DENY_V6;
-}
-
 } // namespace
 
 // The keys of the class tries, by set.
@@ -255,11 +248,12 @@ Result<AppliedSet> PolicyTables::apply(const CompiledPolicy &c, const PolicyList
 
 	AppliedSet out;
 	out.set = new_set;
-	uint32_t flags = (c.class_flags & SLUICE_CLASS_ANY) | (new_set ? SLUICE_POLICY_SET : 0);
-	for (ListKind list : {ListKind::allow, ListKind::deny})
-		for (const auto *part : {&lists.file(list), &lists.kept(list)})
-			for (const auto &cidr : *part)
-				flags |= list_bit(list, cidr.addr.family);
+	// The list bits from what the new set holds, as PrefixLists counted it
+	// writing it (which map each entry went to is its call).
+	auto held = lists_.list_flags(new_set);
+	if (!held)
+		return undo(held.error());
+	uint32_t flags = (c.class_flags & SLUICE_CLASS_ANY) | (new_set ? SLUICE_POLICY_SET : 0) | *held;
 	out.policy_flags = flags;
 	auto cfg = config_.read();
 	if (!cfg)
