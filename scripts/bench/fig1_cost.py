@@ -113,6 +113,7 @@ def measure(lab):
     repeat = 1000000
     progs = [("xdp_drop", lab.obj("xdp_drop_bpf")), ("xdp_filter", lab.xdpfilt)]
     progs += [(f"sluiced_{p}", f"@sluiced,{p}") for p, _, _ in PATHS]
+    progs += [(f"sluiced_{p}", f"@sluiced,{p}") for p in ("deny_full", "deny_full_trie")]
     progs += [("sluice", lab.obj("sluice_bpf")), ("sluice_drop_path", lab.obj("sluice_bpf") + ",drop"),
              ("fine_clock", lab.obj("sluice_fineclock_bpf")), ("coarse_clock", lab.obj("sluice_coarseclock_bpf")),
              ("siphash24", lab.obj("sluice_sip24_bpf"))]
@@ -141,6 +142,16 @@ def measure(lab):
                          note=f"64-byte {label} UDP, sluiced's program and defaults: {what}")
             if path == "pass":
                 vs_filter[fam] = r
+        # A full deny list of whole addresses (65,536 of the family): in the
+        # exact maps, as sluiced keeps them, against one entry, and against
+        # the same addresses in the trie (the deny list until layout 18).
+        rows.add(f"path_{fam}_deny_full_vs_deny", "ns/packet", med["sluiced_deny_full"][fam],
+                 med["sluiced_deny"][fam], "sluice, deny path (one entry)", samples=d["sluiced_deny_full"][fam],
+                 note="the deny list full (65,536 whole addresses of the family, the source's among them)")
+        rows.add(f"path_{fam}_deny_full_vs_trie", "ns/packet", med["sluiced_deny_full"][fam],
+                 med["sluiced_deny_full_trie"][fam], "the same list in the deny trie",
+                 samples=d["sluiced_deny_full_trie"][fam],
+                 note="whole addresses by exact match against the LPM trie's walk (layout 17 and before)")
         rows.add(f"path_{fam}_drop_vs_pass", "ns/packet", med["sluiced_drop"][fam], med["sluiced_pass"][fam],
                  "sluice, pass path", floor=("<=", 1.0), note="the flood's frame costs at most the passed one")
         rows.add(f"path_{fam}_shed_vs_pass", "ns/packet", med["sluiced_shed"][fam], med["sluiced_pass"][fam],

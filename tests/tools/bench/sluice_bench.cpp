@@ -478,6 +478,11 @@ std::pair<Bytes, Bytes> cost_frames(const std::string &kind)
 //   shed      shedding, no standing, the newcomer budget drained
 //   standing  shedding, the source has standing, the pass path's budget
 //   deny      serving, the source on the deny list
+//   deny_full serving, the deny list full: SLUICE_LIST_MAX_ENTRIES whole
+//             addresses of each family, the source's among them, added as
+//             sluicectl deny add does (so in the exact maps)
+//   deny_full_trie  the same addresses written straight into the deny
+//             tries, as a deny list held them until layout 18
 // Nothing is attached or pinned.
 void check(const sluice::Status &ok, const std::string &what)
 {
@@ -492,11 +497,79 @@ struct PathMaps {
 	sluice::PrefixLists lists;
 	sluice::StandingTable standing;
 	int prog_fd;
+	int deny_v4, deny_v6; // the deny tries (deny_full_trie)
 };
+
+const char *const kPaths[] = {"pass", "drop", "shed", "standing", "deny", "deny_full", "deny_full_trie"};
 
 bool is_path(const std::string &path)
 {
-	return path == "pass" || path == "drop" || path == "shed" || path == "standing" || path == "deny";
+	return std::find(std::begin(kPaths), std::end(kPaths), path) != std::end(kPaths);
+}
+
+std::string path_names()
+{
+	std::string out;
+	for (const char *p : kPaths)
+		out += std::string(out.empty() ? "" : ", ") + p;
+	return out;
+}
+
+// A full deny list of whole addresses, the bench source's among them:
+// 198.18.0.1 + 2i and 2001:2:0:ff::(2i + 1), i < SLUICE_LIST_MAX_ENTRIES.
+std::vector<sluice::Cidr> full_deny_list()
+{
+	using namespace sluice;
+	std::vector<Cidr> out;
+	for (uint32_t i = 0; i < SLUICE_LIST_MAX_ENTRIES; i++) {
+		uint32_t a = (198u << 24 | 18u << 16) + 1 + 2 * i;
+		Cidr c4{};
+		c4.addr.family = Family::v4;
+		for (int b = 0; b < 4; b++)
+			c4.addr.bytes[b] = uint8_t(a >> (24 - 8 * b));
+		c4.prefix = 32;
+		out.push_back(c4);
+		Cidr c6 = *parse_cidr("2001:2:0:ff::/128");
+		uint32_t low = 1 + 2 * i;
+		for (int b = 0; b < 4; b++)
+			c6.addr.bytes[12 + b] = uint8_t(low >> (24 - 8 * b));
+		out.push_back(c6);
+	}
+	return out;
+}
+
+// The addresses straight into the deny tries of set 0 (as /32s, /128s),
+// their bits set in config: the deny list before layout 18.
+void deny_in_tries(const PathMaps &m, const std::vector<sluice::Cidr> &list)
+{
+	using namespace sluice;
+	std::vector<sluice_lpm_v4> k4;
+	std::vector<sluice_lpm_v6> k6;
+	for (const auto &c : list) {
+		if (c.addr.family == Family::v4) {
+			sluice_lpm_v4 k{};
+			k.prefixlen = SLUICE_LPM_SET_BITS + 32;
+			std::memcpy(k.addr, c.addr.bytes.data(), 4);
+			k4.push_back(k);
+		} else {
+			sluice_lpm_v6 k{};
+			k.prefixlen = SLUICE_LPM_SET_BITS + 128;
+			std::memcpy(k.addr, c.addr.bytes.data(), 16);
+			k6.push_back(k);
+		}
+	}
+	uint8_t one = 1;
+	for (const auto &k : k4)
+		if (bpf_map_update_elem(m.deny_v4, &k, &one, BPF_ANY))
+			throw Error(std::string("deny_v4 update: ") + std::strerror(errno));
+	for (const auto &k : k6)
+		if (bpf_map_update_elem(m.deny_v6, &k, &one, BPF_ANY))
+			throw Error(std::string("deny_v6 update: ") + std::strerror(errno));
+	auto cfg = m.config.read();
+	if (!cfg)
+		throw Error("config read: " + cfg.error().describe());
+	cfg->policy_flags |= SLUICE_LIST_DENY_V4 | SLUICE_LIST_DENY_V6;
+	check(m.config.write(*cfg), "config write");
 }
 
 // The config sluiced writes at start (config_with_budgets at the default
@@ -506,7 +579,7 @@ sluice_config path_config(const std::string &path)
 {
 	using namespace sluice;
 	if (!is_path(path))
-		throw Error("path '" + path + "' is not pass, drop, shed, standing or deny");
+		throw Error("path '" + path + "' is not one of " + path_names());
 	const bool high_rate = path == "pass" || path == "standing";
 	int cpus = libbpf_num_possible_cpus();
 	if (cpus <= 0)
@@ -542,6 +615,10 @@ void put_on_path(const std::string &path, const PathMaps &m, const std::pair<Byt
 		std::vector<Cidr> c{*parse_cidr("198.18.255.1/32"), *parse_cidr("2001:2:0:ff::/64")};
 		check(m.lists.add(ListKind::deny, c), "deny add");
 	}
+	if (path == "deny_full")
+		check(m.lists.add(ListKind::deny, full_deny_list()), "deny add");
+	if (path == "deny_full_trie")
+		deny_in_tries(m, full_deny_list());
 	if (path == "standing") {
 		std::vector<Address> peers{a4, a6};
 		check(m.standing.grant(peers, SLUICE_BY_ACCEPTED), "standing grant");
@@ -560,12 +637,14 @@ std::unique_ptr<sluice::Dataplane> sluiced_program(const std::string &path, cons
 {
 	using namespace sluice;
 	if (!is_path(path))
-		throw Error("@sluiced: '" + path + "' is not pass, drop, shed, standing or deny");
+		throw Error("@sluiced: '" + path + "' is not one of " + path_names());
 	auto dp = Dataplane::load(LoadOptions{}, path_config(path));
 	if (!dp)
 		throw Error("Dataplane::load: " + dp.error().describe());
 	auto out = std::make_unique<Dataplane>(std::move(*dp));
-	put_on_path(path, PathMaps{out->config(), out->lists(), out->standing(), out->prog_fd()}, frames);
+	const auto fds = out->list_fds();
+	put_on_path(path, PathMaps{out->config(), out->lists(), out->standing(), out->prog_fd(), fds.deny_v4, fds.deny_v6},
+		    frames);
 	return out;
 }
 
@@ -604,7 +683,8 @@ void install_policy(const Loaded &obj, const std::string &path)
 		throw Error(path + ": " + compiled.error().describe());
 	sluice::ConfigMap config(obj.map_fd("config"));
 	sluice::PrefixLists lists({obj.map_fd(SLUICE_PIN_ALLOW_V4), obj.map_fd(SLUICE_PIN_ALLOW_V6),
-				   obj.map_fd(SLUICE_PIN_DENY_V4), obj.map_fd(SLUICE_PIN_DENY_V6)},
+				   obj.map_fd(SLUICE_PIN_DENY_V4), obj.map_fd(SLUICE_PIN_DENY_V6),
+				   obj.map_fd(SLUICE_PIN_DENY_EXACT_V4), obj.map_fd(SLUICE_PIN_DENY_EXACT_V6)},
 				  config);
 	sluice::PolicyTables tables({obj.map_fd(SLUICE_PIN_CLASSES), obj.map_fd(SLUICE_PIN_PORT_CLASSES),
 				     obj.map_fd(SLUICE_PIN_CLASS_V4), obj.map_fd(SLUICE_PIN_CLASS_V6)},
@@ -672,10 +752,11 @@ int cmd_cost(int argc, char **argv)
 			const Loaded &l = *p.obj;
 			sluice::ConfigMap config(l.map_fd("config"));
 			sluice::PrefixLists lists({l.map_fd(SLUICE_PIN_ALLOW_V4), l.map_fd(SLUICE_PIN_ALLOW_V6),
-						   l.map_fd(SLUICE_PIN_DENY_V4), l.map_fd(SLUICE_PIN_DENY_V6)},
+						   l.map_fd(SLUICE_PIN_DENY_V4), l.map_fd(SLUICE_PIN_DENY_V6),
+						   l.map_fd(SLUICE_PIN_DENY_EXACT_V4), l.map_fd(SLUICE_PIN_DENY_EXACT_V6)},
 						  config);
 			put_on_path(on_path, PathMaps{config, lists, sluice::StandingTable(l.map_fd(SLUICE_PIN_STANDING), l.settings()),
-						      l.prog_fd()},
+						      l.prog_fd(), l.map_fd(SLUICE_PIN_DENY_V4), l.map_fd(SLUICE_PIN_DENY_V6)},
 				    {f4, f6});
 		} else if (p.obj->sluice()) {
 			if (drop) {
