@@ -221,10 +221,19 @@ TEST(Concurrency, TwoCpusLeasingStayWithinTheExactBound)
 	EXPECT_EQ(passed + c.packets(SLUICE_DROP_RATE), 2ull * kRepeat) << c.str();
 	EXPECT_LE(passed, bound);
 	EXPECT_LE(passed + l[0].tokens + l[1].tokens, bound) << "taken from the pair";
-	// Under it only by the leases left and the ticks between the program's
-	// last clock reading and ours (figure 13 saw 1-3 ticks short with and
-	// without leases: each thread reads the program's clock around its run).
-	EXPECT_GE(passed + 2 * (batch - 1) + 3 * tick_ns() / cost, bound)
+	// Under it only by the leases left and three ticks, counted over the
+	// time frames ran: the kernel's own measure of each run's loop (duration
+	// x repeat, pauses to reschedule left out), not our readings around the
+	// runs. Those also hold what BPF_PROG_TEST_RUN does before the first
+	// frame and after the last: with repeat > 1 it puts the program into
+	// the XDP dispatcher and takes it out again (bpf_prog_change_xdp, an
+	// RCU grace period each), 16-28 ms on one 2-CPU VM, where no frame
+	// takes the refill the readings count. Figure 13 saw 1-3 ticks short
+	// against the readings on a faster one, 5-7 here.
+	const std::uint64_t ran = std::max(std::uint64_t(h[0].result.duration), std::uint64_t(h[1].result.duration)) *
+				  std::uint64_t(kRepeat);
+	std::printf("LEASES frames ran %.3f ms by the kernel's count (the longer run)\n", ran / 1e6);
+	EXPECT_GE(passed + 2 * (batch - 1) + 3 * tick_ns() / cost, kBurst + ran / cost)
 		<< "under-admitted past the stranded leases and three ticks";
 	for (int cpu : {0, 1})
 		EXPECT_EQ(l[cpu].pair, pair) << "CPU " << cpu << " never leased";
