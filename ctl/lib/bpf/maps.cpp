@@ -278,25 +278,6 @@ const char *to_string(ListKind k)
 	return k == ListKind::allow ? "allow" : "deny";
 }
 
-int PrefixLists::fd_of(Table t) const
-{
-	switch (t) {
-	case Table::allow_v4:
-		return fds_.allow_v4;
-	case Table::allow_v6:
-		return fds_.allow_v6;
-	case Table::deny_v4:
-		return fds_.deny_v4;
-	case Table::deny_v6:
-		return fds_.deny_v6;
-	case Table::deny_exact_v4:
-		return fds_.deny_exact_v4;
-	case Table::deny_exact_v6:
-		return fds_.deny_exact_v6;
-	}
-	return -1;
-}
-
 namespace {
 
 using Table = PrefixLists::Table;
@@ -314,40 +295,77 @@ struct LpmKey {
 static_assert(sizeof(LpmKey) == sizeof(sluice_lpm_v6) && offsetof(LpmKey, addr) == offsetof(sluice_lpm_v6, addr) &&
 	      offsetof(LpmKey, addr) == offsetof(sluice_lpm_v4, addr));
 
-constexpr bool is_exact(Table t)
+// One row a map: the list and family it serves, whether it holds whole
+// addresses only (a hash map) or any prefix (an LPM trie), its descriptor
+// among the Fds, and the SLUICE_LIST_* bit that says a set has entries there.
+// Every other reading of a map (its key, where an entry goes, what the flags
+// say) comes from here.
+struct TableRow {
+	Table table;
+	ListKind list;
+	Family family;
+	bool exact;
+	int PrefixLists::Fds::*fd;
+	uint32_t flag;
+};
+constexpr std::array<TableRow, PrefixLists::kTables> kTableRows{{
+	{Table::allow_v4, ListKind::allow, Family::v4, false, &PrefixLists::Fds::allow_v4, SLUICE_LIST_ALLOW_V4},
+	{Table::allow_v6, ListKind::allow, Family::v6, false, &PrefixLists::Fds::allow_v6, SLUICE_LIST_ALLOW_V6},
+	{Table::deny_v4, ListKind::deny, Family::v4, false, &PrefixLists::Fds::deny_v4, SLUICE_LIST_DENY_V4},
+	{Table::deny_v6, ListKind::deny, Family::v6, false, &PrefixLists::Fds::deny_v6, SLUICE_LIST_DENY_V6},
+	{Table::deny_exact_v4, ListKind::deny, Family::v4, true, &PrefixLists::Fds::deny_exact_v4,
+	 SLUICE_LIST_DENY_EXACT_V4},
+	{Table::deny_exact_v6, ListKind::deny, Family::v6, true, &PrefixLists::Fds::deny_exact_v6,
+	 SLUICE_LIST_DENY_EXACT_V6},
+}};
+static_assert([] {
+	for (size_t i = 0; i < kTableRows.size(); i++)
+		if (static_cast<size_t>(kTableRows[i].table) != i)
+			return false;
+	return true;
+}());
+
+constexpr const TableRow &row(Table t)
 {
-	return t == Table::deny_exact_v4 || t == Table::deny_exact_v6;
+	return kTableRows[static_cast<size_t>(t)];
 }
 
-constexpr Family family_of(Table t)
-{
-	return t == Table::allow_v4 || t == Table::deny_v4 || t == Table::deny_exact_v4 ? Family::v4 : Family::v6;
-}
+constexpr std::array<Table, PrefixLists::kTables> kAllTables = [] {
+	std::array<Table, PrefixLists::kTables> out{};
+	for (size_t i = 0; i < out.size(); i++)
+		out[i] = kTableRows[i].table;
+	return out;
+}();
 
-constexpr ListKind list_of(Table t)
+// The size of map t's key (sluice_abi.h).
+constexpr size_t key_size(Table t)
 {
-	return t == Table::allow_v4 || t == Table::allow_v6 ? ListKind::allow : ListKind::deny;
+	const TableRow &r = row(t);
+	if (r.exact)
+		return r.family == Family::v4 ? sizeof(sluice_exact_v4) : sizeof(sluice_exact_v6);
+	return r.family == Family::v4 ? sizeof(sluice_lpm_v4) : sizeof(sluice_lpm_v6);
 }
-
-constexpr std::array<Table, PrefixLists::kTables> kAllTables{Table::allow_v4,	   Table::allow_v6,
-							      Table::deny_v4,	   Table::deny_v6,
-							      Table::deny_exact_v4, Table::deny_exact_v6};
 
 constexpr uint8_t address_bits(Family f)
 {
 	return f == Family::v4 ? 32 : 128;
 }
 
-// The map a list's entry lives in: a deny list's whole address in the exact
-// map of its family, anything else in the family's trie.
+// The map a list's entry lives in: a whole address in its list's exact map
+// of the family, if the list has one; anything else in the family's trie.
 Table table_for(ListKind list, const Cidr &c)
 {
-	const bool v4 = c.addr.family == Family::v4;
-	if (list == ListKind::allow)
-		return v4 ? Table::allow_v4 : Table::allow_v6;
-	if (c.prefix == address_bits(c.addr.family))
-		return v4 ? Table::deny_exact_v4 : Table::deny_exact_v6;
-	return v4 ? Table::deny_v4 : Table::deny_v6;
+	const bool whole = c.prefix == address_bits(c.addr.family);
+	const TableRow *trie = nullptr;
+	for (const TableRow &r : kTableRows) {
+		if (r.list != list || r.family != c.addr.family)
+			continue;
+		if (whole && r.exact)
+			return r.table;
+		if (!r.exact)
+			trie = &r;
+	}
+	return trie->table; // every list has a trie of each family
 }
 
 // An entry's key in the layout of map t (sluice_abi.h).
@@ -357,38 +375,39 @@ struct MapKey {
 
 	MapKey(Table t, const LpmKey &k)
 	{
-		if (is_exact(t)) {
+		if (row(t).exact) {
 			const uint32_t set = k.set;
-			if (family_of(t) == Family::v4) {
+			if (row(t).family == Family::v4) {
 				sluice_exact_v4 e{};
 				std::memcpy(e.addr, k.addr, 4);
 				e.set = set;
-				put(&e, sizeof(e));
+				put(&e);
 			} else {
 				sluice_exact_v6 e{};
 				std::memcpy(e.addr, k.addr, 16);
 				e.set = set;
-				put(&e, sizeof(e));
+				put(&e);
 			}
 		} else {
-			put(&k, family_of(t) == Family::v4 ? sizeof(sluice_lpm_v4) : sizeof(sluice_lpm_v6));
+			put(&k);
 		}
+		size = key_size(t);
 	}
-	explicit MapKey(Table t) { size = MapKey(t, LpmKey{}).size; }
-	void put(const void *p, size_t n)
+	explicit MapKey(Table t) : size(key_size(t)) {}
+	template <typename K> void put(const K *k)
 	{
-		std::memcpy(bytes.data(), p, n);
-		size = n;
+		static_assert(sizeof(K) <= sizeof(bytes));
+		std::memcpy(bytes.data(), k, sizeof(K)); // size says how much of it map t reads
 	}
 	// The entry this key of map t names.
 	LpmKey entry(Table t) const
 	{
 		LpmKey k{};
-		if (!is_exact(t)) {
+		if (!row(t).exact) {
 			std::memcpy(&k, bytes.data(), size);
 			return k;
 		}
-		const Family f = family_of(t);
+		const Family f = row(t).family;
 		uint32_t set;
 		if (f == Family::v4) {
 			sluice_exact_v4 e;
@@ -431,13 +450,13 @@ Result<bool> holds_exactly(int fd, Table t, const LpmKey &k, ListOrigin origin)
 		return true;
 	if (err == -ENOENT)
 		return false;
-	return fail_bpf(err, "looking up " + std::string(family_of(t) == Family::v4 ? "an IPv4" : "an IPv6") +
+	return fail_bpf(err, "looking up " + std::string(row(t).family == Family::v4 ? "an IPv4" : "an IPv6") +
 				     " list entry");
 }
 
 // Every key of map t (fd) as an entry, or those of policy set `set` only;
 // both sets share the map.
-std::vector<LpmKey> entries_in(int fd, Table t, std::optional<uint32_t> set, int *err_out = nullptr)
+Result<std::vector<LpmKey>> entries_in(int fd, Table t, std::optional<uint32_t> set)
 {
 	std::vector<LpmKey> out;
 	MapKey cur(t), next(t);
@@ -450,21 +469,21 @@ std::vector<LpmKey> entries_in(int fd, Table t, std::optional<uint32_t> set, int
 		cur = next;
 		prev = cur.bytes.data();
 	}
-	if (err_out)
-		*err_out = err;
+	if (err != -ENOENT)
+		return fail_bpf(err, std::string("reading the ") + to_string(row(t).list) + " list's entries");
 	return out;
 }
 
 // How many keys of each policy set map t (fd) holds: one walk.
 Result<std::array<size_t, SLUICE_POLICY_SETS>> count_by_set(int fd, Table t)
 {
+	auto keys = entries_in(fd, t, std::nullopt);
+	if (!keys)
+		return std::unexpected(keys.error());
 	std::array<size_t, SLUICE_POLICY_SETS> out{};
-	int err = 0;
-	for (const LpmKey &k : entries_in(fd, t, std::nullopt, &err))
+	for (const LpmKey &k : *keys)
 		if (k.set < SLUICE_POLICY_SETS)
 			out[k.set]++;
-	if (err != -ENOENT)
-		return fail_bpf(err, "counting a list's entries");
 	return out;
 }
 
@@ -475,34 +494,19 @@ Status policy_set_exists(uint32_t set)
 	return {};
 }
 
-// The SLUICE_LIST_* bit that says map t holds entries of the set.
-constexpr uint32_t flag_of(Table t)
-{
-	switch (t) {
-	case Table::allow_v4:
-		return SLUICE_LIST_ALLOW_V4;
-	case Table::allow_v6:
-		return SLUICE_LIST_ALLOW_V6;
-	case Table::deny_v4:
-		return SLUICE_LIST_DENY_V4;
-	case Table::deny_v6:
-		return SLUICE_LIST_DENY_V6;
-	case Table::deny_exact_v4:
-		return SLUICE_LIST_DENY_EXACT_V4;
-	case Table::deny_exact_v6:
-		return SLUICE_LIST_DENY_EXACT_V6;
-	}
-	return 0;
-}
-
 constexpr uint32_t kListBits = [] {
 	uint32_t bits = 0;
 	for (Table t : kAllTables)
-		bits |= flag_of(t);
+		bits |= row(t).flag;
 	return bits;
 }();
 
 } // namespace
+
+int PrefixLists::fd_of(Table t) const
+{
+	return fds_.*row(t).fd;
+}
 
 Result<uint32_t> PrefixLists::set_in_force() const
 {
@@ -537,7 +541,7 @@ size_t PrefixLists::held(ListKind list, Family f, uint32_t set) const
 {
 	size_t n = 0;
 	for (Table t : kAllTables)
-		if (list_of(t) == list && family_of(t) == f)
+		if (row(t).list == list && row(t).family == f)
 			n += held(t, set);
 	return n;
 }
@@ -551,7 +555,7 @@ Result<uint32_t> PrefixLists::list_flags(uint32_t set) const
 	uint32_t flags = 0;
 	for (Table t : kAllTables)
 		if (held(t, set))
-			flags |= flag_of(t);
+			flags |= row(t).flag;
 	return flags;
 }
 
@@ -599,7 +603,7 @@ Status PrefixLists::insert(ListKind list, uint32_t set, std::span<const Cidr> ci
 	for (Family f : {Family::v4, Family::v6}) {
 		size_t adding = 0;
 		for (Table t : kAllTables)
-			if (list_of(t) == list && family_of(t) == f)
+			if (row(t).list == list && row(t).family == f)
 				adding += fresh[static_cast<size_t>(t)].size();
 		if (!adding)
 			continue;
@@ -624,7 +628,7 @@ Status PrefixLists::insert(ListKind list, uint32_t set, std::span<const Cidr> ci
 		if (adding.empty())
 			continue;
 		int fd = fd_of(t);
-		size_t ksize = MapKey(t).size;
+		const size_t ksize = key_size(t);
 		// The kernel's batch takes packed keys of the map's own key size.
 		std::vector<uint8_t> keys(adding.size() * ksize);
 		for (size_t i = 0; i < adding.size(); i++)
@@ -696,10 +700,13 @@ Result<std::vector<Cidr>> PrefixLists::entries(ListKind list, uint32_t set, std:
 {
 	std::vector<Cidr> out;
 	for (Table t : kAllTables) {
-		if (list_of(t) != list)
+		if (row(t).list != list)
 			continue;
-		const Family f = family_of(t);
-		for (const LpmKey &k : entries_in(fd_of(t), t, set)) {
+		const Family f = row(t).family;
+		auto keys = entries_in(fd_of(t), t, set);
+		if (!keys)
+			return std::unexpected(keys.error());
+		for (const LpmKey &k : *keys) {
 			if (only) {
 				// A lookup with the entry's own prefix length finds the
 				// entry itself: no longer prefix of it can match.
@@ -740,12 +747,17 @@ Status PrefixLists::clear(uint32_t set) const
 		return ok;
 	for (Table t : kAllTables) {
 		int fd = fd_of(t);
-		for (const LpmKey &k : entries_in(fd, t, set)) {
+		auto keys = entries_in(fd, t, set);
+		if (!keys) {
+			counts_->counted = false; // it may have been part way through
+			return std::unexpected(keys.error());
+		}
+		for (const LpmKey &k : *keys) {
 			MapKey key(t, k);
 			if (int err = bpf_map_delete_elem(fd, key.bytes.data()); err && err != -ENOENT) {
 				counts_->counted = false; // some deleted, some not
 				return fail_bpf(err, std::string("clearing policy set ") + std::to_string(set) + " of the " +
-							     to_string(list_of(t)) + " list");
+							     to_string(row(t).list) + " list");
 			}
 		}
 		held(t, set) = 0;
