@@ -288,10 +288,12 @@ __noinline int sluice_bytes_admit(__u64 hash, __u64 now, __u64 bytes, __u64 byte
 static __always_inline __u32 gate(struct xdp_md *ctx, const struct sluice_config *cfg, __u32 flags,
 				  const struct sluice_source *src, int is_v6)
 {
-	__u32 allow_bit = is_v6 ? SLUICE_LIST_ALLOW_V6 : SLUICE_LIST_ALLOW_V4;
+	__u32 allow_bits = is_v6 ? SLUICE_LIST_ALLOW_V6 | SLUICE_LIST_ALLOW_EXACT_V6
+				 : SLUICE_LIST_ALLOW_V4 | SLUICE_LIST_ALLOW_EXACT_V4;
 
 	if (cfg->breaker_state == SLUICE_SHEDDING) {
-		if ((flags & allow_bit) && listed(&allow_v4, &allow_v6, src, is_v6, SLUICE_POLICY_SET_OF(flags)))
+		if ((flags & allow_bits) &&
+		    (is_v6 ? sluice_allowed_v6(flags, src->w[0], src->w[1]) : sluice_allowed_v4(flags, src->w[0])))
 			return SLUICE_ALLOWLISTED;
 		if (cfg->cost_ns == 0)
 			return sampled_drop(ctx, src, is_v6, SLUICE_DROP_SHED); /* never configured */

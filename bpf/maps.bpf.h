@@ -9,10 +9,10 @@
 
 /* Load-time settings (read-only once loaded; the verifier folds the branches
  * that depend on them, so a non-dry-run program carries no dry-run code).
- * settings.zero_key is the config's key for sluice_xdp: sluice_xdp,
- * sluice_judge_policy and the lease's sluice_pair_admit together are at the
- * verifier's 512 bytes of stack, and with a key kept in sluice_xdp's frame
- * the clock's arithmetic (jiffies_clock.h) took them past it. The verifier
+ * settings.zero_key is the config's key for sluice_xdp and
+ * sluice_judge_policy: those two and the lease's sluice_pair_admit together
+ * are at the verifier's 512 bytes of stack, and with a key kept in either
+ * frame the clock's arithmetic (jiffies_clock.h) took them past it. The verifier
  * knows read-only data, so the lookup is the same inlined one. */
 const volatile struct sluice_settings settings = {
 	.layout_version = SLUICE_LAYOUT_VERSION,
@@ -64,7 +64,7 @@ SLUICE_LPM_MAP(allow_v6, struct sluice_lpm_v6, __u8);
 SLUICE_LPM_MAP(deny_v4, struct sluice_lpm_v4, __u8);
 SLUICE_LPM_MAP(deny_v6, struct sluice_lpm_v6, __u8);
 
-/* A deny list's whole addresses, both sets (sluice_abi.h, struct
+/* A list's whole addresses, both sets (sluice_abi.h, struct
  * sluice_exact_v4): as bounded as the tries, allocated per entry as they
  * are. */
 #define SLUICE_EXACT_MAP(name, keytype)                                            \
@@ -78,6 +78,8 @@ SLUICE_LPM_MAP(deny_v6, struct sluice_lpm_v6, __u8);
 
 SLUICE_EXACT_MAP(deny_exact_v4, struct sluice_exact_v4);
 SLUICE_EXACT_MAP(deny_exact_v6, struct sluice_exact_v6);
+SLUICE_EXACT_MAP(allow_exact_v4, struct sluice_exact_v4);
+SLUICE_EXACT_MAP(allow_exact_v6, struct sluice_exact_v6);
 SLUICE_LPM_MAP(class_v4, struct sluice_lpm_v4, struct sluice_class_matches);
 SLUICE_LPM_MAP(class_v6, struct sluice_lpm_v6, struct sluice_class_matches);
 

@@ -82,14 +82,14 @@ __noinline __u32 sluice_judge_policy(struct xdp_md *ctx, __u32 flags, __u32 port
 	__u64 bytes = data_end - data;
 	struct sluice_source src;
 	const __u8 *l3 = data;
-	__u32 zero = 0, outcome;
+	__u32 outcome;
 	int kind = sluice_parse_at(data, data_end, &src, &l3);
 	int is_v6 = kind == SLUICE_PARSE_IPV6;
 	int observe = 0;
 
 	if (kind != SLUICE_PARSE_IPV4 && kind != SLUICE_PARSE_IPV6)
 		return SLUICE_MALFORMED; /* cannot happen: the caller parsed it so */
-	const struct sluice_config *cfg = bpf_map_lookup_elem(&config, &zero);
+	const struct sluice_config *cfg = bpf_map_lookup_elem(&config, (const void *)&settings.zero_key);
 
 	if (!cfg)
 		return SLUICE_PASSED; /* cannot happen: a one-element array */

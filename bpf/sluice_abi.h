@@ -54,8 +54,10 @@
  *    settings.clock_tick_ns: every stored time (slots, stamps) is in it.
  * 18: a deny list's whole addresses (/32, /128) live in hash maps of their
  *    own (deny_exact_v4, deny_exact_v6; struct sluice_exact_v4/_v6), the
- *    SLUICE_LIST_DENY_EXACT_* flags. */
-#define SLUICE_LAYOUT_VERSION 18
+ *    SLUICE_LIST_DENY_EXACT_* flags.
+ * 19: so do the allow list's (allow_exact_v4, allow_exact_v6), the
+ *    SLUICE_LIST_ALLOW_EXACT_* flags. */
+#define SLUICE_LAYOUT_VERSION 19
 
 /* Table size bounds. The slot table is a BPF_MAP_TYPE_ARRAY whose size is a
  * power of two fixed at load: the index is (hash & (slots - 1)). */
@@ -64,8 +66,8 @@
 #define SLUICE_SLOTS_DEFAULT (1u << 18)
 
 /* Bounded allow/deny lists and class prefixes (LPM tries, one per family
- * each; per policy set; a deny list's whole addresses in a hash map beside
- * its trie): entries per list, family and set. */
+ * each; per policy set; a list's whole addresses in a hash map beside its
+ * trie): entries per list, family and set. */
 #define SLUICE_LIST_MAX_ENTRIES 65536
 
 #define SLUICE_NSEC_PER_SEC 1000000000ull
@@ -365,6 +367,8 @@ static inline __u64 sluice_listen_port_bit(__u32 port)
 #define SLUICE_LIST_DENY_V6 (1u << 3)
 #define SLUICE_LIST_DENY_EXACT_V4 (1u << 8) /* the set's deny list has whole IPv4 addresses (deny_exact_v4) */
 #define SLUICE_LIST_DENY_EXACT_V6 (1u << 9)
+#define SLUICE_LIST_ALLOW_EXACT_V4 (1u << 10) /* the set's allow list has whole IPv4 addresses (allow_exact_v4) */
+#define SLUICE_LIST_ALLOW_EXACT_V6 (1u << 11)
 #define SLUICE_CLASS_PORTS (1u << 4)     /* the set has rules without sources: port_classes is read */
 #define SLUICE_CLASS_PREFIX_V4 (1u << 5) /* the set has rules with IPv4 sources: class_v4 is read */
 #define SLUICE_CLASS_PREFIX_V6 (1u << 6)
@@ -823,6 +827,8 @@ struct sluice_observed_set {
 #define SLUICE_PIN_DENY_V6 "deny_v6"
 #define SLUICE_PIN_DENY_EXACT_V4 "deny_exact_v4"
 #define SLUICE_PIN_DENY_EXACT_V6 "deny_exact_v6"
+#define SLUICE_PIN_ALLOW_EXACT_V4 "allow_exact_v4"
+#define SLUICE_PIN_ALLOW_EXACT_V6 "allow_exact_v6"
 #define SLUICE_PIN_DROP_SAMPLES "drop_samples"
 #define SLUICE_PIN_STANDING "standing"
 #define SLUICE_PIN_NEWCOMERS "newcomers"

@@ -113,7 +113,7 @@ def measure(lab):
     repeat = 1000000
     progs = [("xdp_drop", lab.obj("xdp_drop_bpf")), ("xdp_filter", lab.xdpfilt)]
     progs += [(f"sluiced_{p}", f"@sluiced,{p}") for p, _, _ in PATHS]
-    progs += [(f"sluiced_{p}", f"@sluiced,{p}") for p in ("deny_full", "deny_full_trie")]
+    progs += [(f"sluiced_{p}", f"@sluiced,{p}") for p in ("deny_full", "deny_full_trie", "allow_full", "allow_full_trie")]
     progs += [("sluice", lab.obj("sluice_bpf")), ("sluice_drop_path", lab.obj("sluice_bpf") + ",drop"),
              ("fine_clock", lab.obj("sluice_fineclock_bpf")), ("coarse_clock", lab.obj("sluice_coarseclock_bpf")),
              ("siphash24", lab.obj("sluice_sip24_bpf"))]
@@ -152,6 +152,16 @@ def measure(lab):
                  med["sluiced_deny_full_trie"][fam], "the same list in the deny trie",
                  samples=d["sluiced_deny_full_trie"][fam],
                  note="whole addresses by exact match against the LPM trie's walk (layout 17 and before)")
+        # While shedding, a flood's frame asks the allow list first: with
+        # 65,536 whole addresses on it (not the source's), against an empty
+        # list and against the same addresses in the trie (until layout 19).
+        rows.add(f"path_{fam}_allow_full_vs_shed", "ns/packet", med["sluiced_allow_full"][fam],
+                 med["sluiced_shed"][fam], "sluice, shed path (no lists)", samples=d["sluiced_allow_full"][fam],
+                 note="shedding, the allow list full (65,536 whole addresses of the family, not the source's)")
+        rows.add(f"path_{fam}_allow_full_vs_trie", "ns/packet", med["sluiced_allow_full"][fam],
+                 med["sluiced_allow_full_trie"][fam], "the same list in the allow trie",
+                 samples=d["sluiced_allow_full_trie"][fam],
+                 note="whole addresses by exact match against the LPM trie's walk (layout 18 and before)")
         rows.add(f"path_{fam}_drop_vs_pass", "ns/packet", med["sluiced_drop"][fam], med["sluiced_pass"][fam],
                  "sluice, pass path", floor=("<=", 1.0), note="the flood's frame costs at most the passed one")
         rows.add(f"path_{fam}_shed_vs_pass", "ns/packet", med["sluiced_shed"][fam], med["sluiced_pass"][fam],

@@ -475,9 +475,9 @@ TEST(DataplaneStanding, AdoptingPinsOfLayout4IsRefusedWithThePathAndTheFix)
 	// and the SYN stamps changed maps and config, not settings;
 	// penalty_set_mask took the padding): the version alone tells them
 	// apart, before any map (the lists' keys grew a set byte) is compared.
-	// Layout 17 added clock_tick_ns, 8 bytes with its padding; layout 18
-	// changed maps only.
-	static_assert(SLUICE_LAYOUT_VERSION == 18);
+	// Layout 17 added clock_tick_ns, 8 bytes with its padding; layouts 18
+	// and 19 changed maps only.
+	static_assert(SLUICE_LAYOUT_VERSION == 19);
 	expect_old_layout_refused(4, sizeof(sluice_settings) - 8);
 }
 
@@ -498,6 +498,15 @@ TEST(DataplaneStanding, AdoptingPinsOfLayout17IsRefusedWithThePathAndTheFix)
 	// in deny_exact_v4/_v6) would never find them to remove: the version
 	// refuses it before the missing exact maps would.
 	expect_old_layout_refused(17, sizeof(sluice_settings));
+}
+
+TEST(DataplaneStanding, AdoptingPinsOfLayout18IsRefusedWithThePathAndTheFix)
+{
+	SLUICE_REQUIRE_ROOT();
+	// Layout 18's settings are layout 19's; its allow list keeps whole
+	// addresses in the trie, where the lists' writer (which looks for them
+	// in allow_exact_v4/_v6) would never find them to remove.
+	expect_old_layout_refused(18, sizeof(sluice_settings));
 }
 
 TEST(DataplaneStanding, AdoptingPinsOfLayout5IsRefusedWithThePathAndTheFix)

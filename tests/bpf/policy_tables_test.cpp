@@ -83,6 +83,8 @@ protected:
 			make_lpm(pin, sizeof(sluice_lpm_v6), 1, 2 * SLUICE_LIST_MAX_ENTRIES);
 		make_exact(SLUICE_PIN_DENY_EXACT_V4, sizeof(sluice_exact_v4));
 		make_exact(SLUICE_PIN_DENY_EXACT_V6, sizeof(sluice_exact_v6));
+		make_exact(SLUICE_PIN_ALLOW_EXACT_V4, sizeof(sluice_exact_v4));
+		make_exact(SLUICE_PIN_ALLOW_EXACT_V6, sizeof(sluice_exact_v6));
 		sluice_config initial{};
 		initial.breaker_state = SLUICE_SERVING;
 		initial.admission_ppm = SLUICE_PPM_FULL;
@@ -90,7 +92,8 @@ protected:
 		ASSERT_TRUE(cfg) << cfg.error().describe();
 		ASSERT_TRUE(ConfigMap(config_fd).write(*cfg));
 		PrefixLists lists({fd_of(SLUICE_PIN_ALLOW_V4), fd_of(SLUICE_PIN_ALLOW_V6), fd_of(SLUICE_PIN_DENY_V4),
-				   fd_of(SLUICE_PIN_DENY_V6), fd_of(SLUICE_PIN_DENY_EXACT_V4), fd_of(SLUICE_PIN_DENY_EXACT_V6)},
+				   fd_of(SLUICE_PIN_DENY_V6), fd_of(SLUICE_PIN_DENY_EXACT_V4), fd_of(SLUICE_PIN_DENY_EXACT_V6),
+				   fd_of(SLUICE_PIN_ALLOW_EXACT_V4), fd_of(SLUICE_PIN_ALLOW_EXACT_V6)},
 				  ConfigMap(config_fd));
 		tables.emplace(PolicyTables::Fds{fd_of(SLUICE_PIN_CLASSES), fd_of(SLUICE_PIN_PORT_CLASSES),
 						 fd_of(SLUICE_PIN_CLASS_V4), fd_of(SLUICE_PIN_CLASS_V6)},

@@ -175,10 +175,11 @@ TEST(PrefixLists, ADenyListsWholeAddressesGoToTheExactMapsAndAreDeniedThere)
 	EXPECT_EQ(verdict(dp, "198.18.9.10"), uint32_t(XDP_PASS));
 	EXPECT_EQ(lists.list_flags(set ^ 1), uint32_t(SLUICE_LIST_DENY_EXACT_V4));
 
-	// An allowlisted /32 stays in the allow trie: the exact maps are the deny list's.
+	// The same /32 allowlisted goes to the allow list's exact map, not the deny list's.
 	ASSERT_TRUE(lists.add(ListKind::allow, std::span(&one4, 1)));
-	EXPECT_EQ(flags(dp) & SLUICE_LIST_ALLOW_V4, uint32_t(SLUICE_LIST_ALLOW_V4));
+	EXPECT_EQ(flags(dp) & (SLUICE_LIST_ALLOW_V4 | SLUICE_LIST_ALLOW_EXACT_V4), uint32_t(SLUICE_LIST_ALLOW_EXACT_V4));
 	EXPECT_EQ(strs(lists.entries(ListKind::allow)), std::vector<std::string>{"198.18.9.9/32"});
+	EXPECT_EQ(verdict(dp, "198.18.9.9"), uint32_t(XDP_DROP)); // deny wins
 
 	// Removing the whole addresses clears their bits; the /24 stays.
 	Cidr whole[] = {one4, one6};
@@ -191,6 +192,62 @@ TEST(PrefixLists, ADenyListsWholeAddressesGoToTheExactMapsAndAreDeniedThere)
 	auto gone = lists.remove(ListKind::deny, std::span(&one4, 1));
 	ASSERT_FALSE(gone);
 	EXPECT_NE(gone.error().message.find("198.18.9.9/32 is not in the deny list"), std::string::npos)
+		<< gone.error().message;
+}
+
+uint64_t allowlisted(const Dataplane &dp)
+{
+	auto c = dp.counters().read();
+	EXPECT_TRUE(c) << c.error().describe();
+	return c ? (*c)[SLUICE_ALLOWLISTED].packets : 0;
+}
+
+TEST(PrefixLists, AnAllowListsWholeAddressesGoToTheExactMapsAndPassWhileShedding)
+{
+	SLUICE_REQUIRE_ROOT();
+	Dataplane dp = load();
+	auto lists = dp.lists();
+	Cidr one4 = cidr("198.18.9.9/32"), one6 = cidr("2001:2:9::9/128"), net4 = cidr("198.18.10.0/24");
+	Cidr all[] = {one4, one6, net4};
+
+	ASSERT_TRUE(lists.add(ListKind::allow, all));
+	EXPECT_EQ(flags(dp) & ~SLUICE_POLICY_SET,
+		  uint32_t(SLUICE_LIST_ALLOW_EXACT_V4 | SLUICE_LIST_ALLOW_EXACT_V6 | SLUICE_LIST_ALLOW_V4));
+	EXPECT_EQ(strs(lists.entries(ListKind::allow)),
+		  (std::vector<std::string>{"198.18.10.0/24", "198.18.9.9/32", "2001:2:9::9/128"}));
+	EXPECT_TRUE(strs(lists.entries(ListKind::deny)).empty());
+
+	// Shedding (no newcomer budget): the listed pass as allowlisted, their
+	// neighbours are shed.
+	sluice_config c = *dp.config().read();
+	c.breaker_state = SLUICE_SHEDDING;
+	ASSERT_TRUE(dp.config().write(c));
+	EXPECT_EQ(verdict(dp, "198.18.9.9"), uint32_t(XDP_PASS));
+	EXPECT_EQ(verdict(dp, "198.18.10.77"), uint32_t(XDP_PASS));
+	EXPECT_EQ(verdict6(dp, "2001:2:9::9"), uint32_t(XDP_PASS));
+	EXPECT_EQ(allowlisted(dp), 3u);
+	EXPECT_EQ(verdict(dp, "198.18.9.8"), uint32_t(XDP_DROP));
+	EXPECT_EQ(verdict6(dp, "2001:2:9::8"), uint32_t(XDP_DROP));
+	EXPECT_EQ(allowlisted(dp), 3u);
+
+	// The other set's whole address is not this set's.
+	Cidr other = cidr("198.18.9.10/32");
+	uint32_t set = SLUICE_POLICY_SET_OF(flags(dp));
+	ASSERT_TRUE(lists.insert(ListKind::allow, set ^ 1, std::span(&other, 1)));
+	EXPECT_EQ(lists.list_flags(set ^ 1), uint32_t(SLUICE_LIST_ALLOW_EXACT_V4));
+	EXPECT_EQ(verdict(dp, "198.18.9.10"), uint32_t(XDP_DROP));
+
+	// Removing the whole addresses clears their bits and sheds them; the /24 stays.
+	Cidr whole[] = {one4, one6};
+	ASSERT_TRUE(lists.remove(ListKind::allow, whole));
+	EXPECT_EQ(flags(dp) & (SLUICE_LIST_ALLOW_EXACT_V4 | SLUICE_LIST_ALLOW_EXACT_V6 | SLUICE_LIST_ALLOW_V4),
+		  uint32_t(SLUICE_LIST_ALLOW_V4));
+	EXPECT_EQ(verdict(dp, "198.18.9.9"), uint32_t(XDP_DROP));
+	EXPECT_EQ(verdict6(dp, "2001:2:9::9"), uint32_t(XDP_DROP));
+	EXPECT_EQ(verdict(dp, "198.18.10.77"), uint32_t(XDP_PASS));
+	auto gone = lists.remove(ListKind::allow, std::span(&one6, 1));
+	ASSERT_FALSE(gone);
+	EXPECT_NE(gone.error().message.find("2001:2:9::9/128 is not in the allow list"), std::string::npos)
 		<< gone.error().message;
 }
 
@@ -300,6 +357,7 @@ TEST(PrefixLists, ASecondPrefixListsOnTheSamePinsCountsWhatTheyHold)
 	int allow_v4 = open(SLUICE_PIN_ALLOW_V4), allow_v6 = open(SLUICE_PIN_ALLOW_V6),
 	    deny_v4 = open(SLUICE_PIN_DENY_V4), deny_v6 = open(SLUICE_PIN_DENY_V6),
 	    deny_exact_v4 = open(SLUICE_PIN_DENY_EXACT_V4), deny_exact_v6 = open(SLUICE_PIN_DENY_EXACT_V6),
+	    allow_exact_v4 = open(SLUICE_PIN_ALLOW_EXACT_V4), allow_exact_v6 = open(SLUICE_PIN_ALLOW_EXACT_V6),
 	    config = open(SLUICE_PIN_CONFIG);
 	ASSERT_TRUE(dp.detach(dir)); // the pins go; the fds keep the maps
 	ASSERT_GE(allow_v4, 0);
@@ -308,8 +366,11 @@ TEST(PrefixLists, ASecondPrefixListsOnTheSamePinsCountsWhatTheyHold)
 	ASSERT_GE(deny_v6, 0);
 	ASSERT_GE(deny_exact_v4, 0);
 	ASSERT_GE(deny_exact_v6, 0);
+	ASSERT_GE(allow_exact_v4, 0);
+	ASSERT_GE(allow_exact_v6, 0);
 	ASSERT_GE(config, 0);
-	PrefixLists adopted({allow_v4, allow_v6, deny_v4, deny_v6, deny_exact_v4, deny_exact_v6}, ConfigMap(config));
+	PrefixLists adopted({allow_v4, allow_v6, deny_v4, deny_v6, deny_exact_v4, deny_exact_v6, allow_exact_v4, allow_exact_v6},
+			    ConfigMap(config));
 
 	Cidr one = cidr("198.18.0.0/16"), two = cidr("198.19.0.0/16");
 	auto over = adopted.add(ListKind::deny, std::span(&one, 1));
@@ -322,7 +383,8 @@ TEST(PrefixLists, ASecondPrefixListsOnTheSamePinsCountsWhatTheyHold)
 	// Set 1 was counted apart: 3 of the bound.
 	EXPECT_TRUE(adopted.insert(ListKind::deny, 1, std::span(many.data() + 3, SLUICE_LIST_MAX_ENTRIES - 3)));
 	EXPECT_FALSE(adopted.insert(ListKind::deny, 1, std::span(&one, 1)));
-	for (int fd : {allow_v4, allow_v6, deny_v4, deny_v6, deny_exact_v4, deny_exact_v6, config})
+	for (int fd : {allow_v4, allow_v6, deny_v4, deny_v6, deny_exact_v4, deny_exact_v6, allow_exact_v4, allow_exact_v6,
+		       config})
 		close(fd);
 }
 

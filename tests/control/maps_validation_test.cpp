@@ -155,14 +155,15 @@ TEST(ValidateConfig, RefusesAdmissionOutOfRange)
 TEST(ValidateConfig, RefusesUnknownPolicyFlags)
 {
 	auto c = good_config();
-	c.policy_flags = 0x400;
-	expect_refused(c, "invariant policy_flags within 0x800003ff violated: rejected 1024");
-	c.policy_flags = 0x7ff;
-	expect_refused(c, "invariant policy_flags within 0x800003ff violated: rejected 2047");
+	c.policy_flags = 0x1000;
+	expect_refused(c, "invariant policy_flags within 0x80000fff violated: rejected 4096");
+	c.policy_flags = 0x1fff;
+	expect_refused(c, "invariant policy_flags within 0x80000fff violated: rejected 8191");
 	c.policy_flags = 0x40000000u;
-	expect_refused(c, "invariant policy_flags within 0x800003ff violated: rejected 1073741824");
+	expect_refused(c, "invariant policy_flags within 0x80000fff violated: rejected 1073741824");
 	c.policy_flags = SLUICE_POLICY_SET | SLUICE_CLASS_ANY | 0xfu | SLUICE_LIST_DENY_EXACT_V4 |
-			 SLUICE_LIST_DENY_EXACT_V6; // every known bit
+			 SLUICE_LIST_DENY_EXACT_V6 | SLUICE_LIST_ALLOW_EXACT_V4 |
+			 SLUICE_LIST_ALLOW_EXACT_V6; // every known bit
 	EXPECT_TRUE(validate_config(c));
 }
 

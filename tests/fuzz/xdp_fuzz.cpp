@@ -76,8 +76,9 @@
 //   peer port, see kUdpPortMagic)
 //   frame    at most kMaxFrame bytes (longer inputs are cut there); shorter
 //            than an Ethernet header is run as a truncated frame.
-// The lists hold deny 10.66.0.0/16, 2001:db8:66::/48 and allow 10.77.0.0/16,
-// 10.66.77.0/24 (deny wins), 2001:db8:77::/48.
+// The lists hold deny 10.66.0.0/16, 2001:db8:66::/48, 10.77.0.1/32,
+// 2001:db8:77::1/128 and allow 10.77.0.0/16, 10.66.77.0/24 (deny wins),
+// 2001:db8:77::/48, 10.88.0.1/32, 2001:db8:88::1/128.
 //
 // Extra flags (libFuzzer ignores flags that start with "--"):
 //   --write-corpus=DIR   write the seed corpus (valid IPv4/IPv6/VLAN/QinQ/ARP/
@@ -168,6 +169,12 @@ const Prefix kDeny[] = {
 const Prefix kDenyExact[] = {
 	{false, {10, 77, 0, 1}, 32},
 	{true, {0x20, 0x01, 0x0d, 0xb8, 0x00, 0x77, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1}, 128},
+};
+// The allow list's whole addresses (allow_exact_v4/_v6): outside every
+// other prefix, so only the exact map allows them.
+const Prefix kAllowExact[] = {
+	{false, {10, 88, 0, 1}, 32},
+	{true, {0x20, 0x01, 0x0d, 0xb8, 0x00, 0x88, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1}, 128},
 };
 const Prefix kAllow[] = {
 	{false, {10, 77}, 16},
@@ -363,7 +370,7 @@ void add_prefix(int fd, const Prefix &p, std::uint32_t set)
 	}
 }
 
-// A deny list's whole address of policy set `set`.
+// A list's whole address of policy set `set`.
 void add_exact(int fd, const Prefix &p, std::uint32_t set)
 {
 	std::uint8_t one = 1;
@@ -439,6 +446,8 @@ void load(Instance &in)
 			add_exact(bpf_map__fd(p.v6 ? in.skel->maps.deny_exact_v6 : in.skel->maps.deny_exact_v4), p, set);
 		for (const Prefix &p : kAllow)
 			add_prefix(bpf_map__fd(p.v6 ? in.skel->maps.allow_v6 : in.skel->maps.allow_v4), p, set);
+		for (const Prefix &p : kAllowExact)
+			add_exact(bpf_map__fd(p.v6 ? in.skel->maps.allow_exact_v6 : in.skel->maps.allow_exact_v4), p, set);
 	}
 	read_slots(in, in.shadow);
 	read_standing(in, in.standing);
@@ -609,7 +618,8 @@ sluice_config config_for(std::uint8_t scenario, std::uint8_t tuning, std::uint8_
 		c.policy_flags |= SLUICE_LIST_DENY_V4 | SLUICE_LIST_DENY_V6 | SLUICE_LIST_DENY_EXACT_V4 |
 				  SLUICE_LIST_DENY_EXACT_V6;
 	if (scenario & 0x20)
-		c.policy_flags |= SLUICE_LIST_ALLOW_V4 | SLUICE_LIST_ALLOW_V6;
+		c.policy_flags |= SLUICE_LIST_ALLOW_V4 | SLUICE_LIST_ALLOW_V6 | SLUICE_LIST_ALLOW_EXACT_V4 |
+				  SLUICE_LIST_ALLOW_EXACT_V6;
 	c.valve_closed = c.breaker_state == SLUICE_SHEDDING && (standing & 2);
 	if (std::uint32_t nb = (standing >> 2) & 3) {
 		c.newcomer_cost_ns = SLUICE_NSEC_PER_SEC / kRate;
@@ -1003,7 +1013,9 @@ std::uint32_t expected_outcome(const sluice_config &c, int kind, const sluice_so
 	    ((c.policy_flags & (v6 ? SLUICE_LIST_DENY_EXACT_V6 : SLUICE_LIST_DENY_EXACT_V4)) && in_list(kDenyExact, src, v6)))
 		return SLUICE_DROP_DENY;
 	if (c.breaker_state == SLUICE_SHEDDING) {
-		if ((c.policy_flags & (v6 ? SLUICE_LIST_ALLOW_V6 : SLUICE_LIST_ALLOW_V4)) && in_list(kAllow, src, v6))
+		if (((c.policy_flags & (v6 ? SLUICE_LIST_ALLOW_V6 : SLUICE_LIST_ALLOW_V4)) && in_list(kAllow, src, v6)) ||
+		    ((c.policy_flags & (v6 ? SLUICE_LIST_ALLOW_EXACT_V6 : SLUICE_LIST_ALLOW_EXACT_V4)) &&
+		     in_list(kAllowExact, src, v6)))
 			return SLUICE_ALLOWLISTED;
 		if (c.valve_closed)
 			return has_standing ? SLUICE_DROP_VALVE : SLUICE_DROP_SHED;
@@ -1244,6 +1256,10 @@ void write_corpus(const std::string &dir)
 	Ipv6 deny6 = v6, allow6 = v6;
 	deny6.src = ip6("2001:db8:66::9");
 	allow6.src = ip6("2001:db8:77::9");
+	Ipv4 allow_exact4 = v4;
+	allow_exact4.src = ip4("10.88.0.1");
+	Ipv6 allow_exact6 = v6;
+	allow_exact6.src = ip6("2001:db8:88::1");
 	Ipv4 opts = v4;
 	opts.options = {0x01, 0x01, 0x01, 0x00}; // NOPs, EOL: IHL 6
 	Ipv4 ihl4 = v4;
@@ -1332,6 +1348,8 @@ void write_corpus(const std::string &dir)
 		{"ipv4-allow-shedding", 0x24, 0x01, udp4({}, allow4)},
 		{"ipv6-allow-shedding", 0x26, 0x01, udp6({}, allow6)},
 		{"ipv4-deny-and-allow-shedding", 0x34, 0x01, udp4({}, both4)},
+		{"ipv4-allow-exact-shedding", 0x24, 0x01, udp4({}, allow_exact4)},
+		{"ipv6-allow-exact-shedding", 0x26, 0x01, udp6({}, allow_exact6)},
 		{"ipv4-shedding", 0x04, 0x00, udp4({}, v4)},
 		{"ipv4-recovering", 0xc8, 0x0f, udp4({}, v4)},
 		{"ipv6-recovering-one-choice", 0x4a, 0x81, udp6({}, v6)},

@@ -92,7 +92,8 @@ class Snapshot:
         self.sysctls = cookie_sysctls(tb)
         self.slots = slot_words(tb, slots)
         self.lists = {n: sorted(pinned_raw(tb, n), key=repr)
-                      for n in ("allow_v4", "allow_v6", "deny_v4", "deny_v6", "deny_exact_v4", "deny_exact_v6")
+                      for n in ("allow_v4", "allow_v6", "deny_v4", "deny_v6", "deny_exact_v4", "deny_exact_v6",
+                                "allow_exact_v4", "allow_exact_v6")
                       } if lists else None
         self.prog = xdp_prog_id(tb)
 

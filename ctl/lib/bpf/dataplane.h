@@ -157,7 +157,8 @@ public:
 	PrefixLists::Fds list_fds() const
 	{
 		return {maps_.allow_v4.get(),	   maps_.allow_v6.get(),      maps_.deny_v4.get(),
-			maps_.deny_v6.get(), maps_.deny_exact_v4.get(), maps_.deny_exact_v6.get()};
+			maps_.deny_v6.get(), maps_.deny_exact_v4.get(), maps_.deny_exact_v6.get(),
+			maps_.allow_exact_v4.get(), maps_.allow_exact_v6.get()};
 	}
 	// The policy classes' maps (sluice_abi.h), both sets: bpf/policy_tables
 	// writes them, bpf/class_maps reads them. Plain fds, owned by this Dataplane.

@@ -12,6 +12,7 @@
 
 #include <algorithm>
 #include <cstddef>
+#include <cstdio>
 #include <cstring>
 #include <string>
 
@@ -22,8 +23,9 @@ namespace {
 // The bits config.policy_flags may carry (sluice_abi.h).
 constexpr uint32_t kPolicyFlags = SLUICE_LIST_ALLOW_V4 | SLUICE_LIST_ALLOW_V6 | SLUICE_LIST_DENY_V4 |
 				  SLUICE_LIST_DENY_V6 | SLUICE_LIST_DENY_EXACT_V4 | SLUICE_LIST_DENY_EXACT_V6 |
-				  SLUICE_CLASS_ANY | SLUICE_POLICY_SET;
-static_assert(kPolicyFlags == 0x800003ffu);
+				  SLUICE_LIST_ALLOW_EXACT_V4 | SLUICE_LIST_ALLOW_EXACT_V6 | SLUICE_CLASS_ANY |
+				  SLUICE_POLICY_SET;
+static_assert(kPolicyFlags == 0x80000fffu);
 
 } // namespace
 
@@ -46,8 +48,12 @@ Status validate_config(const sluice_config &c)
 	if (auto ok = check_admission_ppm(c.admission_ppm, Voice::invariant); !ok)
 		return ok;
 	if (c.policy_flags & ~kPolicyFlags)
-		return refused("invariant policy_flags within 0x800003ff violated: rejected " +
+	{
+		char known[16];
+		std::snprintf(known, sizeof(known), "0x%08x", kPolicyFlags);
+		return refused(std::string("invariant policy_flags within ") + known + " violated: rejected " +
 			       std::to_string(c.policy_flags));
+	}
 	if (auto ok = check_cost_ns(c.standing_cost_ns, "standing_cost_ns"); !ok)
 		return ok;
 	if (auto ok = check_standing_burst(c.standing_burst, Voice::invariant); !ok)
@@ -317,6 +323,10 @@ constexpr std::array<TableRow, PrefixLists::kTables> kTableRows{{
 	 SLUICE_LIST_DENY_EXACT_V4},
 	{Table::deny_exact_v6, ListKind::deny, Family::v6, true, &PrefixLists::Fds::deny_exact_v6,
 	 SLUICE_LIST_DENY_EXACT_V6},
+	{Table::allow_exact_v4, ListKind::allow, Family::v4, true, &PrefixLists::Fds::allow_exact_v4,
+	 SLUICE_LIST_ALLOW_EXACT_V4},
+	{Table::allow_exact_v6, ListKind::allow, Family::v6, true, &PrefixLists::Fds::allow_exact_v6,
+	 SLUICE_LIST_ALLOW_EXACT_V6},
 }};
 static_assert([] {
 	for (size_t i = 0; i < kTableRows.size(); i++)

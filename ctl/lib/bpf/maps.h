@@ -134,11 +134,20 @@ enum class ListOrigin : uint8_t { run_time = SLUICE_LIST_AT_RUN_TIME, file = SLU
 class PrefixLists {
 public:
 	struct Fds {
-		int allow_v4, allow_v6, deny_v4, deny_v6, deny_exact_v4, deny_exact_v6;
+		int allow_v4, allow_v6, deny_v4, deny_v6, deny_exact_v4, deny_exact_v6, allow_exact_v4, allow_exact_v6;
 	};
-	// One of the six maps: list, family, and trie or exact (whole addresses).
-	enum class Table : uint8_t { allow_v4, allow_v6, deny_v4, deny_v6, deny_exact_v4, deny_exact_v6 };
-	static constexpr size_t kTables = 6;
+	// One of the eight maps: list, family, and trie or exact (whole addresses).
+	enum class Table : uint8_t {
+		allow_v4,
+		allow_v6,
+		deny_v4,
+		deny_v6,
+		deny_exact_v4,
+		deny_exact_v6,
+		allow_exact_v4,
+		allow_exact_v6
+	};
+	static constexpr size_t kTables = 8;
 	// Prefixes held, by map and set.
 	struct Counts {
 		bool counted = false;

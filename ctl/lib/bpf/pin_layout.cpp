@@ -19,7 +19,7 @@ namespace {
 // Every LPM trie (lists, class prefixes) and exact map holds both policy sets.
 constexpr uint32_t kLpmEntries = SLUICE_POLICY_SETS * SLUICE_LIST_MAX_ENTRIES;
 
-const std::array<MapPin, 30> kMapPins{{
+const std::array<MapPin, 32> kMapPins{{
 	{SLUICE_PIN_SLOTS, &MapFds::slots, [](sluice_bpf *s) { return s->maps.slots; }, BPF_MAP_TYPE_ARRAY, 4,
 	 sizeof(sluice_slot), Entries::table_slots, 0, true},
 	{SLUICE_PIN_CONFIG, &MapFds::config, [](sluice_bpf *s) { return s->maps.config; }, BPF_MAP_TYPE_ARRAY, 4,
@@ -37,10 +37,14 @@ const std::array<MapPin, 30> kMapPins{{
 	 BPF_MAP_TYPE_LPM_TRIE, sizeof(sluice_lpm_v4), 1, Entries::exact, kLpmEntries},
 	{SLUICE_PIN_DENY_V6, &MapFds::deny_v6, [](sluice_bpf *s) { return s->maps.deny_v6; },
 	 BPF_MAP_TYPE_LPM_TRIE, sizeof(sluice_lpm_v6), 1, Entries::exact, kLpmEntries},
-	// The deny list's whole addresses (/32, /128), both sets.
+	// The lists' whole addresses (/32, /128), both sets.
 	{SLUICE_PIN_DENY_EXACT_V4, &MapFds::deny_exact_v4, [](sluice_bpf *s) { return s->maps.deny_exact_v4; },
 	 BPF_MAP_TYPE_HASH, sizeof(sluice_exact_v4), 1, Entries::exact, kLpmEntries},
 	{SLUICE_PIN_DENY_EXACT_V6, &MapFds::deny_exact_v6, [](sluice_bpf *s) { return s->maps.deny_exact_v6; },
+	 BPF_MAP_TYPE_HASH, sizeof(sluice_exact_v6), 1, Entries::exact, kLpmEntries},
+	{SLUICE_PIN_ALLOW_EXACT_V4, &MapFds::allow_exact_v4, [](sluice_bpf *s) { return s->maps.allow_exact_v4; },
+	 BPF_MAP_TYPE_HASH, sizeof(sluice_exact_v4), 1, Entries::exact, kLpmEntries},
+	{SLUICE_PIN_ALLOW_EXACT_V6, &MapFds::allow_exact_v6, [](sluice_bpf *s) { return s->maps.allow_exact_v6; },
 	 BPF_MAP_TYPE_HASH, sizeof(sluice_exact_v6), 1, Entries::exact, kLpmEntries},
 	{SLUICE_PIN_DROP_SAMPLES, &MapFds::drop_samples, [](sluice_bpf *s) { return s->maps.drop_samples; },
 	 BPF_MAP_TYPE_RINGBUF, 0, 0, Entries::exact, SLUICE_SAMPLE_RING_BYTES},

@@ -28,6 +28,7 @@ namespace sluice {
 // Every map of one program, as the Dataplane holds them.
 struct MapFds {
 	UniqueFd slots, config, counters, settings, allow_v4, allow_v6, deny_v4, deny_v6, deny_exact_v4, deny_exact_v6,
+		allow_exact_v4, allow_exact_v6,
 		drop_samples, standing,
 		newcomers, observed, classes, class_v4, class_v6, port_classes, class_counters, cookie_budget,
 		listen_ports, capture, capture_events, capture_stats, standing_penalty, grant_quota, own_addrs,

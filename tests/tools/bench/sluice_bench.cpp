@@ -483,6 +483,12 @@ std::pair<Bytes, Bytes> cost_frames(const std::string &kind)
 //             sluicectl deny add does (so in the exact maps)
 //   deny_full_trie  the same addresses written straight into the deny
 //             tries, as a deny list held them until layout 18
+//   allow_full  shed, the allow list full: SLUICE_LIST_MAX_ENTRIES whole
+//             addresses of each family, not the source's (a flood's frame
+//             asks the list and is shed), added as sluicectl allow add
+//             does (so in the exact maps)
+//   allow_full_trie  the same addresses written straight into the allow
+//             tries, as an allow list held them until layout 19
 // Nothing is attached or pinned.
 void check(const sluice::Status &ok, const std::string &what)
 {
@@ -497,10 +503,11 @@ struct PathMaps {
 	sluice::PrefixLists lists;
 	sluice::StandingTable standing;
 	int prog_fd;
-	int deny_v4, deny_v6; // the deny tries (deny_full_trie)
+	sluice::PrefixLists::Fds list_fds; // the tries, written straight (*_full_trie)
 };
 
-const char *const kPaths[] = {"pass", "drop", "shed", "standing", "deny", "deny_full", "deny_full_trie"};
+const char *const kPaths[] = {"pass",	   "drop",	     "shed",	   "standing",	  "deny",
+			      "deny_full", "deny_full_trie", "allow_full", "allow_full_trie"};
 
 bool is_path(const std::string &path)
 {
@@ -515,14 +522,16 @@ std::string path_names()
 	return out;
 }
 
-// A full deny list of whole addresses, the bench source's among them:
-// 198.18.0.1 + 2i and 2001:2:0:ff::(2i + 1), i < SLUICE_LIST_MAX_ENTRIES.
-std::vector<sluice::Cidr> full_deny_list()
+// A full list of whole addresses: 198.18.0.0 + first + 2i and
+// 2001:2:0:ff::(first + 2i), i < SLUICE_LIST_MAX_ENTRIES. The bench source
+// (198.18.255.1, 2001:2:0:ff::1) is among them when first is odd (1), not
+// when it is even (2).
+std::vector<sluice::Cidr> full_list(uint32_t first)
 {
 	using namespace sluice;
 	std::vector<Cidr> out;
 	for (uint32_t i = 0; i < SLUICE_LIST_MAX_ENTRIES; i++) {
-		uint32_t a = (198u << 24 | 18u << 16) + 1 + 2 * i;
+		uint32_t a = (198u << 24 | 18u << 16) + first + 2 * i;
 		Cidr c4{};
 		c4.addr.family = Family::v4;
 		for (int b = 0; b < 4; b++)
@@ -530,7 +539,7 @@ std::vector<sluice::Cidr> full_deny_list()
 		c4.prefix = 32;
 		out.push_back(c4);
 		Cidr c6 = *parse_cidr("2001:2:0:ff::/128");
-		uint32_t low = 1 + 2 * i;
+		uint32_t low = first + 2 * i;
 		for (int b = 0; b < 4; b++)
 			c6.addr.bytes[12 + b] = uint8_t(low >> (24 - 8 * b));
 		out.push_back(c6);
@@ -538,9 +547,10 @@ std::vector<sluice::Cidr> full_deny_list()
 	return out;
 }
 
-// The addresses straight into the deny tries of set 0 (as /32s, /128s),
-// their bits set in config: the deny list before layout 18.
-void deny_in_tries(const PathMaps &m, const std::vector<sluice::Cidr> &list)
+// The addresses straight into a list's tries of set 0 (as /32s, /128s),
+// their bits set in config: the deny list before layout 18, the allow list
+// before layout 19.
+void in_tries(const PathMaps &m, sluice::ListKind kind, const std::vector<sluice::Cidr> &list)
 {
 	using namespace sluice;
 	std::vector<sluice_lpm_v4> k4;
@@ -558,17 +568,18 @@ void deny_in_tries(const PathMaps &m, const std::vector<sluice::Cidr> &list)
 			k6.push_back(k);
 		}
 	}
+	const bool deny = kind == ListKind::deny;
 	uint8_t one = 1;
 	for (const auto &k : k4)
-		if (bpf_map_update_elem(m.deny_v4, &k, &one, BPF_ANY))
-			throw Error(std::string("deny_v4 update: ") + std::strerror(errno));
+		if (bpf_map_update_elem(deny ? m.list_fds.deny_v4 : m.list_fds.allow_v4, &k, &one, BPF_ANY))
+			throw Error(std::string("v4 trie update: ") + std::strerror(errno));
 	for (const auto &k : k6)
-		if (bpf_map_update_elem(m.deny_v6, &k, &one, BPF_ANY))
-			throw Error(std::string("deny_v6 update: ") + std::strerror(errno));
+		if (bpf_map_update_elem(deny ? m.list_fds.deny_v6 : m.list_fds.allow_v6, &k, &one, BPF_ANY))
+			throw Error(std::string("v6 trie update: ") + std::strerror(errno));
 	auto cfg = m.config.read();
 	if (!cfg)
 		throw Error("config read: " + cfg.error().describe());
-	cfg->policy_flags |= SLUICE_LIST_DENY_V4 | SLUICE_LIST_DENY_V6;
+	cfg->policy_flags |= deny ? SLUICE_LIST_DENY_V4 | SLUICE_LIST_DENY_V6 : SLUICE_LIST_ALLOW_V4 | SLUICE_LIST_ALLOW_V6;
 	check(m.config.write(*cfg), "config write");
 }
 
@@ -600,7 +611,7 @@ sluice_config path_config(const std::string &path)
 	if (!cfg)
 		throw Error("config_with_budgets: " + cfg.error().describe());
 	cfg->cookie_mode = defaults::kCookieMode; // as apply_cookies() writes it at start
-	if (path == "shed" || path == "standing")
+	if (path == "shed" || path == "standing" || path.starts_with("allow_full"))
 		cfg->breaker_state = SLUICE_SHEDDING;
 	return *cfg;
 }
@@ -616,9 +627,13 @@ void put_on_path(const std::string &path, const PathMaps &m, const std::pair<Byt
 		check(m.lists.add(ListKind::deny, c), "deny add");
 	}
 	if (path == "deny_full")
-		check(m.lists.add(ListKind::deny, full_deny_list()), "deny add");
+		check(m.lists.add(ListKind::deny, full_list(1)), "deny add");
 	if (path == "deny_full_trie")
-		deny_in_tries(m, full_deny_list());
+		in_tries(m, ListKind::deny, full_list(1));
+	if (path == "allow_full")
+		check(m.lists.add(ListKind::allow, full_list(2)), "allow add");
+	if (path == "allow_full_trie")
+		in_tries(m, ListKind::allow, full_list(2));
 	if (path == "standing") {
 		std::vector<Address> peers{a4, a6};
 		check(m.standing.grant(peers, SLUICE_BY_ACCEPTED), "standing grant");
@@ -627,7 +642,7 @@ void put_on_path(const std::string &path, const PathMaps &m, const std::pair<Byt
 	// newcomer budget of this CPU and the source's slots (shed). A run of
 	// repeat frames takes a few ms, in which the default budgets refill a
 	// few hundred tokens: a share of a percent or less of the frames.
-	if (path == "drop" || path == "shed") {
+	if (path == "drop" || path == "shed" || path.starts_with("allow_full")) {
 		test_run(m.prog_fd, frames.first, int(defaults::kBurst) * 4);
 		test_run(m.prog_fd, frames.second, int(defaults::kBurst) * 4);
 	}
@@ -642,8 +657,7 @@ std::unique_ptr<sluice::Dataplane> sluiced_program(const std::string &path, cons
 	if (!dp)
 		throw Error("Dataplane::load: " + dp.error().describe());
 	auto out = std::make_unique<Dataplane>(std::move(*dp));
-	const auto fds = out->list_fds();
-	put_on_path(path, PathMaps{out->config(), out->lists(), out->standing(), out->prog_fd(), fds.deny_v4, fds.deny_v6},
+	put_on_path(path, PathMaps{out->config(), out->lists(), out->standing(), out->prog_fd(), out->list_fds()},
 		    frames);
 	return out;
 }
@@ -684,7 +698,8 @@ void install_policy(const Loaded &obj, const std::string &path)
 	sluice::ConfigMap config(obj.map_fd("config"));
 	sluice::PrefixLists lists({obj.map_fd(SLUICE_PIN_ALLOW_V4), obj.map_fd(SLUICE_PIN_ALLOW_V6),
 				   obj.map_fd(SLUICE_PIN_DENY_V4), obj.map_fd(SLUICE_PIN_DENY_V6),
-				   obj.map_fd(SLUICE_PIN_DENY_EXACT_V4), obj.map_fd(SLUICE_PIN_DENY_EXACT_V6)},
+				   obj.map_fd(SLUICE_PIN_DENY_EXACT_V4), obj.map_fd(SLUICE_PIN_DENY_EXACT_V6),
+				   obj.map_fd(SLUICE_PIN_ALLOW_EXACT_V4), obj.map_fd(SLUICE_PIN_ALLOW_EXACT_V6)},
 				  config);
 	sluice::PolicyTables tables({obj.map_fd(SLUICE_PIN_CLASSES), obj.map_fd(SLUICE_PIN_PORT_CLASSES),
 				     obj.map_fd(SLUICE_PIN_CLASS_V4), obj.map_fd(SLUICE_PIN_CLASS_V6)},
@@ -751,12 +766,14 @@ int cmd_cost(int argc, char **argv)
 				throw Error(name + ": ,path= is for sluice objects, alone");
 			const Loaded &l = *p.obj;
 			sluice::ConfigMap config(l.map_fd("config"));
-			sluice::PrefixLists lists({l.map_fd(SLUICE_PIN_ALLOW_V4), l.map_fd(SLUICE_PIN_ALLOW_V6),
-						   l.map_fd(SLUICE_PIN_DENY_V4), l.map_fd(SLUICE_PIN_DENY_V6),
-						   l.map_fd(SLUICE_PIN_DENY_EXACT_V4), l.map_fd(SLUICE_PIN_DENY_EXACT_V6)},
-						  config);
+			const sluice::PrefixLists::Fds fds{
+				l.map_fd(SLUICE_PIN_ALLOW_V4),	     l.map_fd(SLUICE_PIN_ALLOW_V6),
+				l.map_fd(SLUICE_PIN_DENY_V4),	     l.map_fd(SLUICE_PIN_DENY_V6),
+				l.map_fd(SLUICE_PIN_DENY_EXACT_V4),  l.map_fd(SLUICE_PIN_DENY_EXACT_V6),
+				l.map_fd(SLUICE_PIN_ALLOW_EXACT_V4), l.map_fd(SLUICE_PIN_ALLOW_EXACT_V6)};
+			sluice::PrefixLists lists(fds, config);
 			put_on_path(on_path, PathMaps{config, lists, sluice::StandingTable(l.map_fd(SLUICE_PIN_STANDING), l.settings()),
-						      l.prog_fd(), l.map_fd(SLUICE_PIN_DENY_V4), l.map_fd(SLUICE_PIN_DENY_V6)},
+						      l.prog_fd(), fds},
 				    {f4, f6});
 		} else if (p.obj->sluice()) {
 			if (drop) {
