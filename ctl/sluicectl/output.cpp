@@ -2,6 +2,7 @@
 
 #include "sluicectl/client.h"
 #include "bpf/maps.h"
+#include "bpf/status.h"
 #include "sluicectl/table.h"
 
 #include <chrono>
@@ -178,6 +179,23 @@ void cookie_rows(Table &block, const json &c)
 						   : text_of(c.at("dest_pps")) + " SYN-ACKs/s toward one /24 or /48, burst " +
 							     text_of(c.at("dest_burst"))})
 		.row({"SYN-ACK offers", offer});
+	// How a cookie's ACK is judged (bpf/status.h, CookieStatus).
+	if (const json acks = c.value("acks", json()); acks.is_object()) {
+		const std::string stamps = acks.at("syn_stamps").get<std::string>();
+		std::string how;
+		if (acks.at("looked_up").get<bool>())
+			how = "the listener looked up first, then the kernel's cookie check (no standing feeders)";
+		else if (stamps == sluice::syn_stamps_name(sluice::SynStamps::grace))
+			how = "the kernel's cookie check alone; SYN stamps asked in " +
+			      fixed(acks.at("syn_stamps_in_s").get<double>(), 1) +
+			      " s (the grace after the cookie path came into force)";
+		else if (stamps == sluice::syn_stamps_name(sluice::SynStamps::asked))
+			how = "refused unless their source sent a SYN the cookie path saw (a SYN stamp), then the "
+			      "kernel's cookie check";
+		else
+			how = "the kernel's cookie check alone (SYN stamps asked only while the cookie path is in force)";
+		block.row({"cookie ACKs", how});
+	}
 	std::string sysctls;
 	for (const auto &[name, v] : c.at("sysctls").items()) {
 		sysctls += (sysctls.empty() ? "" : ", ") + name + "=" + text_of(v.at("now"));

@@ -172,6 +172,20 @@ TEST(Encode, CookiesWithheldWhereTheirRepliesCannotLeave)
 	EXPECT_EQ(encode(st)["cookies"]["xdp_tx"]["fix"], nullptr);
 }
 
+TEST(Encode, CookieAcksSayWhetherTheSynStampsAreAsked)
+{
+	sluice_config cfg{};
+	cfg.cookie_mode = SLUICE_COOKIES_SHEDDING;
+	auto acks = [&](uint64_t now) { return encode(cookie_status(cfg, now))["acks"]; };
+	// No feeders: the listener is looked up; no time set: no stamps asked.
+	EXPECT_EQ(acks(1000), (json{{"looked_up", true}, {"syn_stamps", "off"}, {"syn_stamps_in_s", nullptr}}));
+	cfg.cookie_acks_unlooked = 1;
+	cfg.cookie_acks_stamped_from = 5'000'000'000;
+	EXPECT_EQ(acks(2'500'000'000), (json{{"looked_up", false}, {"syn_stamps", "grace"}, {"syn_stamps_in_s", 2.5}}));
+	EXPECT_EQ(acks(5'000'000'000), (json{{"looked_up", false}, {"syn_stamps", "asked"}, {"syn_stamps_in_s", nullptr}}));
+	EXPECT_EQ(acks(9'000'000'000)["syn_stamps"], "asked");
+}
+
 TEST(Encode, PolicyStatusReloadAndExplain)
 {
 	PolicyStatus p;

@@ -181,8 +181,21 @@ class Cookies(unittest.TestCase):
         self.assertNotEqual(stamped_from, 0, "the SYN stamps are asked while the cookie path is in force")
         wait = (stamped_from - dataplane_now_ns(tb)) / 1e9
         self.assertLess(wait, 30, f"a grace of seconds: {wait}")
+        # status says so, in JSON and in text, while the grace lasts and after it.
+        acks = iface_status(tb)["cookies"]["acks"]
+        self.assertFalse(acks["looked_up"], f"the feeders are attached: ACKs checked alone: {acks}")
+        left = (stamped_from - dataplane_now_ns(tb)) / 1e9
+        if left > 0.5:
+            self.assertEqual(acks["syn_stamps"], "grace", acks)
+            self.assertLessEqual(acks["syn_stamps_in_s"], wait + 0.1, acks)
+            self.assertGreater(acks["syn_stamps_in_s"], 0, acks)
+            self.assertIn("SYN stamps asked in", ctl(tb, "status", check=True).stdout)
         if wait > 0:
             time.sleep(wait + 0.1)
+        acks = iface_status(tb)["cookies"]["acks"]
+        self.assertEqual(acks["syn_stamps"], "asked", acks)
+        self.assertIsNone(acks["syn_stamps_in_s"], acks)
+        self.assertIn("refused unless their source sent a SYN the cookie path saw", ctl(tb, "status", check=True).stdout)
         return max(wait, 0)
 
     def test_a_never_seen_visitor_is_served_on_its_first_syn_during_a_syn_flood(self):

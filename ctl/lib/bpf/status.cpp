@@ -1,6 +1,7 @@
 #include "bpf/status.h"
 
 #include "base/sysctl.h"
+#include "clock/dataplane_clock.h"
 #include "logic/cookies.h"
 
 #include <algorithm>
@@ -47,7 +48,20 @@ Result<StandingStatus> standing_status(const Dataplane &dp, const sluice_config 
 	return st;
 }
 
-CookieStatus cookie_status(const sluice_config &cfg)
+const char *syn_stamps_name(SynStamps s)
+{
+	switch (s) {
+	case SynStamps::off:
+		return "off";
+	case SynStamps::grace:
+		return "grace";
+	case SynStamps::asked:
+		return "asked";
+	}
+	return "off";
+}
+
+CookieStatus cookie_status(const sluice_config &cfg, uint64_t now)
 {
 	CookieStatus c;
 	c.mode = cfg.cookie_mode < SLUICE_COOKIE_MODES ? sluice_cookie_mode(cfg.cookie_mode) : SLUICE_COOKIES_OFF;
@@ -64,6 +78,14 @@ CookieStatus cookie_status(const sluice_config &cfg)
 	c.timestamps_was = cfg.cookie_timestamps_was;
 	c.syncookies_now = read_sysctl(kSysctlSyncookies).value_or(-1);
 	c.timestamps_now = read_sysctl(kSysctlTimestamps).value_or(-1);
+	c.acks_looked_up = cfg.cookie_acks_unlooked == 0;
+	const uint64_t from = cfg.cookie_acks_stamped_from;
+	if (from && now < from) {
+		c.syn_stamps = SynStamps::grace;
+		c.syn_stamps_in_s = double(from - now) / 1e9;
+	} else if (from) {
+		c.syn_stamps = SynStamps::asked;
+	}
 	return c;
 }
 
@@ -90,7 +112,10 @@ Result<InterfaceStatus> interface_status(const Dataplane &dp, const std::string 
 	st.breaker = breaker_state_from(cfg->breaker_state);
 	st.breaker_since_ns = cfg->breaker_since_ns;
 	st.breaker_manual = cfg->breaker_manual != 0;
-	st.cookies = cookie_status(*cfg);
+	auto now = read_dataplane_clock();
+	if (!now)
+		return std::unexpected(now.error());
+	st.cookies = cookie_status(*cfg, *now);
 	auto standing = standing_status(dp, *cfg, counted);
 	if (!standing)
 		return std::unexpected(standing.error());

@@ -37,6 +37,13 @@ struct StandingStatus {
 	}
 };
 
+// Whether a cookie ACK's source must have sent a SYN the cookie path saw:
+// not while the cookie path is out of force; from a grace after it came
+// into force (so the ACK of a SYN the stack answered before is still
+// checked); then asked.
+enum class SynStamps { off, grace, asked };
+const char *syn_stamps_name(SynStamps s); // "off", "grace", "asked"
+
 // SYN cookies (docs/architecture.md, "SYN cookies"): the config's cookie
 // fields, and the two sysctls arming changes as they are now (-1: could not
 // be read) and as they were before sluiced armed them.
@@ -49,6 +56,15 @@ struct CookieStatus {
 	bool armed = false;           // sluiced changed the sysctls and has not put them back
 	uint32_t syncookies_was = 0, timestamps_was = 0; // when armed
 	int64_t syncookies_now = -1, timestamps_now = -1;
+	// How an ACK on the cookie path is judged: acks_looked_up, the
+	// listener found first (config.cookie_acks_unlooked 0: no standing
+	// feeders, so an ACK may belong to a connection the host has); else
+	// on its headers alone, and then the SYN stamps
+	// (config.cookie_acks_stamped_from) are not asked, asked after a grace
+	// (syn_stamps_in_s from now), or asked.
+	bool acks_looked_up = true;
+	SynStamps syn_stamps = SynStamps::off;
+	double syn_stamps_in_s = 0;
 };
 
 struct InterfaceStatus {
@@ -92,7 +108,8 @@ Result<StandingStatus> standing_status(const Dataplane &dp, const sluice_config 
 				       const CountedOccupancy *counted = nullptr);
 
 // The cookie part alone, from the config `cfg` and this namespace's sysctls.
-CookieStatus cookie_status(const sluice_config &cfg);
+// now: the program's clock (clock/dataplane_clock.h), which the SYN stamps' time is on.
+CookieStatus cookie_status(const sluice_config &cfg, uint64_t now);
 
 // The interfaces with pins under pin_root (one directory each).
 std::vector<std::string> pinned_interfaces(const std::string &pin_root);
