@@ -142,26 +142,23 @@ def measure(lab):
                          note=f"64-byte {label} UDP, sluiced's program and defaults: {what}")
             if path == "pass":
                 vs_filter[fam] = r
-        # A full deny list of whole addresses (65,536 of the family): in the
-        # exact maps, as sluiced keeps them, against one entry, and against
-        # the same addresses in the trie (the deny list until layout 18).
-        rows.add(f"path_{fam}_deny_full_vs_deny", "ns/packet", med["sluiced_deny_full"][fam],
-                 med["sluiced_deny"][fam], "sluice, deny path (one entry)", samples=d["sluiced_deny_full"][fam],
-                 note="the deny list full (65,536 whole addresses of the family, the source's among them)")
-        rows.add(f"path_{fam}_deny_full_vs_trie", "ns/packet", med["sluiced_deny_full"][fam],
-                 med["sluiced_deny_full_trie"][fam], "the same list in the deny trie",
-                 samples=d["sluiced_deny_full_trie"][fam],
-                 note="whole addresses by exact match against the LPM trie's walk (layout 17 and before)")
-        # While shedding, a flood's frame asks the allow list first: with
-        # 65,536 whole addresses on it (not the source's), against an empty
-        # list and against the same addresses in the trie (until layout 19).
-        rows.add(f"path_{fam}_allow_full_vs_shed", "ns/packet", med["sluiced_allow_full"][fam],
-                 med["sluiced_shed"][fam], "sluice, shed path (no lists)", samples=d["sluiced_allow_full"][fam],
-                 note="shedding, the allow list full (65,536 whole addresses of the family, not the source's)")
-        rows.add(f"path_{fam}_allow_full_vs_trie", "ns/packet", med["sluiced_allow_full"][fam],
-                 med["sluiced_allow_full_trie"][fam], "the same list in the allow trie",
-                 samples=d["sluiced_allow_full_trie"][fam],
-                 note="whole addresses by exact match against the LPM trie's walk (layout 18 and before)")
+        # A full list of whole addresses (65,536 of the family), in the exact
+        # maps as sluiced keeps them, against a path without it and against
+        # the same addresses in the list's trie (the deny list's until layout
+        # 18, the allow list's until 19). Deny: the source on the list,
+        # against one entry. Allow: while shedding a flood's frame (the
+        # source not on the list) asks it first, against a shed frame with
+        # no lists.
+        for lst, base, base_what, whose, layout in (
+                ("deny", "deny", "sluice, deny path (one entry)", "the source's among them", 17),
+                ("allow", "shed", "sluice, shed path (no lists)", "not the source's; shedding", 18)):
+            full = f"sluiced_{lst}_full"
+            rows.add(f"path_{fam}_{lst}_full_vs_{base}", "ns/packet", med[full][fam], med[f"sluiced_{base}"][fam],
+                     base_what, samples=d[full][fam],
+                     note=f"the {lst} list full (65,536 whole addresses of the family, {whose})")
+            rows.add(f"path_{fam}_{lst}_full_vs_trie", "ns/packet", med[full][fam], med[f"{full}_trie"][fam],
+                     f"the same list in the {lst} trie", samples=d[f"{full}_trie"][fam],
+                     note=f"whole addresses by exact match against the LPM trie's walk (layout {layout} and before)")
         rows.add(f"path_{fam}_drop_vs_pass", "ns/packet", med["sluiced_drop"][fam], med["sluiced_pass"][fam],
                  "sluice, pass path", floor=("<=", 1.0), note="the flood's frame costs at most the passed one")
         rows.add(f"path_{fam}_shed_vs_pass", "ns/packet", med["sluiced_shed"][fam], med["sluiced_pass"][fam],
