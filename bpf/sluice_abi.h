@@ -407,7 +407,7 @@ struct sluice_lpm_v6 {
 };
 #define SLUICE_LPM_SET_BITS 8
 
-/* Hash keys of a deny list's whole addresses (a /32 or a /128), in network
+/* Hash keys of a list's whole addresses (a /32 or a /128), in network
  * byte order, the policy set beside them: an exact-match lookup costs the
  * same at every size of the list, where a trie's walk grows with it (with
  * 10,000 IPv4 /32s, a listed source's lookup took 7x the one-entry trie's;

@@ -2,7 +2,7 @@
 // program: runtime writes go to the policy set in force, the list bits of
 // config.policy_flags follow that set's entries and keep the class and set
 // bits, one set's entries never show in (or leave) the other, and each trie
-// holds SLUICE_LIST_MAX_ENTRIES prefixes of each set (a deny list's whole
+// holds SLUICE_LIST_MAX_ENTRIES prefixes of each set (a list's whole
 // addresses, in a hash map beside its trie, counted with it): the count an add is
 // checked against stays true through removes, a reload's write, flip and
 // clear, and is counted afresh by a PrefixLists opened on the same pins.

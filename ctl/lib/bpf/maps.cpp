@@ -47,8 +47,7 @@ Status validate_config(const sluice_config &c)
 			       std::to_string(c.breaker_state));
 	if (auto ok = check_admission_ppm(c.admission_ppm, Voice::invariant); !ok)
 		return ok;
-	if (c.policy_flags & ~kPolicyFlags)
-	{
+	if (c.policy_flags & ~kPolicyFlags) {
 		char known[16];
 		std::snprintf(known, sizeof(known), "0x%08x", kPolicyFlags);
 		return refused(std::string("invariant policy_flags within ") + known + " violated: rejected " +
@@ -361,21 +360,15 @@ constexpr uint8_t address_bits(Family f)
 	return f == Family::v4 ? 32 : 128;
 }
 
-// The map a list's entry lives in: a whole address in its list's exact map
-// of the family, if the list has one; anything else in the family's trie.
+// The map a list's entry lives in: a whole address in the list's exact map
+// of its family, anything else in the family's trie (each list has both).
 Table table_for(ListKind list, const Cidr &c)
 {
 	const bool whole = c.prefix == address_bits(c.addr.family);
-	const TableRow *trie = nullptr;
-	for (const TableRow &r : kTableRows) {
-		if (r.list != list || r.family != c.addr.family)
-			continue;
-		if (whole && r.exact)
+	for (const TableRow &r : kTableRows)
+		if (r.list == list && r.family == c.addr.family && r.exact == whole)
 			return r.table;
-		if (!r.exact)
-			trie = &r;
-	}
-	return trie->table; // every list has a trie of each family
+	return list == ListKind::allow ? Table::allow_v4 : Table::deny_v4; // not reached: kTableRows has every pairing
 }
 
 // An entry's key in the layout of map t (sluice_abi.h).

@@ -114,7 +114,7 @@ enum class ListOrigin : uint8_t { run_time = SLUICE_LIST_AT_RUN_TIME, file = SLU
 
 // The allow and deny lists: one LPM trie per family each, holding both
 // policy sets (sluice_abi.h: the key's first data byte is the set), and for
-// the deny list a hash map per family beside its trie holding its whole
+// each list a hash map per family beside its trie holding its whole
 // addresses (a /32, a /128; struct sluice_exact_v4), where the data plane's
 // lookup does not grow with the list. Which map an entry is in follows from
 // its list and prefix length alone; callers name CIDRs, never maps. What an
@@ -178,7 +178,7 @@ public:
 	// insert: all or nothing, as add(); an entry there already takes
 	// `origin` too (an operator's add of what the file named makes it
 	// theirs). entries: with `only`, those of that origin. clear: every
-	// entry of the set, in all four tries. list_flags: the SLUICE_LIST_*
+	// entry of the set, in all eight maps. list_flags: the SLUICE_LIST_*
 	// bits of what it holds.
 	Status insert(ListKind list, uint32_t set, std::span<const Cidr> cidrs,
 		      ListOrigin origin = ListOrigin::run_time) const;

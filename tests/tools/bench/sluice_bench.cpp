@@ -684,6 +684,15 @@ uint64_t opt_u64(const std::map<std::string, std::string> &o, const char *k, uin
 	return it == o.end() ? def : std::stoull(it->second);
 }
 
+// A bench object's list maps, as PrefixLists takes them.
+sluice::PrefixLists::Fds list_fds(const Loaded &obj)
+{
+	return {obj.map_fd(SLUICE_PIN_ALLOW_V4),       obj.map_fd(SLUICE_PIN_ALLOW_V6),
+		obj.map_fd(SLUICE_PIN_DENY_V4),	       obj.map_fd(SLUICE_PIN_DENY_V6),
+		obj.map_fd(SLUICE_PIN_DENY_EXACT_V4),  obj.map_fd(SLUICE_PIN_DENY_EXACT_V6),
+		obj.map_fd(SLUICE_PIN_ALLOW_EXACT_V4), obj.map_fd(SLUICE_PIN_ALLOW_EXACT_V6)};
+}
+
 // ",policy=FILE": the policy file read, checked and compiled as sluiced does
 // (policyfile, logic/class_tables) and written into the object's maps by
 // sluiced's own writer (bpf/policy_tables).
@@ -696,11 +705,7 @@ void install_policy(const Loaded &obj, const std::string &path)
 	if (!compiled)
 		throw Error(path + ": " + compiled.error().describe());
 	sluice::ConfigMap config(obj.map_fd("config"));
-	sluice::PrefixLists lists({obj.map_fd(SLUICE_PIN_ALLOW_V4), obj.map_fd(SLUICE_PIN_ALLOW_V6),
-				   obj.map_fd(SLUICE_PIN_DENY_V4), obj.map_fd(SLUICE_PIN_DENY_V6),
-				   obj.map_fd(SLUICE_PIN_DENY_EXACT_V4), obj.map_fd(SLUICE_PIN_DENY_EXACT_V6),
-				   obj.map_fd(SLUICE_PIN_ALLOW_EXACT_V4), obj.map_fd(SLUICE_PIN_ALLOW_EXACT_V6)},
-				  config);
+	sluice::PrefixLists lists(list_fds(obj), config);
 	sluice::PolicyTables tables({obj.map_fd(SLUICE_PIN_CLASSES), obj.map_fd(SLUICE_PIN_PORT_CLASSES),
 				     obj.map_fd(SLUICE_PIN_CLASS_V4), obj.map_fd(SLUICE_PIN_CLASS_V6)},
 				    lists, config);
@@ -766,11 +771,7 @@ int cmd_cost(int argc, char **argv)
 				throw Error(name + ": ,path= is for sluice objects, alone");
 			const Loaded &l = *p.obj;
 			sluice::ConfigMap config(l.map_fd("config"));
-			const sluice::PrefixLists::Fds fds{
-				l.map_fd(SLUICE_PIN_ALLOW_V4),	     l.map_fd(SLUICE_PIN_ALLOW_V6),
-				l.map_fd(SLUICE_PIN_DENY_V4),	     l.map_fd(SLUICE_PIN_DENY_V6),
-				l.map_fd(SLUICE_PIN_DENY_EXACT_V4),  l.map_fd(SLUICE_PIN_DENY_EXACT_V6),
-				l.map_fd(SLUICE_PIN_ALLOW_EXACT_V4), l.map_fd(SLUICE_PIN_ALLOW_EXACT_V6)};
+			const sluice::PrefixLists::Fds fds = list_fds(l);
 			sluice::PrefixLists lists(fds, config);
 			put_on_path(on_path, PathMaps{config, lists, sluice::StandingTable(l.map_fd(SLUICE_PIN_STANDING), l.settings()),
 						      l.prog_fd(), fds},
